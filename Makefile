@@ -1,0 +1,39 @@
+# kpsim: a kernel-model simulator of Linux kprobe registration on x86-64.
+GO ?= go
+# Fuzz time per target for `make fuzz`.
+FUZZTIME ?= 20s
+
+.PHONY: run test vet staticcheck bench fuzz build clean
+
+# The main job on the embedded synthetic default image.
+run:
+	$(GO) run ./cmd/kpsim image
+
+build:
+	$(GO) build -o kpsim ./cmd/kpsim
+
+# vet, staticcheck (pinned as a go.mod tool, fetched through the module
+# proxy on a fresh machine) and the race-enabled tests of every package.
+test: vet staticcheck
+	$(GO) test -race -count=1 ./...
+
+vet:
+	$(GO) vet ./...
+
+staticcheck:
+	$(GO) tool staticcheck ./...
+
+# Go benchmarks only (benchstat-friendly: run it twice and compare).
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
+
+# Every fuzz target for FUZZTIME each.
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+clean:
+	rm -f kpsim

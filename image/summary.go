@@ -1,0 +1,92 @@
+package image
+
+// Summary is the headline shape of an image, what `kpsim image` prints.
+type Summary struct {
+	Name             string          `json:"name"`
+	Functions        int             `json:"functions"`
+	InitFunctions    int             `json:"init_functions"`
+	Symbols          int             `json:"symbols"`
+	TextBytes        uint64          `json:"text_bytes"`
+	CoreTextBytes    uint64          `json:"core_text_bytes"`
+	InitTextBytes    uint64          `json:"init_text_bytes"`
+	JumpEntries      int             `json:"jump_entries"`
+	StaticCallSites  int             `json:"static_call_sites"`
+	BugEntries       int             `json:"bug_entries"`
+	ExceptionEntries int             `json:"exception_entries"`
+	BlacklistEntries int             `json:"blacklist_entries"`
+	BlacklistRanges  []Range         `json:"blacklist_ranges"`
+	McountLocations  int             `json:"mcount_locations"`
+	Modules          int             `json:"modules"`
+	ModuleTables     []ModuleSummary `json:"module_tables"`
+	Config           Config          `json:"config"`
+	Notes            []string        `json:"notes,omitempty"`
+}
+
+// ModuleSummary is one module's line in a Summary.
+type ModuleSummary struct {
+	Name             string `json:"name"`
+	State            string `json:"state"`
+	Functions        int    `json:"functions"`
+	TextBytes        uint64 `json:"text_bytes"`
+	InitTextBytes    uint64 `json:"init_text_bytes"`
+	JumpEntries      int    `json:"jump_entries"`
+	StaticCallSites  int    `json:"static_call_sites"`
+	BugEntries       int    `json:"bug_entries"`
+	BlacklistEntries int    `json:"blacklist_entries"`
+	McountLocations  int    `json:"mcount_locations"`
+}
+
+// BlacklistRangeNames are the section ranges within_kprobe_blacklist and
+// its boot-time population refuse (kprobes.md R4d, real-kernel.md).
+var BlacklistRangeNames = []string{RangeEntryText, RangeIRQEntryText, RangeSoftIRQEntryText, RangeNoinstrText, RangeKprobesText}
+
+// Summarize counts what the image holds. Functions counts vmlinux function
+// symbols with a size (zero-size markers such as _stext are not functions).
+func (k *Kernel) Summarize() Summary {
+	s := Summary{
+		Name: k.Name, Symbols: len(k.Symbols), TextBytes: k.TextBytes(),
+		JumpEntries: len(k.JumpEntries), StaticCallSites: len(k.StaticCallSites),
+		BugEntries: len(k.BugEntries), ExceptionEntries: len(k.ExTable),
+		BlacklistEntries: len(k.Blacklist), McountLocations: len(k.McountLocs),
+		Modules: len(k.Modules), Config: k.Config, Notes: k.Notes,
+		BlacklistRanges: []Range{}, ModuleTables: []ModuleSummary{},
+	}
+	init := k.InitText()
+	for _, sym := range k.Symbols {
+		if sym.IsText() && sym.Size > 0 {
+			s.Functions++
+			if init != nil && init.Contains(sym.Addr) {
+				s.InitFunctions++
+			}
+		}
+	}
+	if c := k.CoreText(); c != nil {
+		s.CoreTextBytes = uint64(len(c.Bytes))
+	}
+	if init != nil {
+		s.InitTextBytes = uint64(len(init.Bytes))
+	}
+	for _, name := range BlacklistRangeNames {
+		if r, ok := k.Range(name); ok {
+			s.BlacklistRanges = append(s.BlacklistRanges, r)
+		}
+	}
+	for _, m := range k.Modules {
+		ms := ModuleSummary{Name: m.Name, State: m.State.String(), JumpEntries: len(m.JumpEntries),
+			StaticCallSites: len(m.StaticCallSites), BugEntries: len(m.BugEntries),
+			BlacklistEntries: len(m.Blacklist), McountLocations: len(m.McountLocs)}
+		for _, sym := range m.Symbols {
+			if sym.IsText() && sym.Size > 0 {
+				ms.Functions++
+			}
+		}
+		if m.Text != nil {
+			ms.TextBytes = uint64(len(m.Text.Bytes))
+		}
+		if m.Init != nil {
+			ms.InitTextBytes = uint64(len(m.Init.Bytes))
+		}
+		s.ModuleTables = append(s.ModuleTables, ms)
+	}
+	return s
+}

@@ -1,0 +1,374 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Op identifies a counted kernel operation. Ops are registered with NewOp at
+// package initialisation and are dense small integers.
+type Op uint32
+
+// Phase identifies a part of a scenario that a report shows separately (name
+// lookup, address safety checks, arming, ...). Phase 0 is "other".
+type Phase uint32
+
+// OpInfo describes a registered operation.
+type OpInfo struct {
+	Name string
+	// Cycles is the default cost weight of one occurrence.
+	Cycles float64
+	// Rationale says where Cycles comes from: a Go micro-benchmark of the
+	// modelled operation or a cited hardware fact. Never a fitted value.
+	Rationale string
+	// Doc says which kernel work one count stands for.
+	Doc string
+}
+
+// PhaseInfo describes a registered phase.
+type PhaseInfo struct {
+	Name string
+	Doc  string
+}
+
+var registry struct {
+	mu     sync.Mutex
+	ops    []OpInfo
+	opIdx  map[string]Op
+	phases []PhaseInfo
+	phIdx  map[string]Phase
+	frozen bool
+}
+
+// PhaseOther is the phase counts land in when no phase was entered.
+var PhaseOther = NewPhase("other", "work outside any named phase")
+
+// NewOp registers a counted operation. It panics on a duplicate or empty name
+// or after the first Counters was created: ops are declared at package
+// initialisation, like kernel tracepoints, never at run time.
+func NewOp(name string, cycles float64, rationale, doc string) Op {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	if registry.frozen {
+		panic("sim: NewOp(" + name + ") after counters were created")
+	}
+	if name == "" {
+		panic("sim: NewOp with empty name")
+	}
+	if registry.opIdx == nil {
+		registry.opIdx = map[string]Op{}
+	}
+	if _, dup := registry.opIdx[name]; dup {
+		panic("sim: duplicate op " + name)
+	}
+	if cycles < 0 {
+		panic("sim: negative cost for op " + name)
+	}
+	op := Op(len(registry.ops))
+	registry.ops = append(registry.ops, OpInfo{Name: name, Cycles: cycles, Rationale: rationale, Doc: doc})
+	registry.opIdx[name] = op
+	return op
+}
+
+// NewPhase registers a phase. Same rules as NewOp.
+func NewPhase(name, doc string) Phase {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	if registry.frozen {
+		panic("sim: NewPhase(" + name + ") after counters were created")
+	}
+	if registry.phIdx == nil {
+		registry.phIdx = map[string]Phase{}
+	}
+	if _, dup := registry.phIdx[name]; dup {
+		panic("sim: duplicate phase " + name)
+	}
+	ph := Phase(len(registry.phases))
+	registry.phases = append(registry.phases, PhaseInfo{Name: name, Doc: doc})
+	registry.phIdx[name] = ph
+	return ph
+}
+
+func freeze() (nops, nphases int) {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	registry.frozen = true
+	return len(registry.ops), len(registry.phases)
+}
+
+// Ops returns every registered operation, indexed by Op.
+func Ops() []OpInfo {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	return append([]OpInfo(nil), registry.ops...)
+}
+
+// Phases returns every registered phase, indexed by Phase.
+func Phases() []PhaseInfo {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	return append([]PhaseInfo(nil), registry.phases...)
+}
+
+// LookupOp finds an op by name.
+func LookupOp(name string) (Op, bool) {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	op, ok := registry.opIdx[name]
+	return op, ok
+}
+
+// LookupPhase finds a phase by name.
+func LookupPhase(name string) (Phase, bool) {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	ph, ok := registry.phIdx[name]
+	return ph, ok
+}
+
+// Name returns the op's registered name.
+func (o Op) Name() string { return Ops()[o].Name }
+
+// Name returns the phase's registered name.
+func (p Phase) Name() string { return Phases()[p].Name }
+
+// Counters accumulates operation counts per phase for one simulated run. It
+// is not safe for concurrent use: a run is a sequence of kernel calls made
+// under kprobe_mutex, and so is its counting.
+//
+// A nil *Counters is valid and counts nothing, so simulator-side calls of
+// kernel models (a CLI listing, a test oracle) can pass nil.
+type Counters struct {
+	nops  int
+	v     []uint64 // [phase*nops + op]
+	base  int      // current phase * nops
+	phase Phase
+
+	timing   bool
+	wall     []time.Duration
+	since    time.Time
+	bytes    map[string]int64
+	bytesOrd []string
+}
+
+// NewCounters returns an empty counter matrix. With timing set, Enter also
+// attributes wall-clock time to phases.
+func NewCounters(timing bool) *Counters {
+	nops, nph := freeze()
+	c := &Counters{nops: nops, v: make([]uint64, nops*nph), timing: timing}
+	if timing {
+		c.wall = make([]time.Duration, nph)
+		c.since = time.Now()
+	}
+	return c
+}
+
+// Add counts n occurrences of op in the current phase.
+func (c *Counters) Add(op Op, n uint64) {
+	if c == nil {
+		return
+	}
+	c.v[c.base+int(op)] += n
+}
+
+// Inc counts one occurrence of op in the current phase.
+func (c *Counters) Inc(op Op) {
+	if c == nil {
+		return
+	}
+	c.v[c.base+int(op)]++
+}
+
+// Enter makes ph the current phase and returns the previous one, so a caller
+// can restore it: defer c.Enter(c.Enter(ph)) would be wrong (it evaluates
+// both at once); write prev := c.Enter(ph); defer c.Enter(prev).
+func (c *Counters) Enter(ph Phase) Phase {
+	if c == nil {
+		return 0
+	}
+	prev := c.phase
+	if prev == ph {
+		return prev
+	}
+	if c.timing {
+		now := time.Now()
+		c.wall[prev] += now.Sub(c.since)
+		c.since = now
+	}
+	c.phase = ph
+	c.base = int(ph) * c.nops
+	return prev
+}
+
+// Current returns the current phase.
+func (c *Counters) Current() Phase {
+	if c == nil {
+		return 0
+	}
+	return c.phase
+}
+
+// Get returns the count of op in phase ph.
+func (c *Counters) Get(ph Phase, op Op) uint64 {
+	if c == nil {
+		return 0
+	}
+	return c.v[int(ph)*c.nops+int(op)]
+}
+
+// Total returns the count of op summed over all phases.
+func (c *Counters) Total(op Op) uint64 {
+	if c == nil {
+		return 0
+	}
+	var t uint64
+	for i := int(op); i < len(c.v); i += c.nops {
+		t += c.v[i]
+	}
+	return t
+}
+
+// PhaseTotal returns the sum of all op counts in phase ph.
+func (c *Counters) PhaseTotal(ph Phase) uint64 {
+	if c == nil {
+		return 0
+	}
+	var t uint64
+	for _, n := range c.v[int(ph)*c.nops : (int(ph)+1)*c.nops] {
+		t += n
+	}
+	return t
+}
+
+// Sum returns every count added so far.
+func (c *Counters) Sum() uint64 {
+	if c == nil {
+		return 0
+	}
+	var t uint64
+	for _, n := range c.v {
+		t += n
+	}
+	return t
+}
+
+// Wall returns the wall time attributed to phase ph (zero without timing).
+// The current phase's running interval is included.
+func (c *Counters) Wall(ph Phase) time.Duration {
+	if c == nil || !c.timing {
+		return 0
+	}
+	d := c.wall[ph]
+	if ph == c.phase {
+		d += time.Since(c.since)
+	}
+	return d
+}
+
+// SetBytes records a memory figure of the modelled kernel (an index's size,
+// a table's footprint) under a name such as "jump_label.index.bytes".
+func (c *Counters) SetBytes(name string, n int64) {
+	if c == nil {
+		return
+	}
+	if c.bytes == nil {
+		c.bytes = map[string]int64{}
+	}
+	if _, ok := c.bytes[name]; !ok {
+		c.bytesOrd = append(c.bytesOrd, name)
+	}
+	c.bytes[name] = n
+}
+
+// Bytes returns the recorded memory figures, sorted by name.
+func (c *Counters) Bytes() []NamedBytes {
+	if c == nil {
+		return nil
+	}
+	out := make([]NamedBytes, 0, len(c.bytes))
+	for _, k := range c.bytesOrd {
+		out = append(out, NamedBytes{k, c.bytes[k]})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// NamedBytes is one memory figure.
+type NamedBytes struct {
+	Name  string
+	Bytes int64
+}
+
+// Count is one non-zero cell of the matrix.
+type Count struct {
+	Phase Phase
+	Op    Op
+	N     uint64
+}
+
+// NonZero lists every non-zero (phase, op) count in phase, then op order.
+func (c *Counters) NonZero() []Count {
+	if c == nil {
+		return nil
+	}
+	var out []Count
+	for i, n := range c.v {
+		if n != 0 {
+			out = append(out, Count{Phase(i / c.nops), Op(i % c.nops), n})
+		}
+	}
+	return out
+}
+
+// Snapshot copies the counts so a caller can diff before/after one call.
+func (c *Counters) Snapshot() []uint64 {
+	if c == nil {
+		return nil
+	}
+	return append([]uint64(nil), c.v...)
+}
+
+// Since returns, per op, how much was counted since the snapshot s (all phases).
+func (c *Counters) Since(s []uint64) map[Op]uint64 {
+	out := map[Op]uint64{}
+	if c == nil {
+		return out
+	}
+	for i, n := range c.v {
+		var before uint64
+		if i < len(s) {
+			before = s[i]
+		}
+		if d := n - before; d != 0 {
+			out[Op(i%c.nops)] += d
+		}
+	}
+	return out
+}
+
+// Reset zeroes every count and memory figure; the phase goes back to other.
+func (c *Counters) Reset() {
+	if c == nil {
+		return
+	}
+	clear(c.v)
+	c.bytes = nil
+	c.bytesOrd = nil
+	c.phase, c.base = 0, 0
+	if c.timing {
+		clear(c.wall)
+		c.since = time.Now()
+	}
+}
+
+// String renders the non-zero counts, for debugging.
+func (c *Counters) String() string {
+	s := ""
+	ops, phs := Ops(), Phases()
+	for _, nz := range c.NonZero() {
+		s += fmt.Sprintf("%s/%s=%d\n", phs[nz.Phase].Name, ops[nz.Op].Name, nz.N)
+	}
+	return s
+}
