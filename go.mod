@@ -3,16 +3,18 @@ module github.com/kpsim/kpsim
 go 1.26.0
 
 require (
+	github.com/emirpasic/gods v1.18.1
+	golang.org/x/arch v0.33.0
+	pgregory.net/rapid v1.3.0
+)
+
+require (
 	github.com/BurntSushi/toml v1.4.1-0.20240526193622-a339e1f7089c // indirect
-	github.com/emirpasic/gods v1.18.1 // indirect
-	github.com/google/btree v1.1.3 // indirect
-	golang.org/x/arch v0.33.0 // indirect
 	golang.org/x/exp/typeparams v0.0.0-20231108232855-2478ac86f678 // indirect
 	golang.org/x/mod v0.41.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
 	golang.org/x/tools v0.51.0 // indirect
 	honnef.co/go/tools v0.8.2 // indirect
-	pgregory.net/rapid v1.3.0 // indirect
 )
 
 tool honnef.co/go/tools/cmd/staticcheck

@@ -24,25 +24,25 @@ import (
 type Config struct {
 	// IBT: CONFIG_X86_KERNEL_IBT, functions start with ENDBR64 and entry
 	// probes land at +4 (arch_adjust_kprobe_addr).
-	IBT bool
+	IBT bool `json:"ibt"`
 	// Retpoline: CONFIG_RETPOLINE / CONFIG_MITIGATION_RETPOLINE; indirect
 	// branches go through __x86_indirect_thunk_* and, in 6.1, can_optimize
 	// treats jumps into the thunk range as indirect.
-	Retpoline bool
+	Retpoline bool `json:"retpoline"`
 	// RetThunk: CONFIG_RETHUNK; function returns were built as
 	// "jmp __x86_return_thunk". Whether they are still live at run time is
 	// ReturnsPatched.
-	RetThunk bool
+	RetThunk bool `json:"rethunk"`
 	// ReturnsPatched: at boot, apply_returns rewrote the return-thunk jumps
 	// to "ret; int3" (a CPU that needs no return thunk). The text in the
 	// model is the text as it runs.
-	ReturnsPatched bool
+	ReturnsPatched bool `json:"returns_patched"`
 	// KprobesOnFtrace: CONFIG_KPROBES_ON_FTRACE.
-	KprobesOnFtrace bool
+	KprobesOnFtrace bool `json:"kprobes_on_ftrace"`
 	// CFI: CONFIG_CFI_CLANG (kCFI preambles, __cfi_ / __pfx_ symbols).
-	CFI bool
+	CFI bool `json:"cfi"`
 	// BugVerbose: CONFIG_DEBUG_BUGVERBOSE, 12-byte bug entries instead of 8.
-	BugVerbose bool
+	BugVerbose bool `json:"bug_verbose"`
 }
 
 // RegionKind says what a text region is.

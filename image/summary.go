@@ -1,5 +1,7 @@
 package image
 
+import "fmt"
+
 // Summary is the headline shape of an image, what `kpsim image` prints.
 type Summary struct {
 	Name             string          `json:"name"`
@@ -14,12 +16,21 @@ type Summary struct {
 	BugEntries       int             `json:"bug_entries"`
 	ExceptionEntries int             `json:"exception_entries"`
 	BlacklistEntries int             `json:"blacklist_entries"`
-	BlacklistRanges  []Range         `json:"blacklist_ranges"`
+	BlacklistRanges  []RangeSummary  `json:"blacklist_ranges"`
 	McountLocations  int             `json:"mcount_locations"`
 	Modules          int             `json:"modules"`
 	ModuleTables     []ModuleSummary `json:"module_tables"`
 	Config           Config          `json:"config"`
 	Notes            []string        `json:"notes,omitempty"`
+}
+
+// RangeSummary is a section range with hex addresses (JSON numbers cannot
+// carry 64-bit kernel addresses exactly).
+type RangeSummary struct {
+	Name  string `json:"name"`
+	Start string `json:"start"`
+	End   string `json:"end"`
+	Bytes uint64 `json:"bytes"`
 }
 
 // ModuleSummary is one module's line in a Summary.
@@ -49,7 +60,7 @@ func (k *Kernel) Summarize() Summary {
 		BugEntries: len(k.BugEntries), ExceptionEntries: len(k.ExTable),
 		BlacklistEntries: len(k.Blacklist), McountLocations: len(k.McountLocs),
 		Modules: len(k.Modules), Config: k.Config, Notes: k.Notes,
-		BlacklistRanges: []Range{}, ModuleTables: []ModuleSummary{},
+		BlacklistRanges: []RangeSummary{}, ModuleTables: []ModuleSummary{},
 	}
 	init := k.InitText()
 	for _, sym := range k.Symbols {
@@ -68,7 +79,7 @@ func (k *Kernel) Summarize() Summary {
 	}
 	for _, name := range BlacklistRangeNames {
 		if r, ok := k.Range(name); ok {
-			s.BlacklistRanges = append(s.BlacklistRanges, r)
+			s.BlacklistRanges = append(s.BlacklistRanges, RangeSummary{r.Name, fmt.Sprintf("%x", r.Start), fmt.Sprintf("%x", r.End), r.End - r.Start})
 		}
 	}
 	for _, m := range k.Modules {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 )
@@ -123,7 +124,7 @@ func FuzzParseCosts(f *testing.F) {
 		}
 		for _, o := range Ops() {
 			op, _ := LookupOp(o.Name)
-			if w := ct.Weight(op); w < 0 || w != w {
+			if w := ct.Weight(op); w < 0 || math.IsNaN(w) {
 				t.Fatalf("accepted weight %g for %s", w, o.Name)
 			}
 		}
@@ -196,7 +197,8 @@ func TestFaults(t *testing.T) {
 		t.Errorf("@2 plan failed on %v", got)
 	}
 	f, _ = ParseFaults("test.alloc")
-	if !f.Fail(testFail) || !f.Fail(testFail) {
+	first, second := f.Fail(testFail), f.Fail(testFail)
+	if !first || !second {
 		t.Error("plain plan must fail every hit")
 	}
 	var none *Faults

@@ -322,7 +322,6 @@ func (g *gen) build() error {
 	g.fentry = addr
 	fixed = append(fixed, &fixedFn{name: "__fentry__", zone: ZoneMain, addr: addr})
 	addr = alignUp(addr+uint64(len(g.retSeq())), funcAlign)
-	sctStart := addr
 	g.sct = make([]uint64, nSCKeys)
 	for i := range g.sct {
 		g.sct[i] = addr
@@ -395,9 +394,11 @@ func (g *gen) build() error {
 		g.truth.Funcs = append(g.truth.Funcs, FuncTruth{Name: "__SCT__" + sctNames[i], Addr: a, Size: 8, Zone: ZoneTrampoline, Insns: []uint32{0, 5}})
 	}
 
-	// 5. Symbols.
-	var syms []image.Symbol
-	mark := func(name string, a uint64) { syms = append(syms, image.Symbol{Name: name, Addr: a, Type: 'T'}) }
+	// 5. Symbols. Linker-provided markers (_stext, __entry_text_start, ...)
+	// go after the function at the same address: scripts/kallsyms.c ranks
+	// them last among equal addresses (may_be_linker_script_provide_symbol).
+	var syms, marks []image.Symbol
+	mark := func(name string, a uint64) { marks = append(marks, image.Symbol{Name: name, Addr: a, Type: 'T'}) }
 	mark("_stext", TextBase)
 	for _, r := range ranges {
 		mark(r.Name+"_start", r.Start)
@@ -412,7 +413,6 @@ func (g *gen) build() error {
 	for i, a := range g.sct {
 		syms = append(syms, image.Symbol{Name: "__SCT__" + sctNames[i], Addr: a, Size: 8, Type: 'T'})
 	}
-	_ = sctStart
 	mark("_etext", etext)
 	syms = append(syms, dataSyms...)
 	mark("_sinittext", initBase)
@@ -420,6 +420,7 @@ func (g *gen) build() error {
 		syms = append(syms, image.Symbol{Name: p.name, Addr: p.addr, Size: uint64(p.size), Type: p.typ})
 	}
 	mark("_einittext", iaddr)
+	syms = append(syms, marks...)
 	sort.SliceStable(syms, func(i, j int) bool { return syms[i].Addr < syms[j].Addr })
 	k.Symbols = syms
 	k.Ranges = ranges
