@@ -53,12 +53,12 @@ var (
 // the kernel keeps: the address-sorted table (kallsyms_offsets) and the
 // name-sorted sequence index (kallsyms_seqs_of_names, 6.1+).
 type Sorted struct {
-	syms    []image.Symbol // vmlinux, address order (kallsyms table order)
-	byName  []int32        // indices into syms, sorted by (name, index)
-	start   uint64         // _stext
-	end     uint64         // _end: is_ksym_addr with CONFIG_KALLSYMS_ALL
-	sinit   uint64         // _sinittext
-	einit   uint64         // _einittext
+	syms    []image.Symbol  // vmlinux, address order (kallsyms table order)
+	byName  []int32         // indices into syms, sorted by (name, index)
+	start   uint64          // _stext
+	end     uint64          // _end: is_ksym_addr with CONFIG_KALLSYMS_ALL
+	sinit   uint64          // _sinittext
+	einit   uint64          // _einittext
 	modules []*image.Module // newest first, as the kernel's modules list
 }
 

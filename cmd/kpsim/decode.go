@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bufio"
+	"crypto/sha1"
+	"encoding/hex"
+	"io"
+	"strconv"
+
+	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/x86"
+)
+
+func runDecode(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("decode", stdout)
+	imf := addImageFlags(fs)
+	fn := fs.String("func", "", "decode only the function(s) with this name (duplicates: every one)")
+	all := fs.Bool("all", false, "decode every function (the default without --func)")
+	summary := fs.Bool("summary", false, "one line per function: ADDRESS NAME INSTRUCTION_COUNT SHA1 of the offsets")
+	if err := parse(fs, args, stdout); err != nil {
+		return err
+	}
+	if *fn != "" && *all {
+		return usagef("--func and --all exclude each other")
+	}
+	k, _, err := imf.load()
+	if err != nil {
+		return err
+	}
+	funcs := decodeTargets(k, *fn)
+	if *fn != "" && len(funcs) == 0 {
+		return usagef("--func: no function named %q in %s", *fn, k.Name)
+	}
+	w := bufio.NewWriterSize(stdout, 1<<16)
+	var line []byte
+	var offs []byte
+	for _, s := range funcs {
+		code := k.Text(s.Addr, int(s.Size))
+		n := 0
+		offs = offs[:0]
+		for off := 0; off < len(code); {
+			insn, err := x86.Decode(nil, code[off:])
+			length, mnem := insn.Len, insn.Mnemonic
+			if err != nil {
+				length, mnem = 1, "(bad)"
+			}
+			if n > 0 {
+				offs = append(offs, ',')
+			}
+			offs = strconv.AppendInt(offs, int64(off), 10)
+			n++
+			if !*summary {
+				line = strconv.AppendUint(line[:0], s.Addr+uint64(off), 16)
+				line = append(line, '\t')
+				line = strconv.AppendInt(line, int64(length), 10)
+				line = append(line, '\t')
+				line = append(line, mnem...)
+				line = append(line, '\n')
+				w.Write(line)
+			}
+			off += length
+		}
+		if *summary {
+			sum := sha1.Sum(offs)
+			line = strconv.AppendUint(line[:0], s.Addr, 16)
+			line = append(line, '\t')
+			line = append(line, s.Name...)
+			line = append(line, '\t')
+			line = strconv.AppendInt(line, int64(n), 10)
+			line = append(line, '\t')
+			line = hex.AppendEncode(line, sum[:])
+			line = append(line, '\n')
+			w.Write(line)
+		}
+	}
+	return w.Flush()
+}
+
+// decodeTargets lists the functions to decode: vmlinux function symbols in
+// address order, then each module's, optionally only those named name.
+func decodeTargets(k *image.Kernel, name string) []image.Symbol {
+	var out []image.Symbol
+	add := func(syms []image.Symbol) {
+		for _, s := range syms {
+			if s.IsText() && s.Size > 0 && (name == "" || s.Name == name) {
+				out = append(out, s)
+			}
+		}
+	}
+	add(k.Symbols)
+	for _, m := range k.Modules {
+		add(m.Symbols)
+	}
+	return out
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+func runImage(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("image", stdout)
+	imf := addImageFlags(fs)
+	format := fs.String("format", "table", "output format: table or json")
+	if err := parse(fs, args, stdout); err != nil {
+		return err
+	}
+	if *format != "table" && *format != "json" {
+		return usagef("--format: want table or json, got %q", *format)
+	}
+	k, _, err := imf.load()
+	if err != nil {
+		return err
+	}
+	s := k.Summarize()
+	if *format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\t\n", k, v) }
+	fmt.Fprintf(stdout, "kernel image: %s\n\n", s.Name)
+	row("functions", s.Functions)
+	row("  in .init.text", s.InitFunctions)
+	row("symbols", s.Symbols)
+	row("text bytes", s.TextBytes)
+	row("  core text", s.CoreTextBytes)
+	row("  init text", s.InitTextBytes)
+	row("jump entries", s.JumpEntries)
+	row("static-call sites", s.StaticCallSites)
+	row("bug entries", s.BugEntries)
+	row("exception entries", s.ExceptionEntries)
+	row("blacklist entries", s.BlacklistEntries)
+	row("mcount locations", s.McountLocations)
+	row("modules", s.Modules)
+	tw.Flush()
+	fmt.Fprintln(stdout, "\nblacklisted section ranges:")
+	for _, r := range s.BlacklistRanges {
+		fmt.Fprintf(stdout, "  %-22s %s-%s (%d bytes)\n", r.Name, r.Start, r.End, r.Bytes)
+	}
+	if len(s.ModuleTables) > 0 {
+		fmt.Fprintln(stdout, "\nmodules:")
+		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "name\tstate\tfunctions\ttext\tinit text\tjump\tstatic call\tbug\tblacklist\tmcount\t")
+		for _, m := range s.ModuleTables {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", m.Name, m.State, m.Functions, m.TextBytes,
+				m.InitTextBytes, m.JumpEntries, m.StaticCallSites, m.BugEntries, m.BlacklistEntries, m.McountLocations)
+		}
+		tw.Flush()
+	}
+	c := s.Config
+	fmt.Fprintf(stdout, "\nconfig: ibt=%v retpoline=%v rethunk=%v returns_patched=%v kprobes_on_ftrace=%v bug_verbose=%v\n",
+		c.IBT, c.Retpoline, c.RetThunk, c.ReturnsPatched, c.KprobesOnFtrace, c.BugVerbose)
+	for _, n := range s.Notes {
+		fmt.Fprintf(stdout, "note: %s\n", n)
+	}
+	return nil
+}

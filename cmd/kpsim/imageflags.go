@@ -1,0 +1,83 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/image/synth"
+)
+
+// imageFlags are the flags every image-taking command shares: the
+// synthetic generator's knobs (loaders for real kernels add --kernel later).
+type imageFlags struct {
+	cfg     synth.Config
+	seed    uint64
+	jumpMix string
+}
+
+func addImageFlags(fs *flag.FlagSet) *imageFlags {
+	f := &imageFlags{cfg: synth.DefaultConfig()}
+	c := &f.cfg
+	fs.Uint64Var(&f.seed, "seed", c.Seed, "generator seed: the same seed gives a byte-identical image")
+	fs.IntVar(&c.Functions, "functions", c.Functions, "core-text functions (entry, noinstr and kprobes-text zones included)")
+	fs.IntVar(&c.InitFunctions, "init-functions", c.InitFunctions, "functions in .init.text")
+	fs.IntVar(&c.SizeMedian, "size-median", c.SizeMedian, "median function size in bytes (log-normal)")
+	fs.Float64Var(&c.SizeSigma, "size-sigma", c.SizeSigma, "log-normal shape of function sizes")
+	fs.IntVar(&c.MinSize, "min-size", c.MinSize, "smallest function in bytes")
+	fs.IntVar(&c.MaxSize, "max-size", c.MaxSize, "largest function in bytes")
+	fs.IntVar(&c.JumpEntries, "jump-entries", c.JumpEntries, "jump-label sites in vmlinux (core + init text)")
+	fs.IntVar(&c.JumpKeys, "jump-keys", c.JumpKeys, "static keys the vmlinux jump-label sites belong to")
+	fs.StringVar(&f.jumpMix, "jump-mix", synth.FormatJumpMix(c.JumpMix), "as-assembled jump-label site mix in percent")
+	fs.Float64Var(&c.JumpBranchPercent, "jump-branch-percent", c.JumpBranchPercent, "percent of static keys that are default-true")
+	fs.IntVar(&c.StaticCallSites, "static-calls", c.StaticCallSites, "static-call sites in vmlinux")
+	fs.IntVar(&c.StaticCallKeys, "static-call-keys", c.StaticCallKeys, "static calls (keys and __SCT__ trampolines)")
+	fs.Float64Var(&c.StaticCallTailPercent, "static-call-tail-percent", c.StaticCallTailPercent, "percent of static-call sites that are tail calls (jmp)")
+	fs.IntVar(&c.BugEntries, "bug-entries", c.BugEntries, "__bug_table entries in vmlinux")
+	fs.IntVar(&c.Blacklist, "blacklist", c.Blacklist, "NOKPROBE_SYMBOL entries (_kprobe_blacklist)")
+	fs.IntVar(&c.EntryFunctions, "entry-functions", c.EntryFunctions, "functions in the entry text")
+	fs.IntVar(&c.IRQEntryFunctions, "irqentry-functions", c.IRQEntryFunctions, "functions in the irqentry text")
+	fs.IntVar(&c.NoinstrFunctions, "noinstr-functions", c.NoinstrFunctions, "functions in .noinstr.text")
+	fs.IntVar(&c.KprobesTextFunctions, "kprobes-text-functions", c.KprobesTextFunctions, "functions in .kprobes.text")
+	fs.IntVar(&c.Modules, "modules", c.Modules, "loaded modules")
+	fs.IntVar(&c.ModuleFunctions, "module-functions", c.ModuleFunctions, "functions per module")
+	fs.IntVar(&c.ModuleInitFunctions, "module-init-functions", c.ModuleInitFunctions, "init functions per module")
+	fs.IntVar(&c.ModuleJumpEntries, "module-jump-entries", c.ModuleJumpEntries, "jump-label sites per module")
+	fs.IntVar(&c.ModuleStaticCallSites, "module-static-calls", c.ModuleStaticCallSites, "static-call sites per module")
+	fs.IntVar(&c.ModuleBugEntries, "module-bug-entries", c.ModuleBugEntries, "bug entries per module")
+	fs.Float64Var(&c.TracedPercent, "traced-percent", c.TracedPercent, "percent of functions with a __fentry__ call")
+	fs.Float64Var(&c.UaccessPercent, "uaccess-percent", c.UaccessPercent, "percent of functions with stac/clac and an exception-table entry")
+	fs.Float64Var(&c.LoopToEntryPercent, "loop-to-entry-percent", c.LoopToEntryPercent, "percent of functions that jump back into the bytes after the entry probe point")
+	fs.Float64Var(&c.IndirectJumpPercent, "indirect-jump-percent", c.IndirectJumpPercent, "percent of functions with an indirect jump")
+	fs.Float64Var(&c.VzeroupperPercent, "vzeroupper-percent", c.VzeroupperPercent, "percent of functions ending with vzeroupper")
+	fs.Float64Var(&c.DupNamePercent, "dup-name-percent", c.DupNamePercent, "percent of functions with a name other files use too")
+	fs.Float64Var(&c.ClonePercent, "clone-percent", c.ClonePercent, "percent of functions with a compiler-clone suffix (.isra.0, .cold, ...)")
+	fs.BoolVar(&c.IBT, "ibt", c.IBT, "CONFIG_X86_KERNEL_IBT: functions start with ENDBR64")
+	fs.BoolVar(&c.Retpoline, "retpoline", c.Retpoline, "CONFIG_RETPOLINE: indirect branches through thunks")
+	fs.BoolVar(&c.RetThunk, "rethunk", c.RetThunk, "CONFIG_RETHUNK: returns built as jmp __x86_return_thunk")
+	fs.BoolVar(&c.ReturnsPatched, "returns-patched", c.ReturnsPatched, "boot patched return thunks to ret; int3")
+	fs.IntVar(&c.ProbeTargets, "probe-targets", c.ProbeTargets, "add N generated probe-target functions (the batch kprobe sample)")
+	fs.BoolVar(&c.ProbeTargetsTraced, "probe-targets-traced", c.ProbeTargetsTraced, "build the probe targets with __fentry__ calls")
+	return f
+}
+
+// load builds the image the flags describe. Config errors are usage
+// errors naming the flag.
+func (f *imageFlags) load() (*image.Kernel, *synth.Truth, error) {
+	f.cfg.Seed = f.seed
+	mix, err := synth.ParseJumpMix(f.jumpMix)
+	if err != nil {
+		return nil, nil, usagef("%s", err.Error())
+	}
+	f.cfg.JumpMix = mix
+	k, truth, err := synth.Generate(f.cfg)
+	var ce *synth.ConfigError
+	if errors.As(err, &ce) {
+		return nil, nil, usagef("%s", err.Error())
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("generating the image: %w", err)
+	}
+	return k, truth, nil
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kpsim/kpsim/image/synth"
+)
+
+func runKpsim(args ...string) (stdout, stderr string, code int) {
+	var o, e bytes.Buffer
+	code = run(args, &o, &e)
+	return o.String(), e.String(), code
+}
+
+// small keeps tests quick where the default image is not the point.
+var small = []string{"--functions", "3000", "--init-functions", "100", "--jump-entries", "1500", "--jump-keys", "400",
+	"--static-calls", "300", "--static-call-keys", "40", "--bug-entries", "800", "--blacklist", "60", "--modules", "2", "--module-functions", "50"}
+
+func TestImageJSONDefault(t *testing.T) {
+	out, errs, code := runKpsim("image", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"functions", "text_bytes", "jump_entries", "static_call_sites", "bug_entries",
+		"blacklist_entries", "mcount_locations", "modules"} {
+		v, ok := m[key].(float64)
+		if !ok || v <= 0 {
+			t.Errorf("key %s = %v, want a positive count", key, m[key])
+		}
+	}
+	def := synth.DefaultConfig()
+	if m["jump_entries"].(float64) != float64(def.JumpEntries) {
+		t.Errorf("jump_entries = %v, want the default %d", m["jump_entries"], def.JumpEntries)
+	}
+}
+
+func TestImageTable(t *testing.T) {
+	out, _, code := runKpsim(append([]string{"image"}, small...)...)
+	if code != 0 || !strings.Contains(out, "jump entries") || !strings.Contains(out, "__kprobes_text") {
+		t.Fatalf("exit %d, output:\n%s", code, out)
+	}
+}
+
+// TestDecodeSummaryMatchesGenerator: --summary lists every function, and
+// each line's instruction count and SHA1 equal what the generator emitted.
+func TestDecodeSummaryMatchesGenerator(t *testing.T) {
+	out, errs, code := runKpsim(append([]string{"decode", "--summary"}, small...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	k, truth, err := synth.Generate(configFromFlags(t, small))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint64]string{}
+	for _, ft := range truth.Funcs {
+		var offs []string
+		for _, o := range ft.Insns {
+			offs = append(offs, strconv.Itoa(int(o)))
+		}
+		sum := sha1.Sum([]byte(strings.Join(offs, ",")))
+		want[ft.Addr] = fmt.Sprintf("%x\t%s\t%d\t%s", ft.Addr, ft.Name, len(ft.Insns), hex.EncodeToString(sum[:]))
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if got := len(decodeTargets(k, "")); len(lines) != got {
+		t.Fatalf("%d summary lines for %d functions", len(lines), got)
+	}
+	for _, l := range lines {
+		addr, err := strconv.ParseUint(strings.SplitN(l, "\t", 2)[0], 16, 64)
+		if err != nil {
+			t.Fatalf("bad line %q", l)
+		}
+		if w, ok := want[addr]; !ok || w != l {
+			t.Fatalf("line %q, generator says %q", l, w)
+		}
+	}
+}
+
+func configFromFlags(t *testing.T, args []string) synth.Config {
+	fs := newFlagSet("test", nil)
+	f := addImageFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	f.cfg.Seed = f.seed
+	return f.cfg
+}
+
+func TestDecodeFunc(t *testing.T) {
+	out, _, code := runKpsim(append([]string{"decode", "--func", "kprobe_int3_handler"}, small...)...)
+	if code != 0 {
+		t.Fatal(code)
+	}
+	first := strings.SplitN(out, "\n", 2)[0]
+	f := strings.Split(first, "\t")
+	if len(f) != 3 || f[1] != "4" || f[2] != "endbr64" || strings.HasPrefix(f[0], "0x") || strings.ToLower(f[0]) != f[0] {
+		t.Fatalf("first line %q, want ADDRESS<TAB>4<TAB>endbr64", first)
+	}
+}
+
+func TestBadUsage(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"image", "--bogus"}, "-bogus"},
+		{[]string{"image", "--jump-entries", "-1"}, "--jump-entries"},
+		{[]string{"image", "--functions", "600", "--blacklist", "10", "--jump-entries", "90000"}, "--jump-entries"},
+		{[]string{"image", "--format", "xml"}, "--format"},
+		{[]string{"image", "--jump-mix", "nop3=1"}, "--jump-mix"},
+		{[]string{"image", "extra"}, "unexpected argument"},
+		{[]string{"decode", "--func", "x", "--all"}, "--func and --all"},
+		{[]string{"decode", "--func", "no_such_function", "--functions", "700", "--blacklist", "10", "--jump-entries", "10", "--jump-keys", "5", "--static-calls", "5", "--static-call-keys", "2", "--bug-entries", "5", "--modules", "0"}, "--func"},
+		{[]string{"nosuchcmd"}, "unknown command"},
+		{[]string{"list", "--x"}, "-x"},
+	}
+	for _, tc := range tests {
+		_, errs, code := runKpsim(tc.args...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2", tc.args, code)
+		}
+		if strings.Count(errs, "\n") != 1 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: stderr %q, want one line naming %q", tc.args, errs, tc.want)
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, c := range []string{"image", "decode", "list"} {
+		out, _, code := runKpsim(c, "--help")
+		if code != 0 || !strings.Contains(out, "usage: kpsim "+c) {
+			t.Errorf("%s --help: exit %d, output %q", c, code, out)
+		}
+	}
+}
+
+func TestList(t *testing.T) {
+	out, _, code := runKpsim("list")
+	if code != 0 {
+		t.Fatal(code)
+	}
+	for _, want := range []string{"jump-label-index", "iter-can-probe", "kprobe-tree", "series", "x86.decode.insn"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("list output lacks %q", want)
+		}
+	}
+}
