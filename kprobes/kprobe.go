@@ -76,6 +76,12 @@ type Kprobe struct {
 	// the head, so the newest child comes first). Aggregators only.
 	children []*Kprobe
 
+	// ainsn models p->ainsn (struct arch_specific_insn): the single-step
+	// slot; an aggregator shares its first child's (init_aggr_kprobe).
+	ainsn archInsn
+	// optSlot is op->optinsn.insn, the detour buffer (aggregators).
+	optSlot uint64
+
 	// Simulator-side bookkeeping, never used to answer a counted query.
 	owner  *Registry // registry whose table holds p (nil if not hashed)
 	parent *Kprobe   // aggregator whose list holds p (nil if none)

@@ -1,0 +1,163 @@
+package kprobes
+
+import (
+	"github.com/kpsim/kpsim/boot"
+	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/kallsyms"
+	"github.com/kpsim/kpsim/sim"
+	"github.com/kpsim/kpsim/x86"
+)
+
+// The subsystems register_kprobe calls into. Each is an interface so the
+// linear (upstream) and indexed (proposed) forms plug in without the
+// pipeline knowing which is active.
+
+// TextReserver models a *_text_reserved(start, end) check on an inclusive
+// range: jump_label_text_reserved, static_call_text_reserved. An error is
+// the kernel's BUG (e.g. a jump site whose bytes are no jump or NOP).
+type TextReserver interface {
+	TextReserved(c *sim.Counters, start, end uint64) (bool, error)
+}
+
+// BugFinder models lib/bug.c:find_bug.
+type BugFinder interface {
+	FindBug(c *sim.Counters, addr uint64) bool
+}
+
+// Blacklist models kernel/kprobes.c:within_kprobe_blacklist.
+type Blacklist interface {
+	WithinKprobeBlacklist(c *sim.Counters, addr uint64) bool
+}
+
+// Ftrace is what kprobes asks of ftrace (kernel/trace/ftrace.c).
+type Ftrace interface {
+	// Location models ftrace_location: the fentry site for ip (ip itself,
+	// or the site of the function ip starts), 0 if none.
+	Location(c *sim.Counters, ip uint64) uint64
+	// TextReserved models ftrace_text_reserved on [start, end].
+	TextReserved(c *sim.Counters, start, end uint64) bool
+	// ArmKprobeFtrace / DisarmKprobeFtrace model __arm_kprobe_ftrace and
+	// __disarm_kprobe_ftrace on kprobe_ftrace_ops (kprobe_ipmodify_ops when
+	// ipmodify, i.e. the probe has a post handler).
+	ArmKprobeFtrace(c *sim.Counters, ip uint64, ipmodify bool) error
+	DisarmKprobeFtrace(c *sim.Counters, ip uint64, ipmodify bool) error
+}
+
+// ExceptionTables models kernel/extable.c:search_exception_tables.
+type ExceptionTables interface {
+	SearchExceptionTables(c *sim.Counters, addr uint64) bool
+}
+
+// Config holds the kernel configuration and semantics choices the
+// pipeline depends on. DefaultConfig is Debian's 6.1 x86-64 kernel.
+type Config struct {
+	// Preemption: CONFIG_PREEMPTION (Debian: PREEMPT_DYNAMIC, so yes).
+	// Without it prepare_singlestep may boost; with it, never.
+	Preemption bool
+	// OptprobeSlotSize is MAX_OPTINSN_SIZE: the optprobe template plus
+	// MAX_OPTIMIZED_LENGTH plus a JMP32 (kprobes.md §5: ≈110-130 bytes).
+	OptprobeSlotSize int
+	// CPUs online: each text_poke_sync IPIs all of them.
+	CPUs int
+	// AllowOptimization: sysctl debug.kprobes-optimization.
+	AllowOptimization bool
+}
+
+// DefaultConfig returns Debian 6.1's settings on a small server.
+func DefaultConfig() Config {
+	return Config{Preemption: true, OptprobeSlotSize: 120, CPUs: 8, AllowOptimization: true}
+}
+
+// Deps are the subsystems a Kprobes instance calls.
+type Deps struct {
+	Image      *image.Kernel
+	Syms       kallsyms.Resolver
+	Ftrace     Ftrace
+	Extable    ExceptionTables
+	JumpLabel  TextReserver
+	StaticCall TextReserver
+	Bugs       BugFinder
+	Blacklist  Blacklist
+}
+
+// Kprobes is the state of kernel/kprobes.c and the x86 arch code for one
+// simulated kernel: the registry, the optimizer's lists, the instruction
+// slot caches, and the switches that choose linear or indexed lookups.
+// All calls are made under (modelled) kprobe_mutex: not safe for
+// concurrent use.
+type Kprobes struct {
+	Deps
+	Cfg Config
+	Reg *Registry
+	Sw  sim.Switches
+	// State is system_state; the caller advances it (boot.Running after
+	// late init).
+	State  boot.State
+	C      *sim.Counters
+	Faults *sim.Faults
+
+	optimizing   []*Kprobe // optimizing_list, head at the end (list_add)
+	unoptimizing []*Kprobe // unoptimizing_list, head at the end
+	freeing      []*Kprobe // freeing_list
+	kicked       bool      // kick_kprobe_optimizer: the delayed work is queued
+	insnSlots    *insnCache
+	optSlots     *insnCache
+
+	core, init *image.Region
+	entryText  image.Range
+	thunks     image.Range
+	hasThunks  bool
+
+	// Simulator-side decode memo: the kernel decodes on every call and is
+	// counted for it; the simulator decodes each (address, recovered
+	// bytes) once. Text is immutable in the model (int3 and jump patches
+	// are modelled by the recovery logic), so the memo never goes stale.
+	decoded map[uint64]decodeMemo
+}
+
+type decodeMemo struct {
+	insn x86.Insn
+	err  error
+}
+
+// New builds the kprobes state for deps with the given switches. c may be nil.
+func New(d Deps, cfg Config, sw sim.Switches, c *sim.Counters) (*Kprobes, error) {
+	if err := sw.Validate(); err != nil {
+		return nil, err
+	}
+	kp := &Kprobes{
+		Deps: d, Cfg: cfg, Reg: NewRegistryFor(sw), Sw: sw, C: c,
+		State:     boot.Running,
+		insnSlots: newInsnCache("kprobe_insn_slots", x86.MaxInsnSize),
+		optSlots:  newInsnCache("kprobe_optinsn_slots", cfg.OptprobeSlotSize),
+		core:      d.Image.CoreText(), init: d.Image.InitText(),
+		decoded: map[uint64]decodeMemo{},
+	}
+	kp.entryText, _ = d.Image.Range(image.RangeEntryText)
+	kp.thunks, kp.hasThunks = d.Image.Range(image.RangeIndirectThunk)
+	return kp, nil
+}
+
+// decodeAt models insn_decode_kernel on the (recovered) instruction at
+// addr: counted once per call as the kernel decodes every time. ftrace
+// reports whether addr is an ftrace site, whose bytes recover to the ideal
+// NOP5 (arch/x86/kernel/kprobes/core.c:__recover_probed_insn).
+func (kp *Kprobes) decodeAt(addr uint64, ftraceSite bool) (x86.Insn, error) {
+	kp.C.Inc(x86.OpDecode)
+	key := addr
+	if ftraceSite {
+		key = ^addr // kernel addresses have the top bit set: no clash
+	}
+	if m, ok := kp.decoded[key]; ok {
+		return m.insn, m.err
+	}
+	var code []byte
+	if ftraceSite {
+		code = x86.NOP5[:]
+	} else {
+		code = kp.Image.Text(addr, x86.MaxInsnSize)
+	}
+	insn, err := x86.Decode(nil, code)
+	kp.decoded[key] = decodeMemo{insn, err}
+	return insn, err
+}

@@ -1,0 +1,290 @@
+package kprobes
+
+import (
+	"github.com/kpsim/kpsim/sim"
+	"github.com/kpsim/kpsim/x86"
+)
+
+// recoverer answers the recovery lookups of one instruction walk: with an
+// address iterator (P6, from a walker whose iter-* switch is on) or by
+// point lookups / one range query per address.
+type recoverer struct {
+	kp *Kprobes
+	it *AddrIter // nil: no iterator passed down
+}
+
+// newWalkRecoverer returns the recoverer for a walk that may use an
+// address iterator when its switch is on.
+func (kp *Kprobes) newWalkRecoverer(useIter bool) *recoverer {
+	r := &recoverer{kp: kp}
+	if useIter && kp.Reg.HasTree() {
+		it := kp.Reg.AddrIter(Jmp32InsnSize-1, kp.C)
+		r.it = &it
+	}
+	return r
+}
+
+// recoverProbedInstruction models arch/x86/kernel/kprobes/core.c:
+// recover_probed_instruction = __recover_optprobed_insn, then
+// __recover_probed_insn. It reports whether the recovered bytes are the
+// ideal NOP5 of an ftrace site (otherwise they are the original text: the
+// model's text is never patched, so recovery always yields it).
+func (r *recoverer) recoverProbedInstruction(addr uint64) (ftraceSite bool, err error) {
+	kp := r.kp
+	c := kp.C
+	// __recover_optprobed_insn: addr, addr-1, ..., addr-4; a probe that is
+	// OPTIMIZED and either jump-patched (op->list empty) or queued for
+	// unoptimization counts; others do not stop the loop.
+	var at *Kprobe
+	found := false
+	switch {
+	case r.it != nil:
+		p, qerr := r.it.Query(addr)
+		if qerr != nil {
+			return false, qerr
+		}
+		at = p
+		win := r.it.Window()
+		for i := len(win) - 1; i >= 0; i-- {
+			if kp.jumpPatched(win[i]) {
+				found = true
+				break
+			}
+		}
+	case kp.Sw.Has(sim.IterRecoverOptprobed):
+		it := kp.Reg.RecoverWindow(addr, c)
+		for it.Next() {
+			q := it.Probe()
+			if q.Addr == addr {
+				at = q
+			}
+			if !found && kp.jumpPatched(q) {
+				found = true
+			}
+		}
+		if err := it.Err(); err != nil {
+			return false, err
+		}
+	default:
+		for i := uint64(0); i < Jmp32InsnSize && i <= addr; i++ {
+			q := kp.Reg.GetKprobe(addr-i, c)
+			if q != nil && kp.jumpPatched(q) {
+				found = true
+				break
+			}
+		}
+	}
+	if found {
+		c.Inc(opCopyInsn)
+		return false, nil
+	}
+	// __recover_probed_insn: get_kprobe(addr) (served by the iterator or
+	// the window when there is one) and ftrace_location(addr) == addr.
+	if r.it == nil && !kp.Sw.Has(sim.IterRecoverOptprobed) {
+		at = kp.Reg.GetKprobe(addr, c)
+	}
+	faddr := kp.Ftrace != nil && kp.Ftrace.Location(c, addr) == addr
+	if at != nil || faddr {
+		c.Inc(opCopyInsn)
+	}
+	return faddr, nil
+}
+
+// jumpPatched: kprobe_optimized(kp) && (list_empty(&op->list) ||
+// optprobe_queued_unopt(op)).
+func (kp *Kprobes) jumpPatched(q *Kprobe) bool {
+	if !q.Optimized() {
+		return false
+	}
+	if q.Queue == QueueNone {
+		return true
+	}
+	return kp.optprobeQueuedUnopt(q)
+}
+
+// canProbe models arch/x86/kernel/kprobes/core.c:can_probe in 6.1: walk
+// from the symbol start to paddr recovering and decoding each instruction;
+// true when the walk lands exactly on paddr (6.1 does not decode the
+// instruction at paddr itself).
+func (kp *Kprobes) canProbe(paddr uint64) bool {
+	c := kp.C
+	_, off, ok := kp.Syms.LookupSizeOffset(c, paddr)
+	if !ok {
+		return false
+	}
+	r := kp.newWalkRecoverer(kp.Sw.Has(sim.IterCanProbe))
+	addr := paddr - off
+	for addr < paddr {
+		ftraceSite, err := r.recoverProbedInstruction(addr)
+		if err != nil {
+			return false
+		}
+		insn, derr := kp.decodeAt(addr, ftraceSite)
+		if derr != nil {
+			return false
+		}
+		addr += uint64(insn.Len)
+	}
+	return addr == paddr
+}
+
+// archPrepareKprobe models arch/x86/kernel/kprobes/core.c:arch_prepare_kprobe.
+func (kp *Kprobes) archPrepareKprobe(p *Kprobe) error {
+	c := kp.C
+	c.Inc(opConst) // alternatives_text_reserved: smp_alt_modules empty on SMP
+	if !kp.canProbe(p.Addr) {
+		return EILSEQ
+	}
+	p.ainsn = archInsn{}
+	slot, ok := kp.insnSlots.getInsnSlot(c, kp.Faults, FaultInsnSlot)
+	if !ok {
+		return ENOMEM
+	}
+	p.ainsn.slot = slot
+	if err := kp.archCopyKprobe(p); err != nil {
+		kp.insnSlots.freeInsnSlot(c, slot, false)
+		p.ainsn.slot = 0
+		return err
+	}
+	return nil
+}
+
+// copyInstruction models arch/x86/kernel/kprobes/core.c:__copy_instruction:
+// recover, copy MAX_INSN_SIZE bytes, decode, refuse emulate-prefixed,
+// int3 and exception-masking instructions, rebase a RIP-relative
+// displacement to real. It returns the length, or 0.
+func (kp *Kprobes) copyInstruction(r *recoverer, src, real uint64) (x86.Insn, int) {
+	ftraceSite, err := r.recoverProbedInstruction(src)
+	if err != nil {
+		return x86.Insn{}, 0
+	}
+	kp.C.Inc(opCopyInsn)
+	insn, derr := kp.decodeAt(src, ftraceSite)
+	if derr != nil {
+		return insn, 0
+	}
+	if insn.EmulatePrefixLen > 0 {
+		return insn, 0
+	}
+	if insn.Opcode[0] == x86.INT3InsnOpcode {
+		return insn, 0
+	}
+	if insnMaskingException(insn) {
+		return insn, 0
+	}
+	if insn.RIPRelative() {
+		newdisp := int64(src) + int64(insn.Disp) - int64(real)
+		if int64(int32(newdisp)) != newdisp {
+			return insn, 0
+		}
+	}
+	return insn, insn.Len
+}
+
+// insnMaskingException models arch/x86/include/asm/insn.h:
+// insn_masking_exception: "pop %ss" or "mov ..., %ss".
+func insnMaskingException(i x86.Insn) bool {
+	return i.Opcode[0] == 0x17 || (i.Opcode[0] == 0x8e && i.ModRMReg() == 2)
+}
+
+// prepareEmulation models arch/x86/kernel/kprobes/core.c:prepare_emulation:
+// the instructions kprobes refuses to single-step or emulate.
+func prepareEmulation(i x86.Insn) error {
+	switch op := i.Opcode[0]; {
+	case op == 0x9a, op == 0xea, op == 0xcc, op == 0xcf:
+		return EOPNOTSUPP
+	case op == 0x0f:
+		if i.Opcode[1] == 0x01 && i.ModRMReg() == 0 && i.ModRMMod() == 3 {
+			return EOPNOTSUPP
+		}
+	case op == 0xff:
+		m := i.ModRM
+		if m&0x30 != 0x10 && m&0x30 != 0x20 {
+			return nil
+		}
+		if m&0x8 == 0x8 {
+			return EOPNOTSUPP // far call / far jmp
+		}
+		if i.AddrBytes != 8 || m>>6 != 3 {
+			return EOPNOTSUPP
+		}
+	}
+	return nil
+}
+
+// archCopyKprobe models arch/x86/kernel/kprobes/core.c:arch_copy_kprobe
+// with prepare_singlestep.
+func (kp *Kprobes) archCopyKprobe(p *Kprobe) error {
+	c := kp.C
+	r := &recoverer{kp: kp}
+	insn, n := kp.copyInstruction(r, p.Addr, p.ainsn.slot)
+	if n == 0 {
+		return EINVAL
+	}
+	if err := prepareEmulation(insn); err != nil {
+		return err
+	}
+	p.ainsn.size = insn.Len
+	// prepare_singlestep: boost only without CONFIG_PREEMPTION (and no
+	// post handler, can_boost, room for a JMP32); else append an int3.
+	n = insn.Len
+	if !kp.Cfg.Preemption && !p.HasPostHandler && kp.canBoost(insn, p.Addr) && x86.MaxInsnSize-n >= x86.JMP32InsnSize {
+		n += x86.JMP32InsnSize
+		p.ainsn.boostable = true
+	} else {
+		if x86.MaxInsnSize-n < x86.INT3InsnSize {
+			return ENOSPC
+		}
+		n += x86.INT3InsnSize
+	}
+	p.Opcode = kp.Image.Text(p.Addr, 1)[0]
+	p.ainsn.tpLen = n
+	c.Inc(opPerfPoke)
+	c.Inc(opTextPoke)
+	return nil
+}
+
+// canBoost models arch/x86/kernel/kprobes/core.c:can_boost (6.1 rules):
+// search_exception_tables(addr) first, then the opcode rules.
+func (kp *Kprobes) canBoost(i x86.Insn, addr uint64) bool {
+	if kp.Extable != nil && kp.Extable.SearchExceptionTables(kp.C, addr) {
+		return false
+	}
+	return x86.CanBoost(i, false)
+}
+
+// archArmKprobe models arch/x86/kernel/kprobes/core.c:arch_arm_kprobe:
+// write the int3, sync every CPU, report the poke to perf.
+func (kp *Kprobes) archArmKprobe(p *Kprobe) {
+	kp.textPoke(1)
+	kp.C.Inc(opPerfPoke)
+}
+
+// archDisarmKprobe models arch/x86/kernel/kprobes/core.c:arch_disarm_kprobe.
+func (kp *Kprobes) archDisarmKprobe(p *Kprobe) {
+	kp.C.Inc(opPerfPoke)
+	kp.textPoke(1)
+}
+
+// archRemoveKprobe models arch/x86/kernel/kprobes/core.c:arch_remove_kprobe.
+func (kp *Kprobes) archRemoveKprobe(p *Kprobe) {
+	if p.ainsn.slot != 0 {
+		kp.C.Inc(opPerfPoke)
+		kp.insnSlots.freeInsnSlot(kp.C, p.ainsn.slot, p.ainsn.boostable)
+		p.ainsn.slot = 0
+	}
+}
+
+// textPoke counts one text_poke() followed by text_poke_sync().
+func (kp *Kprobes) textPoke(n int) {
+	for ; n > 0; n-- {
+		kp.C.Inc(opTextPoke)
+		kp.textPokeSync()
+	}
+}
+
+// textPokeSync counts text_poke_sync(): an IPI to every online CPU.
+func (kp *Kprobes) textPokeSync() {
+	kp.C.Inc(opSync)
+	kp.C.Add(opSyncCPU, uint64(kp.Cfg.CPUs))
+}
