@@ -107,17 +107,6 @@ type Kprobes struct {
 	entryText  image.Range
 	thunks     image.Range
 	hasThunks  bool
-
-	// Simulator-side decode memo: the kernel decodes on every call and is
-	// counted for it; the simulator decodes each (address, recovered
-	// bytes) once. Text is immutable in the model (int3 and jump patches
-	// are modelled by the recovery logic), so the memo never goes stale.
-	decoded map[uint64]decodeMemo
-}
-
-type decodeMemo struct {
-	insn x86.Insn
-	err  error
 }
 
 // New builds the kprobes state for deps with the given switches. c may be nil.
@@ -131,7 +120,6 @@ func New(d Deps, cfg Config, sw sim.Switches, c *sim.Counters) (*Kprobes, error)
 		insnSlots: newInsnCache("kprobe_insn_slots", x86.MaxInsnSize),
 		optSlots:  newInsnCache("kprobe_optinsn_slots", cfg.OptprobeSlotSize),
 		core:      d.Image.CoreText(), init: d.Image.InitText(),
-		decoded: map[uint64]decodeMemo{},
 	}
 	kp.entryText, _ = d.Image.Range(image.RangeEntryText)
 	kp.thunks, kp.hasThunks = d.Image.Range(image.RangeIndirectThunk)
@@ -139,25 +127,13 @@ func New(d Deps, cfg Config, sw sim.Switches, c *sim.Counters) (*Kprobes, error)
 }
 
 // decodeAt models insn_decode_kernel on the (recovered) instruction at
-// addr: counted once per call as the kernel decodes every time. ftrace
-// reports whether addr is an ftrace site, whose bytes recover to the ideal
-// NOP5 (arch/x86/kernel/kprobes/core.c:__recover_probed_insn).
+// addr. ftraceSite reports whether addr is an ftrace site, whose bytes
+// recover to the ideal NOP5 (arch/x86/kernel/kprobes/core.c:
+// __recover_probed_insn); otherwise recovery yields the original text,
+// which the model never patches.
 func (kp *Kprobes) decodeAt(addr uint64, ftraceSite bool) (x86.Insn, error) {
-	kp.C.Inc(x86.OpDecode)
-	key := addr
 	if ftraceSite {
-		key = ^addr // kernel addresses have the top bit set: no clash
+		return x86.DecodeKernel(kp.C, x86.NOP5[:])
 	}
-	if m, ok := kp.decoded[key]; ok {
-		return m.insn, m.err
-	}
-	var code []byte
-	if ftraceSite {
-		code = x86.NOP5[:]
-	} else {
-		code = kp.Image.Text(addr, x86.MaxInsnSize)
-	}
-	insn, err := x86.Decode(nil, code)
-	kp.decoded[key] = decodeMemo{insn, err}
-	return insn, err
+	return x86.DecodeKernel(kp.C, kp.Image.Text(addr, x86.MaxInsnSize))
 }

@@ -493,3 +493,30 @@ func ExampleGenerate() {
 	// 200 40 100 20
 	// 21
 }
+
+// TestDecodeKernelAgrees: the kernel-only decoder the kprobes paths use
+// gives the same length and fields as the full decoder on generated text
+// (every 5th function of the default image).
+func TestDecodeKernelAgrees(t *testing.T) {
+	k, truth := defaultImage(t)
+	for fi, f := range truth.Funcs {
+		if fi%5 != 0 {
+			continue
+		}
+		code := k.Text(f.Addr, int(f.Size))
+		for _, o := range f.Insns {
+			full, err1 := x86.Decode(nil, code[o:])
+			kern, err2 := x86.DecodeKernel(nil, code[o:])
+			if (err1 == nil) != (err2 == nil) {
+				t.Fatalf("%s+%d: Decode err %v, DecodeKernel err %v", f.Name, o, err1, err2)
+			}
+			full.Op, full.Mnemonic = 0, ""
+			if full.Kind == x86.KindNop {
+				full.Kind = kern.Kind // NOP naming needs x86asm
+			}
+			if full != kern {
+				t.Fatalf("%s+%d: Decode %+v, DecodeKernel %+v", f.Name, o, full, kern)
+			}
+		}
+	}
+}
