@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/x86"
 )
 
@@ -456,7 +457,13 @@ func BenchmarkGenerateDefault(b *testing.B) {
 	}
 }
 
-func BenchmarkDecodeDefaultText(b *testing.B) {
+func BenchmarkDecodeDefaultText(b *testing.B) { benchDecodeText(b, x86.Decode) }
+
+// BenchmarkDecodeKernelDefaultText: the kernel decoder model alone, as the
+// kprobes paths use it.
+func BenchmarkDecodeKernelDefaultText(b *testing.B) { benchDecodeText(b, x86.DecodeKernel) }
+
+func benchDecodeText(b *testing.B, decode func(*sim.Counters, []byte) (x86.Insn, error)) {
 	k, truth := defaultImage(b)
 	b.ResetTimer()
 	var n int
@@ -465,7 +472,7 @@ func BenchmarkDecodeDefaultText(b *testing.B) {
 		for _, f := range truth.Funcs {
 			code := k.Text(f.Addr, int(f.Size))
 			for off := 0; off < len(code); n++ {
-				insn, err := x86.Decode(nil, code[off:])
+				insn, err := decode(nil, code[off:])
 				if err != nil {
 					b.Fatal(err)
 				}
