@@ -117,3 +117,11 @@ func ParseCosts(name string, r io.Reader) (*CostTable, error) {
 	}
 	return t, nil
 }
+
+// WeightByName returns the weight of the op with that name (0 if none).
+func (t *CostTable) WeightByName(name string) float64 {
+	if op, ok := LookupOp(name); ok && int(op) < len(t.w) {
+		return t.w[op]
+	}
+	return 0
+}

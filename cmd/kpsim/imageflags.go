@@ -66,7 +66,7 @@ func addImageFlags(fs *flag.FlagSet) *imageFlags {
 // errors naming the flag.
 func (f *imageFlags) load() (*image.Kernel, *synth.Truth, error) {
 	f.cfg.Seed = f.seed
-	mix, err := synth.ParseJumpMix(f.jumpMix)
+	mix, err := parseJumpMix(f.jumpMix)
 	if err != nil {
 		return nil, nil, usagef("%s", err.Error())
 	}
@@ -81,3 +81,5 @@ func (f *imageFlags) load() (*image.Kernel, *synth.Truth, error) {
 	}
 	return k, truth, nil
 }
+
+func parseJumpMix(s string) ([4]float64, error) { return synth.ParseJumpMix(s) }

@@ -6,6 +6,7 @@
 //
 //	kpsim image  [image flags] [--format table|json]
 //	kpsim decode [image flags] [--func NAME | --all] [--summary]
+//	kpsim run many [image flags] [--n N] [--patches LIST]... [--ablation] [--format table|json|csv] [--out FILE]
 //	kpsim list
 //
 // Each subcommand has its own flags; `kpsim CMD --help` lists them. Bad usage
@@ -34,6 +35,7 @@ func init() {
 	commands = []command{
 		{"image", "kpsim image [image flags] [--format table|json]", "summarise the kernel image", runImage},
 		{"decode", "kpsim decode [image flags] [--func NAME | --all] [--summary]", "print instruction boundaries objdump-style", runDecode},
+		{"run", "kpsim run many [image flags] [--n N] [--patches LIST]... [--ablation] [--format table|json|csv] [--out FILE]", "run a scenario under one or more patch sets", runRun},
 		{"list", "kpsim list", "list scenarios, patch switches, presets, fault points, counted ops and phases", runList},
 	}
 }
@@ -116,7 +118,7 @@ func parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
 		for _, c := range commands {
-			if c.name == fs.Name() {
+			if c.name == strings.Fields(fs.Name())[0] {
 				fmt.Fprintf(stdout, "usage: %s\n\n%s.\n\nFlags:\n", c.usage, c.doc)
 			}
 		}

@@ -1,0 +1,3 @@
+package bug
+
+var raceEnabled bool

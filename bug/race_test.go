@@ -1,0 +1,5 @@
+//go:build race
+
+package bug
+
+func init() { raceEnabled = true }

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/kpsim/kpsim/scenarios"
+	"github.com/kpsim/kpsim/sim"
+)
+
+// patchList collects repeated --patches flags.
+type patchList []string
+
+func (p *patchList) String() string     { return strings.Join(*p, " ") }
+func (p *patchList) Set(v string) error { *p = append(*p, v); return nil }
+
+func runRun(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+			fmt.Fprintln(stdout, "usage: kpsim run SCENARIO [flags]\n\nScenarios:")
+			for _, s := range scenarios.List() {
+				fmt.Fprintf(stdout, "  %-8s %s\n", s.Name, s.Doc)
+			}
+			return errHelp
+		}
+		return usagef("missing scenario (kpsim list shows them)")
+	}
+	switch args[0] {
+	case "many":
+		return runMany(args[1:], stdout, stderr)
+	}
+	return usagef("unknown scenario %q (kpsim list shows them)", args[0])
+}
+
+func runMany(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("run many", stdout)
+	imf := addImageFlags(fs)
+	o := scenarios.DefaultManyOptions()
+	fs.IntVar(&o.N, "n", o.N, "number of generated probe-target functions, one kprobe each")
+	placement := fs.String("placement", string(o.Placement), "where each probe sits: entry, after-fentry or offset")
+	fs.IntVar(&o.Offset, "offset", 0, "with --placement offset: the byte offset into each target")
+	fs.BoolVar(&o.Traced, "traced", false, "build the targets with __fentry__ calls (entry probes then use kprobes on ftrace)")
+	fs.IntVar(&o.ImageProbes, "image-probes", 0, "also probe this many of the image's own functions")
+	fs.BoolVar(&o.Mixed, "mixed", false, "draw the image probes from every awkward class (mid-function, aggregated, blacklisted, reserved, ftrace, module, inside optimized regions)")
+	single := fs.Bool("single", false, "register with register_kprobe one by one instead of register_kprobes (all or nothing)")
+	fs.IntVar(&o.OptimizeEvery, "optimize-every", o.OptimizeEvery, "run the deferred optimizer after every N registrations")
+	fs.IntVar(&o.CPUs, "cpus", o.CPUs, "online CPUs (each text_poke_sync IPIs them all)")
+	var patches patchList
+	fs.Var(&patches, "patches", "a run: a preset (none, series, all) or comma-separated switches; repeatable (default: none and series)")
+	ablation := fs.Bool("ablation", false, "add, for every switch, a run with it alone and a run with the series minus it")
+	format := fs.String("format", "table", "output: table, json or csv")
+	out := fs.String("out", "", "write the report to this file (written whole or not at all)")
+	faults := fs.String("faults", "", "fault injection: POINT or POINT@N, comma-separated (kpsim list shows the points)")
+	costFile := fs.String("costs", "", "cost-weight overrides, one 'OP CYCLES' per line")
+	if err := parse(fs, args, stdout); err != nil {
+		return err
+	}
+	o.Placement = scenarios.Placement(*placement)
+	o.Batch = !*single
+	switch *format {
+	case "table", "json", "csv":
+	default:
+		return usagef("--format: want table, json or csv, got %q", *format)
+	}
+	if err := o.Validate(); err != nil {
+		return usagef("%s", err.Error())
+	}
+	if _, err := sim.ParseFaults(*faults); err != nil {
+		return usagef("--faults: %s", err.Error())
+	}
+	costs := sim.DefaultCosts()
+	if *costFile != "" {
+		var err error
+		if costs, err = sim.LoadCosts(*costFile); err != nil {
+			return usagef("--costs: %s", err.Error())
+		}
+	}
+	if len(patches) == 0 {
+		patches = patchList{"none", "series"}
+	}
+	var specs []scenarios.RunSpec
+	for _, p := range patches {
+		ss, err := sim.ParseSwitches(p)
+		if err != nil {
+			return usagef("--patches %q: %s", p, err.Error())
+		}
+		specs = append(specs, scenarios.RunSpec{Name: ss.Name(), Switches: ss})
+	}
+	if *ablation {
+		specs = append(specs, scenarios.AblationSpecs()...)
+	}
+	// Check --out before the work, so a bad path costs nothing.
+	var sink *atomicFile
+	if *out != "" {
+		var err error
+		if sink, err = newAtomicFile(*out); err != nil {
+			return usagef("--out: %s", err.Error())
+		}
+		defer sink.abort()
+	}
+
+	imf.cfg.Seed = imf.seed
+	mix, err := parseMix(imf)
+	if err != nil {
+		return err
+	}
+	o.Image = imf.cfg
+	o.Image.JumpMix = mix
+	o.Seed = imf.seed
+	setup, err := scenarios.PrepareMany(o)
+	if err != nil {
+		return usagef("%s", err.Error())
+	}
+	var prog scenarios.Progress
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		prog = &termProgress{w: stderr}
+	}
+	rep, err := scenarios.RunMany(setup, specs, scenarios.DefaultWiring, costs, *faults, prog)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	switch *format {
+	case "json":
+		err = rep.WriteJSON(&buf)
+	case "csv":
+		err = rep.WriteCSV(&buf, costs)
+	default:
+		err = rep.WriteTable(&buf)
+	}
+	if err != nil {
+		return err
+	}
+	if sink != nil {
+		return sink.commit(buf.Bytes())
+	}
+	_, err = stdout.Write(buf.Bytes())
+	return err
+}
+
+func parseMix(imf *imageFlags) ([4]float64, error) {
+	mix, err := parseJumpMix(imf.jumpMix)
+	if err != nil {
+		return mix, usagef("%s", err.Error())
+	}
+	return mix, nil
+}
+
+// termProgress shows a progress bar on a terminal for runs longer than a
+// second (progressbar's OptionThrottle plus its own delay).
+type termProgress struct {
+	w   io.Writer
+	bar *progressbar.ProgressBar
+}
+
+func (p *termProgress) Start(run string, total int) {
+	p.bar = progressbar.NewOptions(total,
+		progressbar.OptionSetWriter(p.w),
+		progressbar.OptionSetDescription("run "+run),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetVisibility(true),
+		progressbar.OptionSetRenderBlankState(false),
+		progressbar.OptionThrottle(200e6),
+		progressbar.OptionClearOnFinish(),
+	)
+}
+
+func (p *termProgress) Update(done int) {
+	if p.bar != nil {
+		_ = p.bar.Set(done)
+	}
+}
+
+func (p *termProgress) Done() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+		_ = p.bar.Clear()
+	}
+}
+
+// atomicFile is an output written whole or not at all: a temporary file
+// in the target's directory, renamed over the target on commit.
+type atomicFile struct {
+	path string
+	tmp  *os.File
+}
+
+func newAtomicFile(path string) (*atomicFile, error) {
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("%s is a directory", path)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return nil, fmt.Errorf("cannot write %s: %v", path, unwrapPathErr(err))
+	}
+	return &atomicFile{path: path, tmp: tmp}, nil
+}
+
+func unwrapPathErr(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+func (a *atomicFile) commit(b []byte) error {
+	if _, err := a.tmp.Write(b); err != nil {
+		return fmt.Errorf("writing %s: %w", a.path, err)
+	}
+	if err := a.tmp.Sync(); err != nil {
+		return fmt.Errorf("writing %s: %w", a.path, err)
+	}
+	if err := a.tmp.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", a.path, err)
+	}
+	if err := os.Rename(a.tmp.Name(), a.path); err != nil {
+		return fmt.Errorf("writing %s: %w", a.path, err)
+	}
+	a.tmp = nil
+	return nil
+}
+
+func (a *atomicFile) abort() {
+	if a.tmp != nil {
+		a.tmp.Close()
+		os.Remove(a.tmp.Name())
+	}
+}

@@ -1,0 +1,104 @@
+package jumplabel
+
+import (
+	"sort"
+
+	"github.com/kpsim/kpsim/sim"
+	"github.com/kpsim/kpsim/x86"
+)
+
+// fastScan is simulator-side state that answers the linear core scan
+// without walking it, with exactly the counts the walk would make. It is
+// simulator work only (kpsim's "kernel work vs simulator work" rule):
+// TestFastScanCountsMatchWalk proves the counts and answers identical.
+//
+// The walk over J entries in table order stops at the first conflict. When
+// there is none, it visits all J entries and sizes every counted entry whose
+// code is <= end; both numbers come from sorted arrays in O(log J). When
+// there is a conflict, or a counted entry at or below end has bytes the
+// size function rejects (the kernel's BUG), the real walk runs.
+type fastScan struct {
+	byCode []fastSite // every core entry, sorted by code
+	// codes[init][mode] are the codes of the entries counted when init
+	// sites count (init=1) or not (init=0), sorted.
+	codes [2][]uint64
+	// bad[init][sizeMode] is the lowest code of a counted entry whose bytes
+	// the size function (0: decode, 1: opcode) rejects; ^0 if none.
+	bad [2][2]uint64
+}
+
+type fastSite struct {
+	code uint64
+	init bool
+	size [2]int8 // per size mode; 0 when rejected
+}
+
+// EnableFastScan turns on the simulator's fast path for the linear core
+// scan. The caller promises that neither the text nor the tables change
+// afterwards (scenario runs never patch text); tests that corrupt site bytes
+// leave it off and exercise the literal walk.
+func (t *Table) EnableFastScan() {
+	f := &fastScan{bad: [2][2]uint64{{^uint64(0), ^uint64(0)}, {^uint64(0), ^uint64(0)}}}
+	for i := range t.core {
+		s := &t.core[i]
+		fs := fastSite{code: s.code, init: s.init}
+		if n, err := x86.JumpEntrySizeDecode(nil, s.text); err == nil {
+			fs.size[0] = int8(n)
+		}
+		if n, err := x86.JumpEntrySize(nil, s.text); err == nil {
+			fs.size[1] = int8(n)
+		}
+		f.byCode = append(f.byCode, fs)
+		for init := 0; init < 2; init++ {
+			if init == 0 && s.init {
+				continue
+			}
+			f.codes[init] = append(f.codes[init], s.code)
+			for mode := 0; mode < 2; mode++ {
+				if fs.size[mode] == 0 && s.code < f.bad[init][mode] {
+					f.bad[init][mode] = s.code
+				}
+			}
+		}
+	}
+	sort.Slice(f.byCode, func(i, j int) bool { return f.byCode[i].code < f.byCode[j].code })
+	for init := 0; init < 2; init++ {
+		sort.Slice(f.codes[init], func(i, j int) bool { return f.codes[init][i] < f.codes[init][j] })
+	}
+	t.fast = f
+}
+
+// scan answers the core linear scan if it can; ok=false means: walk.
+func (f *fastScan) scan(c *sim.Counters, n int, start, end uint64, init bool, opcode bool) (ok bool) {
+	ii, mode := 0, 0
+	if init {
+		ii = 1
+	}
+	if opcode {
+		mode = 1
+	}
+	if f.bad[ii][mode] <= end {
+		return false
+	}
+	// Any counted entry with code in [start-4, end] that overlaps start?
+	lo := uint64(0)
+	if start >= JumpLabelMaxSize-1 {
+		lo = start - (JumpLabelMaxSize - 1)
+	}
+	i := sort.Search(len(f.byCode), func(i int) bool { return f.byCode[i].code >= lo })
+	for ; i < len(f.byCode) && f.byCode[i].code <= end; i++ {
+		s := &f.byCode[i]
+		if (init || !s.init) && s.code+uint64(s.size[mode]) > start {
+			return false // a conflict: let the walk find the first in table order
+		}
+	}
+	codes := f.codes[ii]
+	sized := sort.Search(len(codes), func(i int) bool { return codes[i] > end })
+	c.Add(OpScanEntry, uint64(n))
+	if opcode {
+		c.Add(x86.OpJumpSizeOpcode, uint64(sized))
+	} else {
+		c.Add(x86.OpDecode, uint64(sized))
+	}
+	return true
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package jumplabel
+
+func init() { raceEnabled = true }

@@ -1,0 +1,424 @@
+// Package blacklist models the kprobe blacklist of kernel/kprobes.c: the
+// list populate_kprobe_blacklist builds at boot (and
+// add_module_kprobe_blacklist extends at MODULE_STATE_COMING), and the
+// check within_kprobe_blacklist that check_kprobe_address_safe runs for
+// every probe.
+//
+// Upstream (6.1.192, read from Debian's linux-source-6.1) the check is
+// arch_within_kprobe_blacklist (the x86 default: [__kprobes_text_start,
+// __kprobes_text_end)), then a walk of the whole kprobe_blacklist list
+// (OpWalkEntry per node), then, when the symbol containing the address has
+// a '.' in its name (foo.cold, foo.isra.0), the same two checks again for
+// the base name's address. Behind the beyond-the-series switch
+// sim.BlacklistIndex, LateInit builds an address index of the vmlinux
+// entries (sorted, merged ranges) so the walk becomes a binary search plus
+// a walk of the module entries only.
+//
+// What populate_kprobe_blacklist adds in 6.1 (checked against the source):
+// one entry per _kprobe_blacklist (NOKPROBE_SYMBOL) address that is kernel
+// text and known to kallsyms, [addr, addr+size) with kallsyms' size (the
+// distance to the next symbol, not st_size); then one entry per symbol in
+// [__kprobes_text_start, __kprobes_text_end) and in [__noinstr_text_start,
+// __noinstr_text_end) (kprobe_add_area_blacklist); then x86's
+// arch_populate_kprobe_blacklist, which adds the entry text
+// [__entry_text_start, __entry_text_end) only — not the irqentry or
+// softirqentry text. Module entries follow at the tail, per module:
+// its _kprobe_blacklist, its kprobes text and noinstr text (the image model
+// has no per-module kprobes/noinstr text, so only the first is modelled).
+package blacklist
+
+import (
+	"errors"
+	"fmt"
+	"github.com/kpsim/kpsim/kallsyms"
+	"strings"
+
+	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/sim"
+)
+
+// FaultIndexAlloc makes the late-init allocation of the blacklist index
+// fail; within_kprobe_blacklist then keeps walking the list.
+var FaultIndexAlloc = sim.NewFaultPoint("kprobe_blacklist.index.alloc",
+	"late-init allocation of the kprobe blacklist address index (blacklist-index) fails: the list walk stays linear")
+
+// EntryBytes is sizeof(struct kprobe_blacklist_entry) in 6.1.192: list_head
+// 16, start_addr 8, end_addr 8, and the rcu_head 16 that "kprobes: Protect
+// kprobe_blacklist with RCU" added (6.1.189/190). Mainline as read for the
+// reference has no rcu_head: MainlineEntryBytes. kpsim charges EntryBytes.
+const (
+	EntryBytes         = 48
+	MainlineEntryBytes = 32
+)
+
+// IndexEntryBytes is one indexed range: unsigned long start, end.
+const IndexEntryBytes = 16
+
+// Errors a caller can test with errors.Is.
+var (
+	ErrNotLateInit = errors.New("kprobe_blacklist: index asked for before late init (the list walk is used until then)")
+	ErrIndexOff    = errors.New("kprobe_blacklist: no index: the blacklist-index switch is off")
+	ErrIndexAlloc  = errors.New("kprobe_blacklist: no index: its late-init allocation failed (fault kprobe_blacklist.index.alloc)")
+)
+
+// Checker is the one interface through which the registration pipeline
+// asks whether an address is blacklisted, whatever form is active.
+type Checker interface {
+	WithinKprobeBlacklist(c *sim.Counters, addr uint64) bool
+}
+
+var _ Checker = (*List)(nil)
+
+// Entry is one struct kprobe_blacklist_entry: [Start, End).
+type Entry struct {
+	Start, End uint64
+	Module     *image.Module // nil for vmlinux entries
+}
+
+// List models the kprobe_blacklist list and its optional index.
+// Not safe for concurrent use (updates run under kprobe_mutex).
+type List struct {
+	k    *image.Kernel
+	sw   sim.Switches
+	f    *sim.Faults
+	syms Symbols
+
+	entries     []Entry // list order: vmlinux entries first, then modules'
+	populateErr error
+
+	kprobesText image.Range
+	haveKprobes bool
+
+	lateInit bool
+	idx      *Index
+	idxErr   error
+	fast     *fastScan // simulator fast path (EnableFastScan); nil: walk
+}
+
+// New models init_kprobes' populate_kprobe_blacklist over image k, then
+// add_module_kprobe_blacklist for every module already loaded (all but
+// UNFORMED ones, oldest first), counting the work on c. syms is the
+// kallsyms service (nil: kallsyms.NewSorted(k)). A populate failure is not an
+// error here: the kernel prints "Failed to populate blacklist" and runs
+// with what it has; PopulateError reports it.
+func New(c *sim.Counters, k *image.Kernel, sw sim.Switches, f *sim.Faults, syms Symbols) (*List, error) {
+	if k == nil {
+		return nil, errors.New("kprobe_blacklist: nil kernel image")
+	}
+	if syms == nil {
+		syms = kallsyms.NewSorted(k)
+	}
+	l := &List{k: k, sw: sw, f: f, syms: syms}
+	l.kprobesText, l.haveKprobes = k.Range(image.RangeKprobesText)
+	l.populateErr = l.populateKprobeBlacklist(c)
+	for _, m := range k.Modules {
+		if m.State != image.ModuleUnformed {
+			l.AddModule(c, m)
+		}
+	}
+	return l, nil
+}
+
+// PopulateError returns the error populate_kprobe_blacklist stopped with, if any.
+func (l *List) PopulateError() error { return l.populateErr }
+
+// Entries returns a copy of the list, in list order.
+func (l *List) Entries() []Entry { return append([]Entry(nil), l.entries...) }
+
+// Bytes returns the list's memory: entries × EntryBytes (6.1.192).
+func (l *List) Bytes() int64 { return int64(len(l.entries)) * EntryBytes }
+
+// kernelTextAddress: core text, init text (the list is built at boot) or
+// a formed module's text.
+//
+// Models kernel/extable.c:kernel_text_address (the parts that apply).
+func (l *List) kernelTextAddress(addr uint64) bool {
+	if r := l.k.RegionAt(addr); r != nil {
+		if r.Module == "" {
+			return true
+		}
+		m := l.k.ModuleAt(addr)
+		return m != nil && m.State != image.ModuleUnformed
+	}
+	return false
+}
+
+// kprobeAddKsymBlacklist appends [entry, entry+size) (kallsyms size) at
+// the tail; it returns the size, or an error where the kernel returns
+// -EINVAL (not text, or unknown to kallsyms).
+//
+// Models kernel/kprobes.c:kprobe_add_ksym_blacklist.
+func (l *List) kprobeAddKsymBlacklist(c *sim.Counters, entry uint64, mod *image.Module) (uint64, error) {
+	if !l.kernelTextAddress(entry) {
+		return 0, fmt.Errorf("kprobe_blacklist: %#x is not kernel text (-EINVAL)", entry)
+	}
+	size, _, ok := l.syms.LookupSizeOffset(c, entry)
+	if !ok {
+		return 0, fmt.Errorf("kprobe_blacklist: no symbol at %#x (-EINVAL)", entry)
+	}
+	c.Inc(OpPopulateEntry)
+	l.entries = append(l.entries, Entry{Start: entry, End: entry + size, Module: mod})
+	return size, nil
+}
+
+// kprobeAddAreaBlacklist adds one entry per symbol in [start, end),
+// stepping by each symbol's size (1 for a zero size).
+//
+// Models kernel/kprobes.c:kprobe_add_area_blacklist.
+func (l *List) kprobeAddAreaBlacklist(c *sim.Counters, start, end uint64, mod *image.Module) error {
+	for entry := start; entry < end; {
+		n, err := l.kprobeAddKsymBlacklist(c, entry, mod)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			n = 1
+		}
+		entry += n
+	}
+	return nil
+}
+
+// populateKprobeBlacklist: NOKPROBE_SYMBOL entries (an -EINVAL one is
+// skipped), the kprobes text, the noinstr text, then x86's
+// arch_populate_kprobe_blacklist (entry text).
+//
+// Models kernel/kprobes.c:populate_kprobe_blacklist.
+func (l *List) populateKprobeBlacklist(c *sim.Counters) error {
+	defer func() { c.SetBytes("kprobe_blacklist.list.bytes", l.Bytes()) }()
+	for _, a := range l.k.Blacklist {
+		_, _ = l.kprobeAddKsymBlacklist(c, a, nil) // -EINVAL: continue
+	}
+	for _, name := range []string{image.RangeKprobesText, image.RangeNoinstrText} {
+		if r, ok := l.k.Range(name); ok {
+			if err := l.kprobeAddAreaBlacklist(c, r.Start, r.End, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return l.archPopulateKprobeBlacklist(c)
+}
+
+// archPopulateKprobeBlacklist adds the entry text, nothing else (6.1).
+//
+// Models arch/x86/kernel/kprobes/core.c:arch_populate_kprobe_blacklist.
+func (l *List) archPopulateKprobeBlacklist(c *sim.Counters) error {
+	if r, ok := l.k.Range(image.RangeEntryText); ok {
+		return l.kprobeAddAreaBlacklist(c, r.Start, r.End, nil)
+	}
+	return nil
+}
+
+// AddModule appends module m's entries at MODULE_STATE_COMING: each
+// address of its _kprobe_blacklist (failures ignored, as the kernel does).
+// The image has no per-module kprobes/noinstr text, so those two area
+// walks add nothing.
+//
+// Models kernel/kprobes.c:add_module_kprobe_blacklist.
+func (l *List) AddModule(c *sim.Counters, m *image.Module) {
+	l.fast = nil
+	for _, a := range m.Blacklist {
+		_, _ = l.kprobeAddKsymBlacklist(c, a, m)
+	}
+	c.SetBytes("kprobe_blacklist.list.bytes", l.Bytes())
+}
+
+// RemoveModule drops module m's entries at MODULE_STATE_GOING: for each
+// _kprobe_blacklist address a, every entry whose start lies in [a, a+1),
+// the whole list walked each time (OpWalkEntry per node).
+//
+// Models kernel/kprobes.c:remove_module_kprobe_blacklist.
+func (l *List) RemoveModule(c *sim.Counters, m *image.Module) {
+	l.fast = nil
+	for _, a := range m.Blacklist {
+		kept := l.entries[:0]
+		for _, e := range l.entries {
+			c.Inc(OpWalkEntry)
+			if e.Start >= a && e.Start < a+1 {
+				continue
+			}
+			kept = append(kept, e)
+		}
+		l.entries = kept
+	}
+	c.SetBytes("kprobe_blacklist.list.bytes", l.Bytes())
+}
+
+// WithinKprobeBlacklist reports whether addr must not be probed: the
+// section range and the list (or index), then, for a symbol whose name has
+// a '.', the same for the base name's address.
+//
+// Models kernel/kprobes.c:within_kprobe_blacklist.
+func (l *List) WithinKprobeBlacklist(c *sim.Counters, addr uint64) bool {
+	if l.withinKprobeBlacklist(c, addr) {
+		return true
+	}
+	name, ok := l.syms.LookupSymbolName(c, addr)
+	if !ok {
+		return false
+	}
+	i := strings.IndexByte(name, '.')
+	if i < 0 {
+		return false
+	}
+	if base, ok := l.syms.LookupName(c, name[:i]); ok && base != 0 {
+		return l.withinKprobeBlacklist(c, base)
+	}
+	return false
+}
+
+// withinKprobeBlacklist: arch_within_kprobe_blacklist, then the list walk
+// (OpWalkEntry per node, first hit returns) or, with the index, a binary
+// search over the vmlinux ranges and a walk of the module entries.
+//
+// Models kernel/kprobes.c:__within_kprobe_blacklist.
+func (l *List) withinKprobeBlacklist(c *sim.Counters, addr uint64) bool {
+	if l.archWithinKprobeBlacklist(c, addr) {
+		return true
+	}
+	if l.idx != nil {
+		if l.idx.search(c, addr) {
+			return true
+		}
+		for _, e := range l.entries[l.idx.covered:] {
+			c.Inc(OpWalkEntry)
+			if addr >= e.Start && addr < e.End {
+				return true
+			}
+		}
+		return false
+	}
+	if l.fast != nil && l.fast.miss(c, addr) {
+		return false
+	}
+	for _, e := range l.entries {
+		c.Inc(OpWalkEntry)
+		if addr >= e.Start && addr < e.End {
+			return true
+		}
+	}
+	return false
+}
+
+// archWithinKprobeBlacklist is the weak default x86 uses:
+// [__kprobes_text_start, __kprobes_text_end).
+//
+// Models kernel/kprobes.c:arch_within_kprobe_blacklist.
+func (l *List) archWithinKprobeBlacklist(c *sim.Counters, addr uint64) bool {
+	c.Inc(OpArchCheck)
+	return l.haveKprobes && l.kprobesText.Contains(addr)
+}
+
+// Index is the blacklist-index: the vmlinux entries present at late init
+// (the first `covered` list nodes), as sorted, merged, disjoint ranges.
+type Index struct {
+	start, end []uint64
+	covered    int
+}
+
+// Len returns the number of merged ranges.
+func (x *Index) Len() int { return len(x.start) }
+
+// Covered returns how many list entries the index replaces.
+func (x *Index) Covered() int { return x.covered }
+
+// Bytes returns the index's memory: Len() × IndexEntryBytes.
+func (x *Index) Bytes() int64 { return int64(len(x.start)) * IndexEntryBytes }
+
+// search: the last range starting at or below addr (OpIndexProbe per
+// binary-search step), then one containment test (OpIndexEntry).
+//
+// Models __within_kprobe_blacklist's list walk with kpsim's
+// blacklist-index (beyond the series).
+func (x *Index) search(c *sim.Counters, addr uint64) bool {
+	lo, hi := 0, len(x.start)
+	for lo < hi { // first range with start > addr
+		c.Inc(OpIndexProbe)
+		mid := int(uint(lo+hi) >> 1)
+		if x.start[mid] <= addr {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo == 0 {
+		return false
+	}
+	c.Inc(OpIndexEntry)
+	return addr < x.end[lo-1]
+}
+
+// LateInit builds the blacklist index when sim.BlacklistIndex is on: the
+// vmlinux entries (those populate_kprobe_blacklist added) sorted by start
+// (OpIndexFill per entry, OpIndexSortCmp per comparison of sort()), then
+// merged into disjoint ranges (entries may repeat or overlap: a
+// NOKPROBE_SYMBOL function in noinstr text is listed twice). It records
+// "kprobe_blacklist.index.bytes". Module entries stay on the list and are
+// walked after the search. Switch off: nothing; allocation fault: nothing,
+// nil returned, the walk stays linear. Only the first call acts.
+func (l *List) LateInit(c *sim.Counters) error {
+	if l.lateInit {
+		return nil
+	}
+	l.lateInit = true
+	if !l.sw.Has(sim.BlacklistIndex) {
+		l.idxErr = ErrIndexOff
+		return nil
+	}
+	if l.f.Fail(FaultIndexAlloc) {
+		l.idxErr = ErrIndexAlloc
+		return nil
+	}
+	n := 0
+	for n < len(l.entries) && l.entries[n].Module == nil {
+		n++
+	}
+	tmp := make([]Entry, n)
+	for i := 0; i < n; i++ {
+		c.Inc(OpIndexFill)
+		tmp[i] = l.entries[i]
+	}
+	image.KernelSort(n, func(i, j int) int {
+		c.Inc(OpIndexSortCmp)
+		switch {
+		case tmp[i].Start < tmp[j].Start:
+			return -1
+		case tmp[i].Start > tmp[j].Start:
+			return 1
+		}
+		return 0
+	}, func(i, j int) { tmp[i], tmp[j] = tmp[j], tmp[i] })
+	x := &Index{covered: n}
+	for _, e := range tmp {
+		if e.End <= e.Start {
+			continue // an empty range never matches
+		}
+		if k := len(x.start); k > 0 && e.Start <= x.end[k-1] {
+			if e.End > x.end[k-1] {
+				x.end[k-1] = e.End
+			}
+			continue
+		}
+		x.start = append(x.start, e.Start)
+		x.end = append(x.end, e.End)
+	}
+	l.idx = x
+	c.SetBytes("kprobe_blacklist.index.bytes", x.Bytes())
+	c.SetBytes("kprobe_blacklist.index.bytes_per_entry", IndexEntryBytes)
+	return nil
+}
+
+// Index returns the late-init index, or why there is none (ErrNotLateInit,
+// ErrIndexOff, ErrIndexAlloc).
+func (l *List) Index() (*Index, error) {
+	if !l.lateInit {
+		return nil, ErrNotLateInit
+	}
+	if l.idx == nil {
+		return nil, l.idxErr
+	}
+	return l.idx, nil
+}
+
+// Indexed reports whether the check currently uses the index.
+func (l *List) Indexed() bool { return l.idx != nil }

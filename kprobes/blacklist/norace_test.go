@@ -1,0 +1,3 @@
+package blacklist
+
+var raceEnabled bool

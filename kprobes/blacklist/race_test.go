@@ -1,0 +1,5 @@
+//go:build race
+
+package blacklist
+
+func init() { raceEnabled = true }

@@ -1,0 +1,3 @@
+package staticcall
+
+var raceEnabled bool

@@ -1,0 +1,5 @@
+//go:build race
+
+package staticcall
+
+func init() { raceEnabled = true }
