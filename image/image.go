@@ -255,6 +255,19 @@ func (k *Kernel) Range(name string) (Range, bool) {
 	return Range{}, false
 }
 
+// ModuleTextAddress returns the module whose core or init text holds addr,
+// skipping MODULE_STATE_UNFORMED modules.
+//
+// Models kernel/module/main.c:__module_text_address (the lookup, not its cost).
+func (k *Kernel) ModuleTextAddress(addr uint64) *Module {
+	for _, m := range k.Modules {
+		if m.State != ModuleUnformed && m.Contains(addr) {
+			return m
+		}
+	}
+	return nil
+}
+
 // RegionAt returns the text region (vmlinux or module) holding addr, or nil.
 func (k *Kernel) RegionAt(addr uint64) *Region {
 	for _, r := range k.Regions {

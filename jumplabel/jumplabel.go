@@ -238,7 +238,7 @@ func (t *Table) jumpEntrySize(c *sim.Counters, s *site) (int, error) {
 // Models kernel/jump_label.c:__jump_label_mod_text_reserved.
 func (t *Table) jumpLabelModTextReserved(c *sim.Counters, start, end uint64) (bool, error) {
 	c.Inc(OpModuleLookup)
-	mod := moduleTextAddress(t.k, start)
+	mod := t.k.ModuleTextAddress(start)
 	if mod == nil {
 		return false, nil
 	}
@@ -255,19 +255,6 @@ func (t *Table) jumpLabelModTextReserved(c *sim.Counters, start, end uint64) (bo
 		t.mods[mod] = ms
 	}
 	return t.jumpLabelTextReservedRange(c, ms.sites, start, end, mod.State == image.ModuleComing)
-}
-
-// moduleTextAddress finds the module whose core or init text holds addr,
-// skipping MODULE_STATE_UNFORMED modules.
-//
-// Models kernel/module/main.c:__module_text_address.
-func moduleTextAddress(k *image.Kernel, addr uint64) *image.Module {
-	for _, m := range k.Modules {
-		if m.State != image.ModuleUnformed && m.Contains(addr) {
-			return m
-		}
-	}
-	return nil
 }
 
 // Index is the P2 address index: the core jump entries sorted by code

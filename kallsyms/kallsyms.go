@@ -243,7 +243,7 @@ func (s *Sorted) moduleAddressLookup(c *sim.Counters, addr uint64) (*image.Modul
 	c.Inc(OpModLookup)
 	var m *image.Module
 	for _, mm := range s.modules {
-		if mm.Contains(addr) {
+		if mm.State != image.ModuleUnformed && mm.Contains(addr) {
 			m = mm
 			break
 		}

@@ -191,7 +191,7 @@ func (kp *Kprobes) checkKprobeAddressSafe(p *Kprobe) (*image.Module, error) {
 	var mod *image.Module
 	if !kp.coreKernelText(addr) {
 		c.Inc(opModText)
-		mod = kp.Image.ModuleAt(addr)
+		mod = kp.Image.ModuleTextAddress(addr)
 		if mod == nil {
 			return nil, EINVAL
 		}

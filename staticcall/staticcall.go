@@ -153,7 +153,7 @@ func addrConflict(addr, start, end uint64) bool {
 // Models kernel/static_call_inline.c:__static_call_mod_text_reserved.
 func (t *Table) staticCallModTextReserved(c *sim.Counters, start, end uint64) bool {
 	c.Inc(OpModuleLookup)
-	mod := moduleTextAddress(t.k, start)
+	mod := t.k.ModuleTextAddress(start)
 	if mod == nil {
 		return false
 	}
@@ -170,19 +170,6 @@ func (t *Table) staticCallModTextReserved(c *sim.Counters, start, end uint64) bo
 		}
 	}
 	return false
-}
-
-// moduleTextAddress finds the module whose core or init text holds addr,
-// skipping MODULE_STATE_UNFORMED modules.
-//
-// Models kernel/module/main.c:__module_text_address.
-func moduleTextAddress(k *image.Kernel, addr uint64) *image.Module {
-	for _, m := range k.Modules {
-		if m.State != image.ModuleUnformed && m.Contains(addr) {
-			return m
-		}
-	}
-	return nil
 }
 
 // Index is the P1 address index: the core static-call sites sorted by
