@@ -182,16 +182,7 @@ func (t *Table) LateInit(c *sim.Counters) error {
 		c.Inc(OpIndexFill)
 		sorted[i] = &t.k.BugEntries[i]
 	}
-	image.KernelSort(len(sorted), func(i, j int) int {
-		c.Inc(OpIndexSortCmp)
-		switch {
-		case sorted[i].Addr < sorted[j].Addr:
-			return -1
-		case sorted[i].Addr > sorted[j].Addr:
-			return 1
-		}
-		return 0
-	}, func(i, j int) { sorted[i], sorted[j] = sorted[j], sorted[i] })
+	image.SortByKey(sorted, func(b **image.BugEntry) uint64 { return (*b).Addr }, func() { c.Inc(OpIndexSortCmp) })
 	for i := 1; i < len(sorted); i++ {
 		if sorted[i].Addr == sorted[i-1].Addr {
 			t.idxErr = fmt.Errorf("%w: two core bug entries at %#x", ErrBadTable, sorted[i].Addr)
@@ -227,16 +218,7 @@ func (t *Table) Indexed() bool { return t.idx != nil }
 // (beyond the series).
 func (t *Table) findBugIndexed(c *sim.Counters, addr uint64) *image.BugEntry {
 	x := t.idx.sorted
-	lo, hi := 0, len(x)
-	for lo < hi {
-		c.Inc(OpIndexProbe)
-		mid := int(uint(lo+hi) >> 1)
-		if x[mid].Addr < addr {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
+	lo := image.LowerBound(len(x), func(i int) uint64 { return x[i].Addr }, addr, func() { c.Inc(OpIndexProbe) })
 	if lo < len(x) {
 		c.Inc(OpIndexEntry)
 		if x[lo].Addr == addr {

@@ -96,3 +96,37 @@ func SortStaticCallSites(s []StaticCallSite) {
 		return 0
 	}, func(i, j int) { s[i], s[j] = s[j], s[i] })
 }
+
+// SortByKey sorts s by key with KernelSort (lib/sort.c's heapsort, as the
+// kernel's late-init index builders would call sort()), calling onCmp once
+// per comparison so the caller can count it.
+func SortByKey[T any](s []T, key func(*T) uint64, onCmp func()) {
+	KernelSort(len(s), func(i, j int) int {
+		onCmp()
+		a, b := key(&s[i]), key(&s[j])
+		switch {
+		case a < b:
+			return -1
+		case a > b:
+			return 1
+		}
+		return 0
+	}, func(i, j int) { s[i], s[j] = s[j], s[i] })
+}
+
+// LowerBound returns the first i in [0, n) with key(i) >= v (n if none),
+// by the classic halving search, calling onProbe once per step so the
+// caller can count it: ceil(log2(n+1)) or fewer steps.
+func LowerBound(n int, key func(int) uint64, v uint64, onProbe func()) int {
+	lo, hi := 0, n
+	for lo < hi {
+		onProbe()
+		mid := int(uint(lo+hi) >> 1)
+		if key(mid) < v {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}

@@ -313,16 +313,7 @@ func (t *Table) LateInit(c *sim.Counters) error {
 		c.Inc(OpIndexFill)
 		sorted[i] = &t.core[i]
 	}
-	image.KernelSort(len(sorted), func(i, j int) int {
-		c.Inc(OpIndexSortCmp)
-		switch {
-		case sorted[i].code < sorted[j].code:
-			return -1
-		case sorted[i].code > sorted[j].code:
-			return 1
-		}
-		return 0
-	}, func(i, j int) { sorted[i], sorted[j] = sorted[j], sorted[i] })
+	image.SortByKey(sorted, func(s **site) uint64 { return (*s).code }, func() { c.Inc(OpIndexSortCmp) })
 	for i := 1; i < len(sorted); i++ {
 		a, b := sorted[i-1], sorted[i]
 		// Simulator-side size (not counted); an unsizable site counts as the
@@ -371,7 +362,7 @@ func (t *Table) jumpLabelTextReservedIndexed(c *sim.Counters, start, end uint64,
 		low = start - (JumpLabelMaxSize - 1)
 	}
 	x := t.idx.sorted
-	i := lowerBound(c, len(x), func(i int) uint64 { return x[i].code }, low)
+	i := image.LowerBound(len(x), func(i int) uint64 { return x[i].code }, low, func() { c.Inc(OpIndexProbe) })
 	for ; i < len(x); i++ {
 		c.Inc(OpIndexEntry)
 		s := x[i]
@@ -387,20 +378,4 @@ func (t *Table) jumpLabelTextReservedIndexed(c *sim.Counters, start, end uint64,
 		}
 	}
 	return false, nil
-}
-
-// lowerBound returns the first i in [0, n) with key(i) >= v (n if none),
-// counting one OpIndexProbe per probe of the binary search.
-func lowerBound(c *sim.Counters, n int, key func(int) uint64, v uint64) int {
-	lo, hi := 0, n
-	for lo < hi {
-		c.Inc(OpIndexProbe)
-		mid := int(uint(lo+hi) >> 1)
-		if key(mid) < v {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo
 }

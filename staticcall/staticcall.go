@@ -224,16 +224,7 @@ func (t *Table) LateInit(c *sim.Counters) error {
 		c.Inc(OpIndexFill)
 		sorted[i] = &t.core[i]
 	}
-	image.KernelSort(len(sorted), func(i, j int) int {
-		c.Inc(OpIndexSortCmp)
-		switch {
-		case sorted[i].addr < sorted[j].addr:
-			return -1
-		case sorted[i].addr > sorted[j].addr:
-			return 1
-		}
-		return 0
-	}, func(i, j int) { sorted[i], sorted[j] = sorted[j], sorted[i] })
+	image.SortByKey(sorted, func(s **site) uint64 { return (*s).addr }, func() { c.Inc(OpIndexSortCmp) })
 	for i := 1; i < len(sorted); i++ {
 		if a, b := sorted[i-1].addr, sorted[i].addr; b < a+CallInsnSize {
 			t.idxErr = fmt.Errorf("%w: static-call sites at %#x and %#x overlap (each is %d bytes)", ErrBadTable, a, b, CallInsnSize)
@@ -274,16 +265,7 @@ func (t *Table) staticCallTextReservedIndexed(c *sim.Counters, start, end uint64
 		low = start - (CallInsnSize - 1)
 	}
 	x := t.idx.sorted
-	lo, hi := 0, len(x)
-	for lo < hi {
-		c.Inc(OpIndexProbe)
-		mid := int(uint(lo+hi) >> 1)
-		if x[mid].addr < low {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
+	lo := image.LowerBound(len(x), func(i int) uint64 { return x[i].addr }, low, func() { c.Inc(OpIndexProbe) })
 	for i := lo; i < len(x); i++ {
 		c.Inc(OpIndexSite)
 		s := x[i]

@@ -331,16 +331,9 @@ func (x *Index) Bytes() int64 { return int64(len(x.start)) * IndexEntryBytes }
 // Models __within_kprobe_blacklist's list walk with kpsim's
 // blacklist-index (beyond the series).
 func (x *Index) search(c *sim.Counters, addr uint64) bool {
-	lo, hi := 0, len(x.start)
-	for lo < hi { // first range with start > addr
-		c.Inc(OpIndexProbe)
-		mid := int(uint(lo+hi) >> 1)
-		if x.start[mid] <= addr {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
+	// The first range with start > addr, i.e. start >= addr+1 (no range
+	// starts at the top of the address space).
+	lo := image.LowerBound(len(x.start), func(i int) uint64 { return x.start[i] }, addr+1, func() { c.Inc(OpIndexProbe) })
 	if lo == 0 {
 		return false
 	}
@@ -378,16 +371,7 @@ func (l *List) LateInit(c *sim.Counters) error {
 		c.Inc(OpIndexFill)
 		tmp[i] = l.entries[i]
 	}
-	image.KernelSort(n, func(i, j int) int {
-		c.Inc(OpIndexSortCmp)
-		switch {
-		case tmp[i].Start < tmp[j].Start:
-			return -1
-		case tmp[i].Start > tmp[j].Start:
-			return 1
-		}
-		return 0
-	}, func(i, j int) { tmp[i], tmp[j] = tmp[j], tmp[i] })
+	image.SortByKey(tmp, func(e *Entry) uint64 { return e.Start }, func() { c.Inc(OpIndexSortCmp) })
 	x := &Index{covered: n}
 	for _, e := range tmp {
 		if e.End <= e.Start {
