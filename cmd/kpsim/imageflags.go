@@ -59,6 +59,7 @@ func addImageFlags(fs *flag.FlagSet) *imageFlags {
 	fs.BoolVar(&c.ReturnsPatched, "returns-patched", c.ReturnsPatched, "boot patched return thunks to ret; int3")
 	fs.IntVar(&c.ProbeTargets, "probe-targets", c.ProbeTargets, "add N generated probe-target functions (the batch kprobe sample)")
 	fs.BoolVar(&c.ProbeTargetsTraced, "probe-targets-traced", c.ProbeTargetsTraced, "build the probe targets with __fentry__ calls")
+	fs.Float64Var(&c.ProbeTargetsAt, "probe-targets-at", c.ProbeTargetsAt, "place the probe targets after this fraction of .text's functions (link order; 1 = after _etext)")
 	return f
 }
 

@@ -84,6 +84,11 @@ type Config struct {
 	// batch kprobe sample (kprobes.md §3 P13), built into vmlinux.
 	ProbeTargets       int
 	ProbeTargetsTraced bool
+	// ProbeTargetsAt places the targets inside .text after this fraction
+	// of the ordinary functions (link order); 1 appends them after all
+	// core text. The kernel's sample lives in kernel/, which the x86 link
+	// order puts after head, init and arch code: early in .text.
+	ProbeTargetsAt float64
 }
 
 // DefaultConfig is a distro-sized x86-64 kernel like Debian's 6.1 generic
@@ -124,6 +129,7 @@ func DefaultConfig() Config {
 		VzeroupperPercent:     0.3,
 		DupNamePercent:        2,
 		ClonePercent:          4,
+		ProbeTargetsAt:        0.15,
 		IBT:                   true,
 		Retpoline:             true,
 		RetThunk:              true,
@@ -232,6 +238,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Modules > 0 && c.ModuleFunctions < 1 {
 		return cfgErr("module-functions", "modules need at least one function")
+	}
+	if !(c.ProbeTargetsAt >= 0 && c.ProbeTargetsAt <= 1) {
+		return cfgErr("probe-targets-at", "must be a fraction in [0, 1] (got %g)", c.ProbeTargetsAt)
 	}
 	if c.ProbeTargets > 1_000_000 {
 		return cfgErr("probe-targets", "at most 1000000 (got %d)", c.ProbeTargets)

@@ -209,7 +209,7 @@ func Generate(cfg Config) (*image.Kernel, *Truth, error) {
 	if err := g.build(); err != nil {
 		return nil, nil, err
 	}
-	if cfg.ProbeTargets > 0 {
+	if cfg.ProbeTargets > 0 && cfg.ProbeTargetsAt >= 1 {
 		if _, err := AddProbeTargets(g.k, g.truth, cfg.ProbeTargets, cfg.ProbeTargetsTraced, cfg.Seed); err != nil {
 			return nil, nil, err
 		}
@@ -273,7 +273,23 @@ func (g *gen) build() error {
 	var ranges []image.Range
 	zoneStart := map[Zone]uint64{}
 	zoneEnd := map[Zone]uint64{}
-	for _, p := range core {
+	// Probe targets placed inside .text (ProbeTargetsAt < 1) come after
+	// that fraction of the ordinary functions, as the sample's object
+	// sits in the link order.
+	insertAt := -1
+	var tbody *targetBody
+	var tgtAddrs []uint64
+	if cfg.ProbeTargets > 0 && cfg.ProbeTargetsAt < 1 {
+		insertAt = mainStart + int(cfg.ProbeTargetsAt*float64(len(core)-mainStart))
+		tbody = newTargetBody(cfg.IBT, cfg.ProbeTargetsTraced, cfg.RetThunk && !cfg.ReturnsPatched)
+	}
+	for idx, p := range core {
+		if idx == insertAt {
+			for i := 0; i < cfg.ProbeTargets; i++ {
+				tgtAddrs = append(tgtAddrs, addr)
+				addr = alignUp(addr+uint64(len(tbody.code)), funcAlign)
+			}
+		}
 		p.size = max(p.size, g.minSize(p))
 		if _, ok := zoneStart[p.zone]; !ok {
 			zoneStart[p.zone] = addr
@@ -375,6 +391,13 @@ func (g *gen) build() error {
 	for i, p := range initf {
 		g.emitFunc(p, initReg, tb, true, "", len(core)+i)
 	}
+	counter := dataBase + uint64(nData)*16 // the targets' counter word
+	for i, a := range tgtAddrs {
+		if mc, ok := tbody.write(coreReg.Bytes[a-TextBase:], a, g.fentry, g.retThunk, counter); ok {
+			tb.mcount = append(tb.mcount, mc)
+		}
+		g.truth.Funcs = append(g.truth.Funcs, tbody.truth(ProbeTargetName(i), a))
+	}
 	for _, f := range fixed {
 		if f.name == "__fentry__" {
 			f.code = g.retSeq()
@@ -409,6 +432,9 @@ func (g *gen) build() error {
 	}
 	for _, f := range fixed {
 		syms = append(syms, image.Symbol{Name: f.name, Addr: f.addr, Size: uint64(len(f.code)), Type: 'T'})
+	}
+	for i, a := range tgtAddrs {
+		syms = append(syms, image.Symbol{Name: ProbeTargetName(i), Addr: a, Size: uint64(len(tbody.code)), Type: 't'})
 	}
 	for i, a := range g.sct {
 		syms = append(syms, image.Symbol{Name: "__SCT__" + sctNames[i], Addr: a, Size: 8, Type: 'T'})

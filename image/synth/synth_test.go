@@ -252,6 +252,15 @@ func TestRoundTrip(t *testing.T) {
 	if len(targets.Funcs) != cfg.ProbeTargets {
 		t.Fatalf("%d probe targets in the truth, want %d", len(targets.Funcs), cfg.ProbeTargets)
 	}
+	// Placed in link order inside .text (ProbeTargetsAt), not after it.
+	if err := k2.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	core := k2.CoreText()
+	frac := float64(targets.Funcs[0].Addr-core.Start) / float64(len(core.Bytes))
+	if frac < cfg.ProbeTargetsAt/2 || frac > cfg.ProbeTargetsAt*2 {
+		t.Errorf("first target at %.2f of .text, want about %.2f", frac, cfg.ProbeTargetsAt)
+	}
 	check(k2, targets)
 	if bad > 0 {
 		t.Fatalf("%d functions disagree", bad)

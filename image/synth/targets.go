@@ -58,32 +58,8 @@ func AddProbeTargets(k *image.Kernel, truth *Truth, n int, traced bool, seed uin
 		retThunk = a
 	}
 
-	var body []byte
-	var offs []uint32
-	add := func(b ...byte) {
-		offs = append(offs, uint32(len(body)))
-		body = append(body, b...)
-	}
-	if k.Config.IBT {
-		add(bENDBR64...)
-	}
-	fentryOff := len(body)
-	if traced {
-		add(opCALL, 0, 0, 0, 0)
-	}
-	movLoad := len(body)
-	add(0x8b, 0x05, 0, 0, 0, 0) // mov X(%rip),%eax
-	add(0x83, 0xc0, 0x01)       // add $1,%eax
-	movStore := len(body)
-	add(0x89, 0x05, 0, 0, 0, 0) // mov %eax,X(%rip)
-	retOff := len(body)
-	if thunkRet {
-		add(opJMP32, 0, 0, 0, 0)
-	} else {
-		add(0xc3)
-	}
-	add(opINT3)
-	size := uint64(len(body))
+	tb := newTargetBody(k.Config.IBT, traced, thunkRet)
+	size := uint64(len(tb.code))
 	stride := alignUp(size, funcAlign)
 
 	start := alignUp(core.End(), funcAlign)
@@ -111,21 +87,12 @@ func AddProbeTargets(k *image.Kernel, truth *Truth, n int, traced bool, seed uin
 	syms := make([]image.Symbol, n)
 	for i := 0; i < n; i++ {
 		a := start + uint64(i)*stride
-		b := grown[a-core.Start:]
-		copy(b, body)
-		if traced {
-			putRel32(b[fentryOff+1:], a+uint64(fentryOff)+5, fentry)
-			k.McountLocs = append(k.McountLocs, a+uint64(fentryOff))
-		}
-		putRel32(b[movLoad+2:], a+uint64(movLoad)+6, counter)
-		putRel32(b[movStore+2:], a+uint64(movStore)+6, counter)
-		if thunkRet {
-			putRel32(b[retOff+1:], a+uint64(retOff)+5, retThunk)
+		if mc, ok := tb.write(grown[a-core.Start:], a, fentry, retThunk, counter); ok {
+			k.McountLocs = append(k.McountLocs, mc)
 		}
 		syms[i] = image.Symbol{Name: ProbeTargetName(i), Addr: a, Size: size, Type: 't'}
 		if truth != nil {
-			truth.Funcs = append(truth.Funcs, FuncTruth{Name: syms[i].Name, Addr: a, Size: uint32(size),
-				Zone: ZoneProbeTarget, Insns: offs, Traced: traced})
+			truth.Funcs = append(truth.Funcs, tb.truth(syms[i].Name, a))
 		}
 	}
 	core.Bytes = grown
@@ -143,4 +110,63 @@ func AddProbeTargets(k *image.Kernel, truth *Truth, n int, traced bool, seed uin
 	k.Symbols = all
 	sort.Slice(k.McountLocs, func(i, j int) bool { return k.McountLocs[i] < k.McountLocs[j] })
 	return syms, nil
+}
+
+// targetBody is the code of one generated probe target:
+//
+//	[endbr64] [call __fentry__] mov X(%rip),%eax; add $1,%eax; mov %eax,X(%rip); ret; int3
+//
+// with "jmp __x86_return_thunk; int3" for the return when the image's
+// return thunks are unpatched.
+type targetBody struct {
+	code                                 []byte
+	offs                                 []uint32
+	traced, thunkRet                     bool
+	fentryOff, loadOff, storeOff, retOff int
+}
+
+func newTargetBody(ibt, traced, thunkRet bool) *targetBody {
+	t := &targetBody{traced: traced, thunkRet: thunkRet}
+	add := func(b ...byte) int {
+		off := len(t.code)
+		t.offs = append(t.offs, uint32(off))
+		t.code = append(t.code, b...)
+		return off
+	}
+	if ibt {
+		add(bENDBR64...)
+	}
+	if traced {
+		t.fentryOff = add(opCALL, 0, 0, 0, 0)
+	}
+	t.loadOff = add(0x8b, 0x05, 0, 0, 0, 0)  // mov X(%rip),%eax
+	add(0x83, 0xc0, 0x01)                    // add $1,%eax
+	t.storeOff = add(0x89, 0x05, 0, 0, 0, 0) // mov %eax,X(%rip)
+	if thunkRet {
+		t.retOff = add(opJMP32, 0, 0, 0, 0)
+	} else {
+		add(0xc3)
+	}
+	add(opINT3)
+	return t
+}
+
+// write emits one target at address a into b, resolving its relative
+// operands; it returns the __fentry__ call site when the target is traced.
+func (t *targetBody) write(b []byte, a, fentry, retThunk, counter uint64) (uint64, bool) {
+	copy(b, t.code)
+	putRel32(b[t.loadOff+2:], a+uint64(t.loadOff)+6, counter)
+	putRel32(b[t.storeOff+2:], a+uint64(t.storeOff)+6, counter)
+	if t.thunkRet {
+		putRel32(b[t.retOff+1:], a+uint64(t.retOff)+5, retThunk)
+	}
+	if t.traced {
+		putRel32(b[t.fentryOff+1:], a+uint64(t.fentryOff)+5, fentry)
+		return a + uint64(t.fentryOff), true
+	}
+	return 0, false
+}
+
+func (t *targetBody) truth(name string, a uint64) FuncTruth {
+	return FuncTruth{Name: name, Addr: a, Size: uint32(len(t.code)), Zone: ZoneProbeTarget, Insns: t.offs, Traced: t.traced}
 }
