@@ -38,6 +38,10 @@ type Tables struct {
 	// SymAddress); RelativeBase is kallsyms_relative_base.
 	Offsets      []int32
 	RelativeBase uint64
+	// Text is the address of _text in the input (0 if absent): the tool
+	// emits kallsyms_addresses and kallsyms_relative_base as
+	// "_text + off", i.e. relative to it.
+	Text uint64
 	// Addresses is kallsyms_addresses, used instead of Offsets without
 	// --base-relative.
 	Addresses []uint64
@@ -47,8 +51,17 @@ type Tables struct {
 	AllSymbols     bool
 
 	// Syms are the kept symbols in kallsyms index order (what the build
-	// sorted; simulator-side, not kernel data).
+	// sorted; simulator-side, not kernel data). Type is the stored type
+	// char: 'A' for per-cpu symbols under AbsolutePercpu, as the kernel
+	// then prints them.
 	Syms []Symbol
+
+	// ModSyms are the module symbols of the input (Module != ""), in
+	// input order; they are never compressed.
+	ModSyms []Symbol
+	// Warnings are the tool's non-fatal messages (6.1 skips names of
+	// KSYM_NAME_LEN bytes or more with a message on stderr).
+	Warnings []string
 }
 
 // SymAddress decodes kallsyms_offsets[i] as kernel/kallsyms.c:

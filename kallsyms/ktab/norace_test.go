@@ -1,0 +1,5 @@
+//go:build !race
+
+package ktab
+
+const raceEnabled = false
