@@ -1,6 +1,9 @@
 package scenarios
 
 import (
+	"fmt"
+	"sync"
+
 	"github.com/kpsim/kpsim/boot"
 	"github.com/kpsim/kpsim/bug"
 	"github.com/kpsim/kpsim/extable"
@@ -8,6 +11,7 @@ import (
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/jumplabel"
 	"github.com/kpsim/kpsim/kallsyms"
+	"github.com/kpsim/kpsim/kallsyms/ktab"
 	"github.com/kpsim/kpsim/kprobes"
 	"github.com/kpsim/kpsim/kprobes/blacklist"
 	"github.com/kpsim/kpsim/sim"
@@ -17,6 +21,27 @@ import (
 // PhaseBoot holds boot-time work a run's kernel does before any probe
 // (populate_kprobe_blacklist and the like).
 var PhaseBoot = sim.NewPhase("boot", "boot-time initialisation (populate_kprobe_blacklist, ftrace records)")
+
+// The kallsyms tables the build would embed in this image: built once per
+// image (simulator cache; the tables never change) with Debian 6.1
+// x86-64's options.
+var ksymsCache sync.Map // *image.Kernel -> *ktab.Tables
+
+// KallsymsBuildOptions are the scripts/kallsyms flags of an x86-64 6.1
+// distro build (KALLSYMS_ALL, ABSOLUTE_PERCPU, BASE_RELATIVE).
+var KallsymsBuildOptions = ktab.Options{AllSymbols: true, AbsolutePercpu: true, BaseRelative: true}
+
+func kallsymsTables(k *image.Kernel) (*ktab.Tables, error) {
+	if t, ok := ksymsCache.Load(k); ok {
+		return t.(*ktab.Tables), nil
+	}
+	t, err := ktab.Build(SymbolsOf(k), KallsymsBuildOptions)
+	if err != nil {
+		return nil, fmt.Errorf("kallsyms tables of %s: %w", k.Name, err)
+	}
+	ksymsCache.Store(k, t)
+	return t, nil
+}
 
 // bugAdapter turns bug.Table's entry-returning FindBug into the predicate
 // check_kprobe_address_safe uses.
@@ -55,7 +80,19 @@ func errnoOf(err error) error {
 // switches select, and returns the late-init hook that builds the indexes.
 func DefaultWiring(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults) (kprobes.Deps, func() error, error) {
 	state := func() boot.State { return boot.Running }
-	syms := kallsyms.NewSorted(k)
+	tables, err := kallsymsTables(k)
+	if err != nil {
+		return kprobes.Deps{}, nil, err
+	}
+	v := kallsyms.Variant{TokenCmp: sw.Has(sim.KallsymsTokenCmp)}
+	if sw.Has(sim.KallsymsOffsetIndex) {
+		v.Index = kallsyms.IndexOffsets3
+	}
+	syms, err := kallsyms.NewCompressed(tables, v, kallsyms.CompressedOptions{Modules: k.Modules, Faults: faults})
+	if err != nil {
+		return kprobes.Deps{}, nil, err
+	}
+	syms.RecordMemory(c)
 	prev := c.Enter(PhaseBoot)
 	defer c.Enter(prev)
 	jl, err := jumplabel.New(k, sw, faults, state)

@@ -25,6 +25,8 @@ const (
 	IterCopyOptimized                  // P12
 	BugIndex                           // beyond the series
 	BlacklistIndex                     // beyond the series
+	KallsymsOffsetIndex                // kallsyms series: 3-byte kallsyms_names_offsets
+	KallsymsTokenCmp                   // kallsyms series: on-the-fly compressed compare
 	numSwitches
 )
 
@@ -49,6 +51,8 @@ var switchInfo = [numSwitches]SwitchInfo{
 	IterCopyOptimized:    {"iter-copy-optimized", "P12", []Switch{KprobeTree}, "copy_optimized_instructions: address iterator over the copied instructions"},
 	BugIndex:             {"bug-index", "", nil, "find_bug: address index of the core bug table (beyond the series)"},
 	BlacklistIndex:       {"blacklist-index", "", nil, "within_kprobe_blacklist: address index instead of the list walk (beyond the series)"},
+	KallsymsOffsetIndex:  {"kallsyms-offset-index", "", nil, "kallsyms: 3-byte kallsyms_names_offsets index instead of marker walks (the kallsyms series)"},
+	KallsymsTokenCmp:     {"kallsyms-token-cmp", "", nil, "kallsyms: compare names on the fly from the compressed tokens (the kallsyms series)"},
 }
 
 // Info returns the switch's description.

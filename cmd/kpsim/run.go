@@ -35,6 +35,8 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "many":
 		return runMany(args[1:], stdout, stderr)
+	case "kallsyms":
+		return runKallsymsScenario(args[1:], stdout, stderr)
 	}
 	return usagef("unknown scenario %q (kpsim list shows them)", args[0])
 }

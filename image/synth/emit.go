@@ -15,7 +15,19 @@ type emitCtx struct {
 	module string
 	salt   uint64
 	tb     *tables
+	// Per-worker scratch and output (one emitter goroutine each).
+	items  []item
+	offs   []uint32
+	filler []item
+	fixed  []item
+	units  []unitRange
+	pos    []int
+	truth  *[]FuncTruth
 }
+
+// unitRange is a run of fixedItems emitted together (a site, a
+// stac/access/clac triple, ...).
+type unitRange struct{ a, b int }
 
 func (g *gen) coreCtx(tb *tables, init bool) *emitCtx {
 	return &emitCtx{jkeys: g.jkeys, jtrue: g.jkeyTrue, init: init, tb: tb}
@@ -39,7 +51,7 @@ func (g *gen) emitFunc(p *fplan, reg *image.Region, tb *tables, init bool, modul
 
 func (g *gen) emitWith(p *fplan, reg *image.Region, ctx *emitCtx, idx int) {
 	rng := rand.New(rand.NewPCG(g.cfg.Seed^ctx.salt, uint64(idx)*0x9E3779B97F4A7C15+0x5851F42D4C957F2D))
-	items := g.items[:0]
+	items := ctx.items[:0]
 
 	// Entry: ENDBR64, the __fentry__ call, the prologue.
 	entry := 0
@@ -58,11 +70,9 @@ func (g *gen) emitWith(p *fplan, reg *image.Region, ctx *emitCtx, idx int) {
 	}
 
 	// Fixed body units, inserted at random points among the filler.
-	type unit struct{ a, b int } // range in fixedItems
-	var fixedItems []item
-	var units []unit
+	fixedItems, units := ctx.fixed[:0], ctx.units[:0]
 	addUnit := func(its ...item) {
-		units = append(units, unit{len(fixedItems), len(fixedItems) + len(its)})
+		units = append(units, unitRange{len(fixedItems), len(fixedItems) + len(its)})
 		fixedItems = append(fixedItems, its...)
 	}
 	for i, s := range p.sites {
@@ -103,7 +113,7 @@ func (g *gen) emitWith(p *fplan, reg *image.Region, ctx *emitCtx, idx int) {
 	}
 
 	// Filler: exactly the bytes left.
-	var filler []item
+	filler := ctx.filler[:0]
 	budget := p.size - g.minSize(p)
 	for budget > 0 {
 		r := rng.Float64()
@@ -143,7 +153,10 @@ func (g *gen) emitWith(p *fplan, reg *image.Region, ctx *emitCtx, idx int) {
 		filler = append(filler, it)
 		budget -= int(it.n)
 	}
-	pos := make([]int, len(units))
+	pos := ctx.pos[:0]
+	for range units {
+		pos = append(pos, 0)
+	}
 	for i := range pos {
 		pos[i] = rng.IntN(len(filler) + 1)
 	}
@@ -182,7 +195,7 @@ func (g *gen) emitWith(p *fplan, reg *image.Region, ctx *emitCtx, idx int) {
 	}
 
 	// Lay out, then resolve branch targets to instruction boundaries.
-	offs := g.offs[:0]
+	offs := ctx.offs[:0]
 	off := 0
 	for i := range items {
 		offs = append(offs, uint32(off))
@@ -296,11 +309,16 @@ func (g *gen) emitWith(p *fplan, reg *image.Region, ctx *emitCtx, idx int) {
 			ctx.tb.ex = append(ctx.tb.ex, image.ExEntry{Insn: a, Fixup: base + coldOff})
 		}
 	}
-	g.truth.Funcs = append(g.truth.Funcs, FuncTruth{
+	sink := &g.truth.Funcs
+	if ctx.truth != nil {
+		sink = ctx.truth
+	}
+	*sink = append(*sink, FuncTruth{
 		Name: p.name, Addr: p.addr, Size: uint32(p.size), Module: ctx.module, Zone: p.zone,
 		Insns: append([]uint32(nil), offs...), Traced: p.traced, LoopToEntry: loop,
 	})
-	g.items, g.offs = items, offs
+	ctx.items, ctx.offs = items, offs
+	ctx.filler, ctx.fixed, ctx.units, ctx.pos = filler, fixedItems, units, pos
 }
 
 // bugFlags: most entries are WARN()s (BUGFLAG_WARNING), many WARN_ONCE.

@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"sync"
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/sim"
@@ -151,9 +152,6 @@ type gen struct {
 	jkeyTrue  []bool
 	callables []uint64 // core functions other code may call
 
-	// scratch reused per function
-	items []item
-	offs  []uint32
 }
 
 type itemKind uint8
@@ -385,9 +383,7 @@ func (g *gen) build() error {
 	k.Regions = []*image.Region{coreReg, initReg}
 
 	tb := &tables{}
-	for i, p := range core {
-		g.emitFunc(p, coreReg, tb, false, "", i)
-	}
+	g.emitParallel(core, coreReg, tb)
 	for i, p := range initf {
 		g.emitFunc(p, initReg, tb, true, "", len(core)+i)
 	}
@@ -473,6 +469,40 @@ func (g *gen) build() error {
 		}
 	}
 	return nil
+}
+
+// emitParallel emits the core functions on two goroutines over contiguous
+// halves and merges their tables and truth in order: every function draws
+// from its own (seed, index) stream and writes its own bytes, so the
+// result is identical to a sequential pass (TestDeterministic).
+func (g *gen) emitParallel(core []*fplan, reg *image.Region, tb *tables) {
+	const workers = 2
+	var wg sync.WaitGroup
+	parts := make([]struct {
+		tb    tables
+		truth []FuncTruth
+	}, workers)
+	for w := 0; w < workers; w++ {
+		lo, hi := w*len(core)/workers, (w+1)*len(core)/workers
+		wg.Add(1)
+		go func(w, lo, hi int) {
+			defer wg.Done()
+			ctx := g.coreCtx(&parts[w].tb, false)
+			ctx.truth = &parts[w].truth
+			for i := lo; i < hi; i++ {
+				g.emitWith(core[i], reg, ctx, i)
+			}
+		}(w, lo, hi)
+	}
+	wg.Wait()
+	for _, p := range parts {
+		tb.jump = append(tb.jump, p.tb.jump...)
+		tb.static = append(tb.static, p.tb.static...)
+		tb.bugs = append(tb.bugs, p.tb.bugs...)
+		tb.ex = append(tb.ex, p.tb.ex...)
+		tb.mcount = append(tb.mcount, p.tb.mcount...)
+		g.truth.Funcs = append(g.truth.Funcs, p.truth...)
+	}
 }
 
 type tables struct {

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/kpsim/kpsim/kallsyms/ktab"
+)
+
+func runKallsyms(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+		fmt.Fprintln(stdout, "usage: kpsim kallsyms dump --symbols FILE [--all-symbols] [--absolute-percpu] [--base-relative] [--what tokens|stats]")
+		return errHelp
+	}
+	if len(args) == 0 || args[0] != "dump" {
+		return usagef("want a subcommand: dump")
+	}
+	fs := newFlagSet("kallsyms dump", stdout)
+	symbols := fs.String("symbols", "", "symbol list: System.map or /proc/kallsyms lines (addr type name [module])")
+	var opt ktab.Options
+	fs.BoolVar(&opt.AllSymbols, "all-symbols", false, "scripts/kallsyms --all-symbols (CONFIG_KALLSYMS_ALL)")
+	fs.BoolVar(&opt.AbsolutePercpu, "absolute-percpu", false, "scripts/kallsyms --absolute-percpu")
+	fs.BoolVar(&opt.BaseRelative, "base-relative", false, "scripts/kallsyms --base-relative")
+	what := fs.String("what", "stats", "tokens (the 256 token strings, index order) or stats (sizes and table hashes)")
+	if err := parse(fs, args[1:], stdout); err != nil {
+		return err
+	}
+	if *symbols == "" {
+		return usagef("--symbols: a symbol file is required")
+	}
+	if *what != "tokens" && *what != "stats" {
+		return usagef("--what: want tokens or stats, got %q", *what)
+	}
+	f, err := os.Open(*symbols)
+	if err != nil {
+		return usagef("--symbols: %v", err)
+	}
+	defer f.Close()
+	syms, err := ktab.ParseSymbols(*symbols, bufio.NewReaderSize(f, 1<<20))
+	if err != nil {
+		return usagef("%v", err)
+	}
+	t, err := ktab.Build(syms, opt)
+	if err != nil {
+		return usagef("%s: %v", *symbols, err)
+	}
+	w := bufio.NewWriter(stdout)
+	if *what == "tokens" {
+		for _, tok := range t.TokenStrings() {
+			fmt.Fprintln(w, ktab.FormatToken(tok))
+		}
+		return w.Flush()
+	}
+	s := t.Stats()
+	rows := []struct {
+		k string
+		v any
+	}{
+		{"num_syms", s.NumSyms}, {"names_len", s.NamesLen}, {"markers_count", s.MarkersCount},
+		{"seqs_len", s.SeqsLen}, {"offsets_len", s.OffsetsLen}, {"token_table_len", s.TokenTableLen},
+		{"avg_record_len", fmt.Sprintf("%.4f", s.AvgRecordLen)}, {"two_byte_headers", s.TwoByteHeaders},
+		{"names_sha256", s.NamesSHA256}, {"markers_sha256", s.MarkersSHA256}, {"seqs_sha256", s.SeqsSHA256},
+		{"offsets_sha256", s.OffsetsSHA256}, {"token_table_sha256", s.TokenTableSHA256},
+		{"token_index_sha256", s.TokenIndexSHA256},
+		{"names_offsets_len", s.NamesOffsetsLen}, {"stride2_len", s.Stride2Len},
+		{"offsets32_len", s.Offsets32Len}, {"offsets32_stride2_len", s.Offsets32S2Len},
+	}
+	for _, r := range rows {
+		fmt.Fprintf(w, "%s %v\n", r.k, r.v)
+	}
+	return w.Flush()
+}

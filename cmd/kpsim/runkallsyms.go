@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/kallsyms"
+	"github.com/kpsim/kpsim/kallsyms/ktab"
+	"github.com/kpsim/kpsim/scenarios"
+)
+
+func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("run kallsyms", stdout)
+	imf := addImageFlags(fs)
+	symbols := fs.String("symbols", "", "symbol list (System.map or /proc/kallsyms); default: the synthetic image's symbols")
+	o := scenarios.KallsymsOptions{Iters: 100000, Build: ktab.Options{AllSymbols: true, AbsolutePercpu: true, BaseRelative: true}}
+	fs.IntVar(&o.Iters, "iters", o.Iters, "timed passes per measurement")
+	hits := fs.String("hits", "", "comma-separated names to look up as hits (default: 16 names of the table)")
+	misses := fs.String("misses", "", "comma-separated names to look up as misses (default: 8 names the table lacks)")
+	variants := fs.String("variants", "", "comma-separated variants (default: all): "+variantNames())
+	fs.BoolVar(&o.Build.AllSymbols, "all-symbols", o.Build.AllSymbols, "build with --all-symbols")
+	fs.BoolVar(&o.Build.AbsolutePercpu, "absolute-percpu", o.Build.AbsolutePercpu, "build with --absolute-percpu")
+	fs.BoolVar(&o.Build.BaseRelative, "base-relative", o.Build.BaseRelative, "build with --base-relative")
+	format := fs.String("format", "table", "output: table, json or csv")
+	out := fs.String("out", "", "write the report to this file (written whole or not at all)")
+	if err := parse(fs, args, stdout); err != nil {
+		return err
+	}
+	switch *format {
+	case "table", "json", "csv":
+	default:
+		return usagef("--format: want table, json or csv, got %q", *format)
+	}
+	if o.Iters < 1 {
+		return usagef("--iters: must be at least 1 (got %d)", o.Iters)
+	}
+	o.Hits, o.Misses = splitList(*hits), splitList(*misses)
+	for _, v := range splitList(*variants) {
+		pv, err := kallsyms.ParseVariant(v)
+		if err != nil {
+			return usagef("--variants: %v", err)
+		}
+		o.Variants = append(o.Variants, pv)
+	}
+	var sink *atomicFile
+	if *out != "" {
+		var err error
+		if sink, err = newAtomicFile(*out); err != nil {
+			return usagef("--out: %s", err.Error())
+		}
+		defer sink.abort()
+	}
+	var syms []ktab.Symbol
+	var mods []*image.Module
+	kernel := ""
+	if *symbols != "" {
+		f, err := os.Open(*symbols)
+		if err != nil {
+			return usagef("--symbols: %v", err)
+		}
+		defer f.Close()
+		if syms, err = ktab.ParseSymbols(*symbols, bufio.NewReaderSize(f, 1<<20)); err != nil {
+			return usagef("%v", err)
+		}
+		kernel = *symbols + " (module symbols not modelled for symbol files)"
+	} else {
+		k, _, err := imf.load()
+		if err != nil {
+			return err
+		}
+		syms, mods, kernel = scenarios.SymbolsOf(k), k.Modules, k.Name
+	}
+	o.Seed = imf.seed
+	rep, err := scenarios.RunKallsyms(kernel, syms, mods, o)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	var buf bytes.Buffer
+	switch *format {
+	case "json":
+		err = rep.WriteJSON(&buf)
+	case "csv":
+		err = rep.WriteCSV(&buf)
+	default:
+		err = rep.WriteTable(&buf)
+	}
+	if err != nil {
+		return err
+	}
+	if sink != nil {
+		return sink.commit(buf.Bytes())
+	}
+	_, err = stdout.Write(buf.Bytes())
+	return err
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func variantNames() string {
+	var n []string
+	for _, v := range kallsyms.AllVariants() {
+		n = append(n, v.String())
+	}
+	return strings.Join(n, ", ")
+}

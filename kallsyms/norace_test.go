@@ -1,0 +1,5 @@
+//go:build !race
+
+package kallsyms
+
+const raceEnabled = false
