@@ -26,8 +26,8 @@ var (
 	OpVisit = sim.NewOp("kallsyms.visit", wVisit, rVisit,
 		"per-symbol fixed cost of a table walk: indirect callback call + cond_resched")
 	// OpCmp and OpBytes are metrics (weight 0): the cost is in the ops above.
-	OpCmp = sim.NewOp("kallsyms.cmp", 0, "metric: no cost of its own (the cost is in hop/tok/chr_*/ld3)",
+	OpCmp = sim.NewMetric("kallsyms.cmp",
 		"one name comparison in kallsyms_lookup_names (binary-search step or duplicate-walk step)")
-	OpBytes = sim.NewOp("kallsyms.bytes", 0, "metric: no cost of its own",
+	OpBytes = sim.NewMetric("kallsyms.bytes",
 		"bytes of kallsyms tables touched: kallsyms_names spanned by hops and expansions, index/seq/marker/offset entries loaded (the ~1.4 KiB token table, always cache-hot, is not counted)")
 )

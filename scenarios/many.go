@@ -485,13 +485,16 @@ func (r *RunResult) finish(costs *sim.CostTable) {
 	for _, nz := range c.NonZero() {
 		name := ops[nz.Op].Name
 		r.Ops[name] += nz.N
-		r.TotalOps += nz.N
 		pr := perPhase[nz.Phase]
 		if pr == nil {
 			pr = &PhaseResult{Name: phases[nz.Phase].Name, Counts: map[string]uint64{}}
 			perPhase[nz.Phase] = pr
 		}
 		pr.Counts[name] += nz.N
+		if ops[nz.Op].Metric {
+			continue // reported, but not an operation: out of the totals
+		}
+		r.TotalOps += nz.N
 		pr.Ops += nz.N
 	}
 	for ph, pr := range perPhase {

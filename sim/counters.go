@@ -25,6 +25,10 @@ type OpInfo struct {
 	Rationale string
 	// Doc says which kernel work one count stands for.
 	Doc string
+	// Metric marks a count that is not an operation (bytes touched, name
+	// comparisons already priced through their parts): reported, never
+	// priced, and left out of operation totals.
+	Metric bool
 }
 
 // PhaseInfo describes a registered phase.
@@ -69,6 +73,17 @@ func NewOp(name string, cycles float64, rationale, doc string) Op {
 	op := Op(len(registry.ops))
 	registry.ops = append(registry.ops, OpInfo{Name: name, Cycles: cycles, Rationale: rationale, Doc: doc})
 	registry.opIdx[name] = op
+	return op
+}
+
+// NewMetric registers a counted metric: like an op, but not an operation
+// of its own (e.g. bytes touched), so reports keep it out of op totals and
+// it costs nothing.
+func NewMetric(name, doc string) Op {
+	op := NewOp(name, 0, "metric: not an operation, no cost of its own", doc)
+	registry.mu.Lock()
+	registry.ops[op].Metric = true
+	registry.mu.Unlock()
 	return op
 }
 
