@@ -29,6 +29,7 @@ func TestMarkerWalkShortcutCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fast.EnableFastScan()
 	if fast.simOffs == nil {
 		t.Fatal("no shortcut table")
 	}

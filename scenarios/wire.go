@@ -93,6 +93,7 @@ func DefaultWiring(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *si
 		return kprobes.Deps{}, nil, err
 	}
 	syms.RecordMemory(c)
+	syms.EnableFastScan() // counts only: identical counts, no walking
 	prev := c.Enter(PhaseBoot)
 	defer c.Enter(prev)
 	jl, err := jumplabel.New(k, sw, faults, state)
