@@ -185,6 +185,9 @@ func TestSwitchClosureAndDependents(t *testing.T) {
 	if got := setOf(KprobeTree, IterCanProbe).Name(); got != "kprobe-tree+iter-can-probe" {
 		t.Errorf("Name = %q", got)
 	}
+	if got := PresetSeries.Set.With(BugIndex).Name(); got != "series+bug-index" {
+		t.Errorf("Name = %q", got)
+	}
 }
 
 func TestFaults(t *testing.T) {

@@ -196,11 +196,20 @@ func (s Switch) Dependents() Switches {
 }
 
 // Name returns a canonical name for the set: a preset's name when it equals
-// one, else the member names joined by '+' ("kprobe-tree+iter-can-probe").
+// one; the largest non-empty preset it contains plus the extra switches
+// ("series+bug-index"); else the member names joined by '+'
+// ("kprobe-tree+iter-can-probe").
 func (ss Switches) Name() string {
 	for _, p := range Presets() {
 		if p.Set == ss {
 			return p.Name
+		}
+	}
+	ps := Presets()
+	for i := len(ps) - 1; i >= 0; i-- {
+		p := ps[i]
+		if p.Set != 0 && ss&p.Set == p.Set {
+			return p.Name + "+" + strings.Join((ss &^ p.Set).Names(), "+")
 		}
 	}
 	return strings.Join(ss.Names(), "+")
