@@ -13,6 +13,7 @@ import (
 // the __fentry__ site at sym+4, through the kallsyms fallback.
 func ExampleFtrace_Location() {
 	cfg := synth.DefaultConfig()
+	cfg.IBT = true // an IBT kernel: the fentry site is at sym+4
 	cfg.Functions, cfg.InitFunctions, cfg.JumpEntries, cfg.JumpKeys = 2000, 100, 500, 100
 	cfg.StaticCallSites, cfg.StaticCallKeys, cfg.BugEntries, cfg.Blacklist = 100, 20, 300, 20
 	k, _, err := synth.Generate(cfg)
@@ -40,6 +41,7 @@ func ExampleFtrace_Location() {
 // ftrace_replace_code.
 func ExampleFtrace_ArmKprobeFtrace() {
 	cfg := synth.DefaultConfig()
+	cfg.IBT = true // an IBT kernel: the fentry site is at sym+4
 	cfg.Functions, cfg.InitFunctions, cfg.JumpEntries, cfg.JumpKeys = 2000, 100, 500, 100
 	cfg.StaticCallSites, cfg.StaticCallKeys, cfg.BugEntries, cfg.Blacklist = 100, 20, 300, 20
 	k, _, err := synth.Generate(cfg)

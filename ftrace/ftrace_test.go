@@ -22,7 +22,13 @@ var (
 
 // defaultImage is the default synthetic image, generated once per package.
 func defaultImage(t testing.TB) *image.Kernel {
-	defOnce.Do(func() { defK, _, defErr = synth.Generate(synth.DefaultConfig()) })
+	// IBT on: these tests exercise the sym+0 -> sym+4 fentry mapping.
+	defOnce.Do(func() {
+		cfg := synth.DefaultConfig()
+		cfg.IBT = true
+		cfg.IBT = true
+		defK, _, defErr = synth.Generate(cfg)
+	})
 	if defErr != nil {
 		t.Fatal(defErr)
 	}

@@ -184,6 +184,7 @@ func TestBatchRollback(t *testing.T) {
 func TestOptimizedRegionSemantics(t *testing.T) {
 	o := DefaultManyOptions()
 	o.N, o.Image = 4, smallImage(5)
+	o.Image.IBT = true // the offsets below are the IBT layout
 	s := mustSetup(t, o)
 	for _, sw := range []sim.Switches{0, sim.PresetAll.Set} {
 		c := sim.NewCounters(false)

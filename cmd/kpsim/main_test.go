@@ -98,7 +98,7 @@ func configFromFlags(t *testing.T, args []string) synth.Config {
 }
 
 func TestDecodeFunc(t *testing.T) {
-	out, _, code := runKpsim(append([]string{"decode", "--func", "kprobe_int3_handler"}, small...)...)
+	out, _, code := runKpsim(append([]string{"decode", "--func", "kprobe_int3_handler", "--ibt"}, small...)...)
 	if code != 0 {
 		t.Fatal(code)
 	}

@@ -92,8 +92,10 @@ type Config struct {
 }
 
 // DefaultConfig is a distro-sized x86-64 kernel like Debian's 6.1 generic
-// flavour: IBT, retpolines and return thunks built in, returns patched to
-// "ret; int3" at boot (a CPU that needs no return thunk).
+// flavour (config of linux-image-6.1.0-57-amd64, 6.1.192-3): retpolines and
+// return thunks built in, returns patched to "ret; int3" at boot (a CPU that
+// needs no return thunk), and no IBT (# CONFIG_X86_KERNEL_IBT is not set),
+// so functions start without ENDBR64; --ibt models a kernel that has it.
 func DefaultConfig() Config {
 	return Config{
 		Seed:                  1,
@@ -130,7 +132,7 @@ func DefaultConfig() Config {
 		DupNamePercent:        2,
 		ClonePercent:          4,
 		ProbeTargetsAt:        0.15,
-		IBT:                   true,
+		IBT:                   false,
 		Retpoline:             true,
 		RetThunk:              true,
 		ReturnsPatched:        true,

@@ -507,7 +507,7 @@ func ExampleGenerate() {
 	fmt.Println(k.SymbolsByName(ProbeTargetName(9))[0].Size)
 	// Output:
 	// 200 40 100 20
-	// 21
+	// 17
 }
 
 // TestDecodeKernelAgrees: the kernel-only decoder the kprobes paths use
