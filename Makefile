@@ -3,7 +3,7 @@ GO ?= go
 # Fuzz time per target for `make fuzz`.
 FUZZTIME ?= 20s
 
-.PHONY: run test vet staticcheck bench fuzz build clean
+.PHONY: run test vet staticcheck bench fuzz build clean real-kernel
 
 # The main job on the embedded synthetic default image: the batch kprobe
 # sample (20,000 probes) upstream vs the series.
@@ -35,6 +35,11 @@ fuzz:
 	    echo "fuzz $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; \
 	done
+
+# The pinned Debian 6.1 kernel (bzImage) in .cache/kernels/; prints its path.
+# Tests that need it skip when it is absent.
+real-kernel:
+	@./scripts/fetch-kernel.sh
 
 clean:
 	rm -f kpsim
