@@ -221,6 +221,10 @@ type Kernel struct {
 	McountLocs      []uint64         // __mcount_loc: __fentry__ call sites, sorted
 	Modules         []*Module        // load order (oldest first)
 
+	// ReturnSites are the return-thunk jumps objtool listed in
+	// .return_sites (real images; the generator emits patched returns).
+	ReturnSites []uint64
+
 	// Notes are caveats a loader records about what it could not fill.
 	Notes []string
 }

@@ -37,6 +37,9 @@ type ManyOptions struct {
 	// Traced builds the targets with __fentry__ calls; entry probes on them
 	// then take the kprobes-on-ftrace path.
 	Traced bool
+	// AllFunctions probes every function of the image instead of N
+	// generated targets (what "trace everything" tools do).
+	AllFunctions bool
 	// ImageProbes adds probes on the image's own functions (and, in mixed
 	// mode, on every kind of awkward address), interleaved with the targets.
 	ImageProbes int
@@ -171,6 +174,29 @@ func PrepareMany(o ManyOptions) (*ManySetup, error) {
 	cfg.ProbeTargets, cfg.ProbeTargetsTraced = o.N, o.Traced
 	k, _, err := synth.Generate(cfg)
 	if err != nil {
+		return nil, err
+	}
+	return PrepareManyOn(k, o)
+}
+
+// PrepareManyFor builds the setup on a loaded (real) kernel: the N targets
+// are appended to its text, as the sample builds them into vmlinux, or,
+// with AllFunctions, every function is probed at its entry.
+func PrepareManyFor(k *image.Kernel, o ManyOptions) (*ManySetup, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if o.AllFunctions {
+		s := &ManySetup{Opts: o, Kernel: k}
+		for _, f := range k.Functions() {
+			if f.Size > 0 {
+				s.Probes = append(s.Probes, ProbeSpec{Addr: f.Addr})
+			}
+		}
+		s.Opts.N = len(s.Probes)
+		return s, nil
+	}
+	if _, err := synth.AddProbeTargets(k, nil, o.N, o.Traced, o.Seed); err != nil {
 		return nil, err
 	}
 	return PrepareManyOn(k, o)
@@ -327,6 +353,7 @@ func (s *ManySetup) params() map[string]any {
 		"placement": string(o.Placement), "offset": o.Offset, "traced": o.Traced,
 		"image_probes": o.ImageProbes, "mixed": o.Mixed, "batch": o.Batch,
 		"optimize_every": o.OptimizeEvery, "seed": o.Seed, "cpus": o.CPUs, "probes": len(s.Probes),
+		"targets": map[bool]string{true: "all-functions", false: "generated"}[o.AllFunctions],
 	}
 }
 

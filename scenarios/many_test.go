@@ -256,3 +256,29 @@ func mustSetupOn(t testing.TB, s *ManySetup, o ManyOptions) *ManySetup {
 	}
 	return s2
 }
+
+// TestAllFunctionsSameDecisions: a probe on every function of an image,
+// registered one by one, reaches the same decisions in every mode, and
+// the refusals are the kernel's (blacklisted, reserved, ftrace...).
+func TestAllFunctionsSameDecisions(t *testing.T) {
+	cfg := smallImage(9)
+	cfg.Functions = 2500
+	k, _, err := synth.Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultManyOptions()
+	o.AllFunctions, o.Batch = true, false
+	s, err := PrepareManyFor(k, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Probes) < 2500 {
+		t.Fatalf("%d probes for an image of 2500+ functions", len(s.Probes))
+	}
+	rep := checkSameDecisions(t, s, []RunSpec{{"none", 0}, {"series", sim.PresetSeries.Set}, {"all", sim.PresetAll.Set}}, "")
+	r := rep.Runs[0]
+	if r.Rejected["EINVAL"] == 0 || r.Registered == 0 {
+		t.Fatalf("registered %d, rejected %v", r.Registered, r.Rejected)
+	}
+}

@@ -209,7 +209,7 @@ func (ss Switches) Name() string {
 	for i := len(ps) - 1; i >= 0; i-- {
 		p := ps[i]
 		if p.Set != 0 && ss&p.Set == p.Set {
-			return p.Name + "+" + strings.Join((ss &^ p.Set).Names(), "+")
+			return p.Name + "+" + strings.Join((ss&^p.Set).Names(), "+")
 		}
 	}
 	return strings.Join(ss.Names(), "+")

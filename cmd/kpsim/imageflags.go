@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/image/load"
 	"github.com/kpsim/kpsim/image/synth"
 )
 
@@ -15,11 +16,16 @@ type imageFlags struct {
 	cfg     synth.Config
 	seed    uint64
 	jumpMix string
+	kernel  string
 }
+
+// synthetic reports whether the image comes from the generator.
+func (f *imageFlags) synthetic() bool { return f.kernel == "" || f.kernel == "synthetic" }
 
 func addImageFlags(fs *flag.FlagSet) *imageFlags {
 	f := &imageFlags{cfg: synth.DefaultConfig()}
 	c := &f.cfg
+	fs.StringVar(&f.kernel, "kernel", "synthetic", "kernel to model: a bzImage (vmlinuz) or vmlinux ELF path, or synthetic (the generator and the flags below)")
 	fs.Uint64Var(&f.seed, "seed", c.Seed, "generator seed: the same seed gives a byte-identical image")
 	fs.IntVar(&c.Functions, "functions", c.Functions, "core-text functions (entry, noinstr and kprobes-text zones included)")
 	fs.IntVar(&c.InitFunctions, "init-functions", c.InitFunctions, "functions in .init.text")
@@ -66,6 +72,20 @@ func addImageFlags(fs *flag.FlagSet) *imageFlags {
 // load builds the image the flags describe. Config errors are usage
 // errors naming the flag.
 func (f *imageFlags) load() (*image.Kernel, *synth.Truth, error) {
+	if !f.synthetic() {
+		k, err := load.Open(f.kernel)
+		if err != nil {
+			return nil, nil, usagef("--kernel: %v", err)
+		}
+		if f.cfg.ReturnsPatched && k.Config.RetThunk && !k.Config.ReturnsPatched {
+			n, err := k.ApplyReturns()
+			if err != nil {
+				return nil, nil, usagef("--kernel: %v", err)
+			}
+			k.Notes = append(k.Notes, fmt.Sprintf("--returns-patched: apply_returns rewrote %d of %d return-thunk jumps to ret; int3 (a CPU that needs no return thunk)", n, len(k.ReturnSites)))
+		}
+		return k, nil, nil
+	}
 	f.cfg.Seed = f.seed
 	mix, err := parseJumpMix(f.jumpMix)
 	if err != nil {

@@ -54,6 +54,7 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 	single := fs.Bool("single", false, "register with register_kprobe one by one instead of register_kprobes (all or nothing)")
 	fs.IntVar(&o.OptimizeEvery, "optimize-every", o.OptimizeEvery, "run the deferred optimizer after every N registrations")
 	fs.IntVar(&o.CPUs, "cpus", o.CPUs, "online CPUs (each text_poke_sync IPIs them all)")
+	targets := fs.String("targets", "generated", "generated (N sample functions added to the image) or all-functions (a probe on every function of the image, one by one)")
 	var patches patchList
 	fs.Var(&patches, "patches", "a run: a preset (none, series, all) or comma-separated switches; repeatable (default: none and series)")
 	ablation := fs.Bool("ablation", false, "add, for every switch, a run with it alone and a run with the series minus it")
@@ -66,6 +67,13 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 	}
 	o.Placement = scenarios.Placement(*placement)
 	o.Batch = !*single
+	switch *targets {
+	case "generated":
+	case "all-functions":
+		o.AllFunctions, o.Batch = true, false
+	default:
+		return usagef("--targets: want generated or all-functions, got %q", *targets)
+	}
 	switch *format {
 	case "table", "json", "csv":
 	default:
@@ -116,9 +124,29 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 	o.Image = imf.cfg
 	o.Image.JumpMix = mix
 	o.Seed = imf.seed
-	setup, err := scenarios.PrepareMany(o)
-	if err != nil {
-		return usagef("%s", err.Error())
+	var setup *scenarios.ManySetup
+	switch {
+	case !imf.synthetic():
+		k, _, err := imf.load()
+		if err != nil {
+			return err
+		}
+		if setup, err = scenarios.PrepareManyFor(k, o); err != nil {
+			return usagef("%s", err.Error())
+		}
+	case o.AllFunctions:
+		o.Image.ProbeTargets = 0
+		k, _, err := imf.load()
+		if err != nil {
+			return err
+		}
+		if setup, err = scenarios.PrepareManyFor(k, o); err != nil {
+			return usagef("%s", err.Error())
+		}
+	default:
+		if setup, err = scenarios.PrepareMany(o); err != nil {
+			return usagef("%s", err.Error())
+		}
 	}
 	var prog scenarios.Progress
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {

@@ -67,7 +67,12 @@ func AddProbeTargets(k *image.Kernel, truth *Truth, n int, traced bool, seed uin
 	// The space after the core text must be free up to the next symbol or region.
 	limit := ^uint64(0)
 	for _, s := range k.Symbols {
-		if s.Addr >= core.End() && s.Name != "_etext" && s.Addr < limit {
+		// Zero-size markers at the end of text (_etext,
+		// __indirect_thunk_end) occupy nothing.
+		if s.Addr == core.End() && s.Size == 0 {
+			continue
+		}
+		if s.Addr >= core.End() && s.Addr < limit {
 			limit = s.Addr
 		}
 	}
