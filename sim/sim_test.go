@@ -255,3 +255,37 @@ func ExampleParseSwitches() {
 	// 11 true <nil>
 	// patch switch iter-can-probe requires kprobe-tree (add it explicitly; kpsim does not enable it for you)
 }
+
+func FuzzParseSwitches(f *testing.F) {
+	for _, s := range []string{"none", "series", "all", "series,bug-index", "kprobe-tree,iter-can-probe", "iter-can-probe", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		ss, err := ParseSwitches(spec)
+		if err != nil {
+			return
+		}
+		if ss.Validate() != nil {
+			t.Fatalf("%q: accepted a set that does not validate: %v", spec, ss.Names())
+		}
+		again, err := ParseSwitches(strings.Join(append([]string{"none"}, ss.Names()...), ","))
+		if err != nil || again != ss {
+			t.Fatalf("%q: names %v do not parse back (%v)", spec, ss.Names(), err)
+		}
+	})
+}
+
+func FuzzParseFaults(f *testing.F) {
+	for _, s := range []string{"", "test.alloc", "test.alloc@3", "test.alloc@0", "x@"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		fl, err := ParseFaults(spec)
+		if err != nil {
+			return
+		}
+		if _, err := ParseFaults(fl.String()); err != nil {
+			t.Fatalf("%q: String() %q does not parse back: %v", spec, fl.String(), err)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package synth
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -188,7 +189,8 @@ func (c *Config) Validate() error {
 	if c.SizeMedian < c.MinSize || c.SizeMedian > c.MaxSize {
 		return cfgErr("size-median", "must lie in [min-size, max-size] (got %d)", c.SizeMedian)
 	}
-	if c.SizeSigma < 0 || c.SizeSigma > 4 {
+	if !(c.SizeSigma >= 0 && c.SizeSigma <= 4) { // NaN fails too
+
 		return cfgErr("size-sigma", "must be in [0, 4] (got %g)", c.SizeSigma)
 	}
 	if c.JumpEntries > 0 && c.JumpKeys < 1 {
@@ -270,8 +272,8 @@ func ParseJumpMix(s string) ([4]float64, error) {
 			return mix, cfgErr("jump-mix", "unknown site kind %q (nop2, nop5, jmp8, jmp32)", k)
 		}
 		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || f < 0 {
-			return mix, cfgErr("jump-mix", "%s: %q is not a non-negative number", k, v)
+		if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+			return mix, cfgErr("jump-mix", "%s: %q is not a finite non-negative number", k, v)
 		}
 		mix[i] = f
 	}

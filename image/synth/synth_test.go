@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -371,6 +372,8 @@ func TestBadConfig(t *testing.T) {
 		{"percent", func(c *Config) { c.TracedPercent = 101 }, "traced-percent"},
 		{"blacklist", func(c *Config) { c.Functions = 600; c.Blacklist = 5000 }, "blacklist"},
 		{"sizes", func(c *Config) { c.MinSize = 8 }, "min-size"},
+		{"nan sigma", func(c *Config) { c.SizeSigma = math.NaN() }, "size-sigma"},
+		{"nan percent", func(c *Config) { c.TracedPercent = math.NaN() }, "traced-percent"},
 		{"module sites", func(c *Config) { c.ModuleFunctions = 2; c.ModuleJumpEntries = 5000 }, "module-jump-entries"},
 	}
 	for _, tc := range tests {
@@ -389,7 +392,7 @@ func TestBadConfig(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{"nop3=5", "nop2", "nop2=-1"} {
+	for _, bad := range []string{"nop3=5", "nop2", "nop2=-1", "nop2=NaN", "nop5=Inf"} {
 		if _, err := ParseJumpMix(bad); err == nil {
 			t.Errorf("ParseJumpMix(%q) accepted", bad)
 		}
@@ -535,4 +538,26 @@ func TestDecodeKernelAgrees(t *testing.T) {
 			}
 		}
 	}
+}
+
+func FuzzParseJumpMix(f *testing.F) {
+	f.Add("nop2=35,nop5=40,jmp8=10,jmp32=15")
+	f.Add("nop5=1")
+	f.Add("nop2=-1")
+	f.Add("nop2=NaN")
+	f.Add("jmp8=+Inf")
+	f.Fuzz(func(t *testing.T, s string) {
+		mix, err := ParseJumpMix(s)
+		if err != nil {
+			return
+		}
+		for _, v := range mix {
+			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+				t.Fatalf("%q: accepted share %v", s, v)
+			}
+		}
+		if back, err := ParseJumpMix(FormatJumpMix(mix)); err != nil || back != mix {
+			t.Fatalf("%q: %v does not round-trip (%v)", s, mix, err)
+		}
+	})
 }
