@@ -6,6 +6,7 @@ import (
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/load"
+	"github.com/kpsim/kpsim/image/synth"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -56,5 +57,41 @@ func TestRealKernelSameDecisions(t *testing.T) {
 	rep = checkSameDecisions(t, all, []RunSpec{{"none", 0}, {"series", sim.PresetSeries.Set}, {"all", sim.PresetAll.Set}}, "")
 	if r := rep.Runs[0]; r.Rejected["EINVAL"] == 0 || r.Optimized == 0 {
 		t.Fatalf("every-function sample: registered %d optimized %d rejected %v", r.Registered, r.Optimized, r.Rejected)
+	}
+}
+
+// TestDebianProfileMatchesRealKernel: the synthetic kernel calibrated to
+// the Debian kernel's counts (synth.Debian61Config), with the targets placed
+// as on the real image (after _etext), costs what the real kernel costs:
+// total estimated cycles within 5% for none and for the series.
+func TestDebianProfileMatchesRealKernel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads the real kernel")
+	}
+	k := realKernel(t)
+	o := DefaultManyOptions()
+	o.N = 3000
+	real, err := PrepareManyFor(k, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Image = synth.Debian61Config()
+	o.Image.ProbeTargetsAt = 1
+	syn := mustSetup(t, o)
+	specs := []RunSpec{{"none", 0}, {"series", sim.PresetSeries.Set}}
+	rr, err := RunMany(real, specs, DefaultWiring, sim.DefaultCosts(), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := RunMany(syn, specs, DefaultWiring, sim.DefaultCosts(), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range specs {
+		a, b := rr.Runs[i].EstCycles, rs.Runs[i].EstCycles
+		if d := (b - a) / a; d > 0.05 || d < -0.05 {
+			t.Errorf("%s: real kernel %.3g cycles, debian-6.1 profile %.3g (%+.1f%%)", specs[i].Name, a, b, 100*d)
+		}
+		t.Logf("%s: real %.4g, synthetic debian-6.1 %.4g cycles", specs[i].Name, a, b)
 	}
 }

@@ -13,7 +13,10 @@ import (
 
 func runDecode(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("decode", stdout)
-	imf := addImageFlags(fs)
+	imf, err := addImageFlagsFor(fs, args)
+	if err != nil {
+		return err
+	}
 	fn := fs.String("func", "", "decode only the function(s) with this name (duplicates: every one)")
 	all := fs.Bool("all", false, "decode every function (the default without --func)")
 	summary := fs.Bool("summary", false, "one line per function: ADDRESS NAME INSTRUCTION_COUNT SHA1 of the offsets")

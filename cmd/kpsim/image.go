@@ -9,7 +9,10 @@ import (
 
 func runImage(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("image", stdout)
-	imf := addImageFlags(fs)
+	imf, err := addImageFlagsFor(fs, args)
+	if err != nil {
+		return err
+	}
 	format := fs.String("format", "table", "output format: table or json")
 	if err := parse(fs, args, stdout); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/load"
@@ -17,14 +18,54 @@ type imageFlags struct {
 	seed    uint64
 	jumpMix string
 	kernel  string
+	profile string
 }
 
 // synthetic reports whether the image comes from the generator.
 func (f *imageFlags) synthetic() bool { return f.kernel == "" || f.kernel == "synthetic" }
 
 func addImageFlags(fs *flag.FlagSet) *imageFlags {
-	f := &imageFlags{cfg: synth.DefaultConfig()}
+	return addImageFlagsProfile(fs, synth.DefaultConfig())
+}
+
+// profileOf finds --profile NAME in args before the flags are defined,
+// since the profile supplies the other flags' defaults.
+func profileOf(args []string) (string, error) {
+	name := "reference"
+	for i, a := range args {
+		switch {
+		case a == "--profile" || a == "-profile":
+			if i+1 < len(args) {
+				name = args[i+1]
+			}
+		case strings.HasPrefix(a, "--profile="):
+			name = strings.TrimPrefix(a, "--profile=")
+		case strings.HasPrefix(a, "-profile="):
+			name = strings.TrimPrefix(a, "-profile=")
+		}
+	}
+	if _, ok := synth.Profiles[name]; !ok {
+		return "", usagef("--profile: unknown profile %q (reference, debian-6.1)", name)
+	}
+	return name, nil
+}
+
+// addImageFlagsFor defines the image flags with the defaults of the
+// profile named in args.
+func addImageFlagsFor(fs *flag.FlagSet, args []string) (*imageFlags, error) {
+	name, err := profileOf(args)
+	if err != nil {
+		return nil, err
+	}
+	f := addImageFlagsProfile(fs, synth.Profiles[name]())
+	f.profile = name
+	return f, nil
+}
+
+func addImageFlagsProfile(fs *flag.FlagSet, base synth.Config) *imageFlags {
+	f := &imageFlags{cfg: base}
 	c := &f.cfg
+	fs.StringVar(&f.profile, "profile", "reference", "synthetic starting point: reference (the defaults below) or debian-6.1 (calibrated to the pinned Debian kernel's counts); other flags override it")
 	fs.StringVar(&f.kernel, "kernel", "synthetic", "kernel to model: a bzImage (vmlinuz) or vmlinux ELF path, or synthetic (the generator and the flags below)")
 	fs.Uint64Var(&f.seed, "seed", c.Seed, "generator seed: the same seed gives a byte-identical image")
 	fs.IntVar(&c.Functions, "functions", c.Functions, "core-text functions (entry, noinstr and kprobes-text zones included)")

@@ -123,6 +123,7 @@ func TestBadUsage(t *testing.T) {
 		{[]string{"decode", "--func", "x", "--all"}, "--func and --all"},
 		{[]string{"decode", "--func", "no_such_function", "--functions", "700", "--blacklist", "10", "--jump-entries", "10", "--jump-keys", "5", "--static-calls", "5", "--static-call-keys", "2", "--bug-entries", "5", "--modules", "0"}, "--func"},
 		{[]string{"nosuchcmd"}, "unknown command"},
+		{[]string{"image", "--profile", "nope"}, "--profile"},
 		{[]string{"list", "--x"}, "-x"},
 	}
 	for _, tc := range tests {
@@ -154,5 +155,20 @@ func TestList(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("list output lacks %q", want)
 		}
+	}
+}
+
+func TestImageProfile(t *testing.T) {
+	out, errs, code := runKpsim("image", "--profile", "debian-6.1", "--format", "json", "--jump-entries", "6000")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	// The profile's counts, with an explicit flag overriding one of them.
+	if m["bug_entries"].(float64) != 7743 || m["jump_entries"].(float64) != 6000 || m["modules"].(float64) != 0 {
+		t.Fatalf("debian-6.1 profile gave bug %v jump %v modules %v", m["bug_entries"], m["jump_entries"], m["modules"])
 	}
 }

@@ -43,7 +43,10 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 
 func runMany(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run many", stdout)
-	imf := addImageFlags(fs)
+	imf, err := addImageFlagsFor(fs, args)
+	if err != nil {
+		return err
+	}
 	o := scenarios.DefaultManyOptions()
 	fs.IntVar(&o.N, "n", o.N, "number of generated probe-target functions, one kprobe each")
 	placement := fs.String("placement", string(o.Placement), "where each probe sits: entry, after-fentry or offset")

@@ -15,7 +15,10 @@ import (
 
 func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run kallsyms", stdout)
-	imf := addImageFlags(fs)
+	imf, err := addImageFlagsFor(fs, args)
+	if err != nil {
+		return err
+	}
 	symbols := fs.String("symbols", "", "symbol list (System.map or /proc/kallsyms); default: the synthetic image's symbols")
 	o := scenarios.KallsymsOptions{Iters: 100000, Build: ktab.Options{AllSymbols: true, AbsolutePercpu: true, BaseRelative: true}}
 	fs.IntVar(&o.Iters, "iters", o.Iters, "timed passes per measurement")

@@ -288,3 +288,35 @@ func FormatJumpMix(m [4]float64) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// Debian61Config is a synthetic kernel calibrated to the real Debian
+// bookworm kernel kpsim pins (linux-image-6.1.0-57-amd64, 6.1.192-3), from
+// counts its loader reads: 47,089 core-text functions (log-normal sizes,
+// median 112 B, shape 1.18, largest 12.9 KiB), 2,460 init functions,
+// 6,299 jump entries over 2,821 keys (52% NOP2, 45% NOP5, 2% JMP8, 1%
+// JMP32; 9% default-true), 4,085 static-call sites over 656 keys (0.7%
+// tail), 7,743 bug entries, 178 NOKPROBE entries, 600 exception entries,
+// 86% of functions traced, no IBT, no loaded modules (the real image
+// loads none). It lets a user run the synthetic model's controlled
+// experiments at the real kernel's sizes.
+func Debian61Config() Config {
+	c := DefaultConfig()
+	c.Functions, c.InitFunctions = 47089, 2460
+	c.SizeMedian, c.SizeSigma, c.MaxSize = 112, 1.18, 16384
+	c.JumpEntries, c.JumpKeys, c.JumpBranchPercent = 6299, 2821, 8.9
+	c.JumpMix = [4]float64{51.8, 45.0, 2.2, 1.1}
+	c.StaticCallSites, c.StaticCallKeys, c.StaticCallTailPercent = 4085, 656, 0.7
+	c.BugEntries, c.Blacklist = 7743, 178
+	c.EntryFunctions, c.IRQEntryFunctions, c.NoinstrFunctions, c.KprobesTextFunctions = 45, 54, 156, 0
+	c.TracedPercent = 86.1
+	c.UaccessPercent = 1.3 // one exception entry per uaccess function: ~600
+	c.Modules = 0
+	c.IBT = false
+	return c
+}
+
+// Profiles are the named starting configurations (--profile).
+var Profiles = map[string]func() Config{
+	"reference":  DefaultConfig,
+	"debian-6.1": Debian61Config,
+}
