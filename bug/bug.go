@@ -143,18 +143,8 @@ func (t *Table) moduleFindBug(c *sim.Counters, addr uint64) *image.BugEntry {
 
 // Index is the bug-index: the core bug entries sorted by address.
 type Index struct {
-	sorted     []*image.BugEntry
-	entryBytes int
+	image.SortedIndex[*image.BugEntry]
 }
-
-// Len returns the number of indexed entries (the core table's size).
-func (x *Index) Len() int { return len(x.sorted) }
-
-// EntryBytes returns the bytes charged per indexed entry (8 or 4).
-func (x *Index) EntryBytes() int { return x.entryBytes }
-
-// Bytes returns the index's memory: Len() × EntryBytes().
-func (x *Index) Bytes() int64 { return int64(len(x.sorted)) * int64(x.entryBytes) }
 
 // LateInit builds the bug index at late init when sim.BugIndex is on
 // (OpIndexFill per entry, OpIndexSortCmp per sort comparison) and records
@@ -189,7 +179,7 @@ func (t *Table) LateInit(c *sim.Counters) error {
 			return t.idxErr
 		}
 	}
-	t.idx = &Index{sorted: sorted, entryBytes: t.entryBytes}
+	t.idx = &Index{image.NewSortedIndex(sorted, t.entryBytes)}
 	c.SetBytes("bug.index.bytes", t.idx.Bytes())
 	c.SetBytes("bug.index.bytes_per_entry", int64(t.entryBytes))
 	return nil
@@ -217,7 +207,7 @@ func (t *Table) Indexed() bool { return t.idx != nil }
 // Models the core part of lib/bug.c:find_bug with kpsim's bug-index
 // (beyond the series).
 func (t *Table) findBugIndexed(c *sim.Counters, addr uint64) *image.BugEntry {
-	x := t.idx.sorted
+	x := t.idx.Sorted
 	lo := image.LowerBound(len(x), func(i int) uint64 { return x[i].Addr }, addr, func() { c.Inc(OpIndexProbe) })
 	if lo < len(x) {
 		c.Inc(OpIndexEntry)

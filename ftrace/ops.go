@@ -1,36 +1,20 @@
 package ftrace
 
 import (
-	"fmt"
-
+	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/sim"
 )
 
-// Errno is a kernel error code as the ftrace and kprobes-on-ftrace paths
-// return it (negated in C). Same values as kprobes.Errno.
-type Errno int
+// Errno is the kernel error code these paths return (package errno).
+type Errno = errno.Errno
 
-// The codes these paths return (include/uapi/asm-generic/errno-base.h).
+// The codes the ftrace and kprobes-on-ftrace paths return.
 const (
-	ENOENT Errno = 2
-	ENOMEM Errno = 12
-	EBUSY  Errno = 16
-	EINVAL Errno = 22
+	ENOENT = errno.ENOENT
+	ENOMEM = errno.ENOMEM
+	EBUSY  = errno.EBUSY
+	EINVAL = errno.EINVAL
 )
-
-func (e Errno) Error() string {
-	switch e {
-	case ENOENT:
-		return "-ENOENT"
-	case ENOMEM:
-		return "-ENOMEM"
-	case EBUSY:
-		return "-EBUSY"
-	case EINVAL:
-		return "-EINVAL"
-	}
-	return fmt.Sprintf("-E%d", int(e))
-}
 
 // Ops is one struct ftrace_ops of kernel/kprobes.c: kprobe_ftrace_ops
 // (FTRACE_OPS_FL_SAVE_REGS) or kprobe_ipmodify_ops (SAVE_REGS | IPMODIFY),

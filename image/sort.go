@@ -130,3 +130,25 @@ func LowerBound(n int, key func(int) uint64, v uint64, onProbe func()) int {
 	}
 	return lo
 }
+
+// SortedIndex is a late-init address index: entries sorted by address and
+// the bytes charged per entry (8 for a pointer, 4 for a u32 offset). The
+// jump-label, static-call and bug indexes embed it.
+type SortedIndex[T any] struct {
+	Sorted     []T
+	entryBytes int
+}
+
+// NewSortedIndex wraps entries already sorted by address.
+func NewSortedIndex[T any](sorted []T, entryBytes int) SortedIndex[T] {
+	return SortedIndex[T]{Sorted: sorted, entryBytes: entryBytes}
+}
+
+// Len returns the number of indexed entries.
+func (x *SortedIndex[T]) Len() int { return len(x.Sorted) }
+
+// EntryBytes returns the bytes charged per indexed entry.
+func (x *SortedIndex[T]) EntryBytes() int { return x.entryBytes }
+
+// Bytes returns the index's memory: Len() × EntryBytes().
+func (x *SortedIndex[T]) Bytes() int64 { return int64(len(x.Sorted)) * int64(x.entryBytes) }

@@ -261,21 +261,11 @@ func (t *Table) jumpLabelModTextReserved(c *sim.Counters, start, end uint64) (bo
 // address, built once at late init and never changed (core code addresses
 // are fixed; init entries stay and are skipped by their flag).
 type Index struct {
-	sorted     []*site
-	entryBytes int
+	image.SortedIndex[*site]
 }
 
-// Len returns the number of indexed entries (all core entries, J).
-func (x *Index) Len() int { return len(x.sorted) }
-
-// EntryBytes returns the bytes charged per indexed entry (8 or 4).
-func (x *Index) EntryBytes() int { return x.entryBytes }
-
-// Bytes returns the index's memory: Len() × EntryBytes().
-func (x *Index) Bytes() int64 { return int64(len(x.sorted)) * int64(x.entryBytes) }
-
 // Code returns the code address of the i-th indexed entry (address order).
-func (x *Index) Code(i int) uint64 { return x.sorted[i].code }
+func (x *Index) Code(i int) uint64 { return x.Sorted[i].code }
 
 // LateInit is the late_initcall of the (inferred) P2 patch: with
 // sim.JumpLabelIndex on it allocates and fills the index of core entries
@@ -327,7 +317,7 @@ func (t *Table) LateInit(c *sim.Counters) error {
 			return t.idxErr
 		}
 	}
-	t.idx = &Index{sorted: sorted, entryBytes: t.entryBytes}
+	t.idx = &Index{image.NewSortedIndex(sorted, t.entryBytes)}
 	c.SetBytes("jump_label.index.bytes", t.idx.Bytes())
 	c.SetBytes("jump_label.index.bytes_per_entry", int64(t.entryBytes))
 	return nil
@@ -361,7 +351,7 @@ func (t *Table) jumpLabelTextReservedIndexed(c *sim.Counters, start, end uint64,
 	if start >= JumpLabelMaxSize-1 {
 		low = start - (JumpLabelMaxSize - 1)
 	}
-	x := t.idx.sorted
+	x := t.idx.Sorted
 	i := image.LowerBound(len(x), func(i int) uint64 { return x[i].code }, low, func() { c.Inc(OpIndexProbe) })
 	for ; i < len(x); i++ {
 		c.Inc(OpIndexEntry)

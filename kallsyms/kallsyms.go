@@ -105,6 +105,7 @@ func NewSorted(k *image.Kernel) *Sorted {
 // CONFIG_KALLSYMS_ALL (Debian's setting): any address in [_stext, _end).
 func (s *Sorted) isKsymAddr(addr uint64) bool { return addr >= s.start && addr < s.end }
 
+// isInitText models include/asm-generic/sections.h:is_kernel_inittext.
 func (s *Sorted) isInitText(addr uint64) bool { return addr >= s.sinit && addr < s.einit }
 
 // lookupNames models kernel/kallsyms.c:kallsyms_lookup_names without the

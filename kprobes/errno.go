@@ -1,34 +1,19 @@
 package kprobes
 
-import "fmt"
+import "github.com/kpsim/kpsim/errno"
 
-// Errno is a kernel error code as register_kprobe returns it (negated in C).
-type Errno int
+// Errno is the kernel error code register_kprobe returns (package errno).
+type Errno = errno.Errno
 
-// The codes the registration paths return (include/uapi/asm-generic/errno*.h).
+// The codes the registration paths return.
 const (
-	ENOENT     Errno = 2
-	ENOMEM     Errno = 12
-	EBUSY      Errno = 16
-	EEXIST     Errno = 17
-	EINVAL     Errno = 22
-	ENOSPC     Errno = 28
-	ERANGE     Errno = 34
-	EILSEQ     Errno = 84
-	EOPNOTSUPP Errno = 95
+	ENOENT     = errno.ENOENT
+	ENOMEM     = errno.ENOMEM
+	EBUSY      = errno.EBUSY
+	EEXIST     = errno.EEXIST
+	EINVAL     = errno.EINVAL
+	ENOSPC     = errno.ENOSPC
+	ERANGE     = errno.ERANGE
+	EILSEQ     = errno.EILSEQ
+	EOPNOTSUPP = errno.EOPNOTSUPP
 )
-
-var errnoNames = map[Errno]string{
-	ENOENT: "ENOENT", ENOMEM: "ENOMEM", EBUSY: "EBUSY", EEXIST: "EEXIST", EINVAL: "EINVAL",
-	ENOSPC: "ENOSPC", ERANGE: "ERANGE", EILSEQ: "EILSEQ", EOPNOTSUPP: "EOPNOTSUPP",
-}
-
-// Name returns the symbolic name ("EINVAL"), or "E<n>".
-func (e Errno) Name() string {
-	if n, ok := errnoNames[e]; ok {
-		return n
-	}
-	return fmt.Sprintf("E%d", int(e))
-}
-
-func (e Errno) Error() string { return "-" + e.Name() }

@@ -369,18 +369,5 @@ func (kp *Kprobes) reuseUnusedKprobe(ap *Kprobe) error {
 	return nil
 }
 
-// removeChild models the list_del_rcu(&p->list) of register_aggr_kprobe's
-// arm-failure path: p leaves ap's list (no table change).
-func (r *Registry) removeChild(ap, p *Kprobe) {
-	for i, q := range ap.children {
-		if q == p {
-			ap.children = append(ap.children[:i], ap.children[i+1:]...)
-			p.parent = nil
-			r.gen++
-			return
-		}
-	}
-}
-
 // Parent returns the aggregator whose list holds p, or nil.
 func (p *Kprobe) Parent() *Kprobe { return p.parent }

@@ -416,12 +416,19 @@ func (r *Registry) UnregisterKprobe(p *Kprobe, ops *UnregisterOps, c *sim.Counte
 			ap.HasPostHandler = false
 		}
 	}
-	i := slices.Index(ap.children, p) // list_del_rcu is O(1) in the kernel
-	ap.children = slices.Delete(ap.children, i, i+1)
-	p.parent = nil
-	r.gen++
+	r.removeChild(ap, p)
 	if !ap.Disabled() && !r.AllDisarmed && ops != nil && ops.OptimizeKprobe != nil {
 		ops.OptimizeKprobe(ap)
 	}
 	return nil
+}
+
+// removeChild models list_del_rcu(&p->list): p leaves ap's list (O(1) in
+// the kernel; the simulator searches its slice). The table is unchanged.
+func (r *Registry) removeChild(ap, p *Kprobe) {
+	if i := slices.Index(ap.children, p); i >= 0 {
+		ap.children = slices.Delete(ap.children, i, i+1)
+		p.parent = nil
+		r.gen++
+	}
 }

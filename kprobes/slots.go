@@ -31,6 +31,10 @@ const (
 // where module_alloc / execmem put them, within rel32 reach of the text.
 const insnPageBase = 0xffffffffa0000000
 
+// newInsnCache sets up one slot cache with slots_per_page = PAGE_SIZE /
+// insn_size.
+//
+// Models kernel/kprobes.c:init_kprobes' cache setup (kprobe_insn_slots, kprobe_optinsn_slots).
 func newInsnCache(name string, slotSize int) *insnCache {
 	if slotSize <= 0 {
 		slotSize = 1

@@ -92,6 +92,8 @@ func (r *recoverer) recoverProbedInstruction(addr uint64) (ftraceSite bool, err 
 
 // jumpPatched: kprobe_optimized(kp) && (list_empty(&op->list) ||
 // optprobe_queued_unopt(op)).
+//
+// Models the per-candidate test of arch/x86/kernel/kprobes/opt.c:__recover_optprobed_insn.
 func (kp *Kprobes) jumpPatched(q *Kprobe) bool {
 	if !q.Optimized() {
 		return false
@@ -275,7 +277,9 @@ func (kp *Kprobes) archRemoveKprobe(p *Kprobe) {
 	}
 }
 
-// textPoke counts one text_poke() followed by text_poke_sync().
+// textPoke counts n text_poke() writes, each followed by text_poke_sync().
+//
+// Models arch/x86/kernel/alternative.c:text_poke (its cost, not its bytes).
 func (kp *Kprobes) textPoke(n int) {
 	for ; n > 0; n-- {
 		kp.C.Inc(opTextPoke)
@@ -284,6 +288,8 @@ func (kp *Kprobes) textPoke(n int) {
 }
 
 // textPokeSync counts text_poke_sync(): an IPI to every online CPU.
+//
+// Models arch/x86/kernel/alternative.c:text_poke_sync (6.1; later text_poke_sync_each_cpu).
 func (kp *Kprobes) textPokeSync() {
 	kp.C.Inc(opSync)
 	kp.C.Add(opSyncCPU, uint64(kp.Cfg.CPUs))

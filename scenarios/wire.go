@@ -56,25 +56,6 @@ func (x extableAdapter) SearchExceptionTables(c *sim.Counters, addr uint64) bool
 	return x.e.Search(c, addr) != nil
 }
 
-// ftraceAdapter passes ftrace's errno values through as kprobes' (the same
-// kernel numbers; two types only to keep the packages independent).
-type ftraceAdapter struct{ *ftrace.Ftrace }
-
-func (f ftraceAdapter) ArmKprobeFtrace(c *sim.Counters, ip uint64, ipmodify bool) error {
-	return errnoOf(f.Ftrace.ArmKprobeFtrace(c, ip, ipmodify))
-}
-
-func (f ftraceAdapter) DisarmKprobeFtrace(c *sim.Counters, ip uint64, ipmodify bool) error {
-	return errnoOf(f.Ftrace.DisarmKprobeFtrace(c, ip, ipmodify))
-}
-
-func errnoOf(err error) error {
-	if e, ok := err.(ftrace.Errno); ok {
-		return kprobes.Errno(e)
-	}
-	return err
-}
-
 // DefaultWiring builds the real subsystems for one run: kallsyms, the
 // jump-label / static-call / bug / blacklist models in the forms the
 // switches select, and returns the late-init hook that builds the indexes.
@@ -131,7 +112,7 @@ func DefaultWiring(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *si
 	bt.EnableFastScan()
 	bl.EnableFastScan()
 	deps := kprobes.Deps{
-		Image: k, Syms: syms, Ftrace: ftraceAdapter{ft}, Extable: extableAdapter{ex},
+		Image: k, Syms: syms, Ftrace: ft, Extable: extableAdapter{ex},
 		JumpLabel: jl, StaticCall: sc, Bugs: bugAdapter{bt}, Blacklist: bl,
 	}
 	lateInit := func() error {

@@ -175,21 +175,11 @@ func (t *Table) staticCallModTextReserved(c *sim.Counters, start, end uint64) bo
 // Index is the P1 address index: the core static-call sites sorted by
 // address, built once at late init.
 type Index struct {
-	sorted     []*site
-	entryBytes int
+	image.SortedIndex[*site]
 }
 
-// Len returns the number of indexed sites (all core sites, S).
-func (x *Index) Len() int { return len(x.sorted) }
-
-// EntryBytes returns the bytes charged per indexed site (8 or 4).
-func (x *Index) EntryBytes() int { return x.entryBytes }
-
-// Bytes returns the index's memory: Len() × EntryBytes().
-func (x *Index) Bytes() int64 { return int64(len(x.sorted)) * int64(x.entryBytes) }
-
 // Addr returns the address of the i-th indexed site (address order).
-func (x *Index) Addr(i int) uint64 { return x.sorted[i].addr }
+func (x *Index) Addr(i int) uint64 { return x.Sorted[i].addr }
 
 // LateInit is the late_initcall of the (inferred) P1 patch: with
 // sim.StaticCallIndex on it allocates and fills the index of core sites
@@ -231,7 +221,7 @@ func (t *Table) LateInit(c *sim.Counters) error {
 			return t.idxErr
 		}
 	}
-	t.idx = &Index{sorted: sorted, entryBytes: t.entryBytes}
+	t.idx = &Index{image.NewSortedIndex(sorted, t.entryBytes)}
 	c.SetBytes("static_call.index.bytes", t.idx.Bytes())
 	c.SetBytes("static_call.index.bytes_per_entry", int64(t.entryBytes))
 	return nil
@@ -264,7 +254,7 @@ func (t *Table) staticCallTextReservedIndexed(c *sim.Counters, start, end uint64
 	if start >= CallInsnSize-1 {
 		low = start - (CallInsnSize - 1)
 	}
-	x := t.idx.sorted
+	x := t.idx.Sorted
 	lo := image.LowerBound(len(x), func(i int) uint64 { return x[i].addr }, low, func() { c.Inc(OpIndexProbe) })
 	for i := lo; i < len(x); i++ {
 		c.Inc(OpIndexSite)

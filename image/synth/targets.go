@@ -28,18 +28,14 @@ func AddProbeTargets(k *image.Kernel, truth *Truth, n int, traced bool, seed uin
 	if core == nil {
 		return nil, fmt.Errorf("probe targets: the image has no core text")
 	}
-	for _, s := range k.Symbols {
-		if s.Name == ProbeTargetName(0) {
-			return nil, fmt.Errorf("probe targets: the image already has %s", s.Name)
-		}
-	}
 	find := func(name string) (uint64, bool) {
-		for _, s := range k.Symbols {
-			if s.Name == name {
-				return s.Addr, true
-			}
+		if s := k.SymbolsByName(name); len(s) > 0 {
+			return s[0].Addr, true
 		}
 		return 0, false
+	}
+	if _, ok := find(ProbeTargetName(0)); ok {
+		return nil, fmt.Errorf("probe targets: the image already has %s", ProbeTargetName(0))
 	}
 	var fentry, retThunk uint64
 	if traced {
