@@ -156,6 +156,12 @@ type Ftrace struct {
 	initFreed bool
 
 	kprobeOps, ipmodifyOps *Ops
+	dynOps                 []*Ops // other users' ftrace_ops (fprobes), NewOps order
+
+	// LookupSymbolsModules: ftrace_lookup_symbols walks module symbols
+	// after vmlinux (upstream since 2023; not in 6.1.192, whose
+	// ftrace_lookup_symbols stops after kallsyms_on_each_symbol).
+	LookupSymbolsModules bool
 	foreign                map[uint64]bool // records owned by another IPMODIFY ops
 }
 

@@ -27,6 +27,9 @@ const (
 	BlacklistIndex                     // beyond the series
 	KallsymsOffsetIndex                // kallsyms series: 3-byte kallsyms_names_offsets
 	KallsymsTokenCmp                   // kallsyms series: on-the-fly compressed compare
+	FtraceSingleLookup                 // ftrace series: cnt == 1 fast path, merged form
+	FtraceSingleLookupV1               // ftrace series: cnt == 1 fast path, RFC v1 form
+	LibbpfExactSyms                    // libbpf: exact names go to the kernel as syms[0]
 	numSwitches
 )
 
@@ -53,6 +56,19 @@ var switchInfo = [numSwitches]SwitchInfo{
 	BlacklistIndex:       {"blacklist-index", "", nil, "within_kprobe_blacklist: address index instead of the list walk (beyond the series)"},
 	KallsymsOffsetIndex:  {"kallsyms-offset-index", "", nil, "kallsyms: 3-byte kallsyms_names_offsets index instead of marker walks (the kallsyms series)"},
 	KallsymsTokenCmp:     {"kallsyms-token-cmp", "", nil, "kallsyms: compare names on the fly from the compressed tokens (the kallsyms series)"},
+	FtraceSingleLookup: {Name: "ftrace-single-lookup",
+		Doc: "ftrace_lookup_symbols: cnt == 1 by kallsyms_lookup_name, storing the symbol address and only checking ftrace_location (the form review asked for)"},
+	FtraceSingleLookupV1: {Name: "ftrace-single-lookup-v1",
+		Doc: "ftrace_lookup_symbols: cnt == 1 by kallsyms_lookup_name, storing ftrace_location(addr) (RFC v1; differs under IBT)"},
+	LibbpfExactSyms: {Name: "libbpf-exact-syms",
+		Doc: "libbpf bpf_program__attach_kprobe_multi_opts: a pattern without * or ? goes to the kernel as syms[0], cnt 1, no file parsing; -ESRCH reported as -ENOENT (libbpf e08da30)"},
+}
+
+// conflicts lists, per switch, the switches that model another form of the
+// same patch: a set holding both is refused.
+var conflicts = map[Switch][]Switch{
+	FtraceSingleLookup:   {FtraceSingleLookupV1},
+	FtraceSingleLookupV1: {FtraceSingleLookup},
 }
 
 // Info returns the switch's description.
@@ -123,7 +139,7 @@ var (
 	PresetSeries = Preset{"series", setOf(StaticCallIndex, JumpLabelIndex, JumpSizeOpcode, KprobeTree,
 		IterGetOptimized, IterRecoverOptprobed, IterCheckOptimized, IterCanOptimize, IterCanProbe, IterCopyOptimized),
 		"the kprobes lookup-cost series, P1-P12"}
-	PresetAll = Preset{"all", (1 << numSwitches) - 1, "the series plus every change beyond it"}
+	PresetAll = Preset{"all", (1<<numSwitches - 1) &^ (1 << FtraceSingleLookupV1), "the series plus every change beyond it (the merged form of each patch: not ftrace-single-lookup-v1)"}
 )
 
 // Presets lists the presets.
@@ -169,6 +185,11 @@ func (ss Switches) Validate() error {
 		for _, r := range switchInfo[s].Requires {
 			if !ss.Has(r) {
 				return fmt.Errorf("patch switch %s requires %s (add it explicitly; kpsim does not enable it for you)", s, r)
+			}
+		}
+		for _, x := range conflicts[s] {
+			if ss.Has(x) {
+				return fmt.Errorf("patch switches %s and %s are two forms of one patch: choose one", s, x)
 			}
 		}
 	}
