@@ -162,7 +162,7 @@ type Ftrace struct {
 	// after vmlinux (upstream since 2023; not in 6.1.192, whose
 	// ftrace_lookup_symbols stops after kallsyms_on_each_symbol).
 	LookupSymbolsModules bool
-	foreign                map[uint64]bool // records owned by another IPMODIFY ops
+	foreign              map[uint64]bool // records owned by another IPMODIFY ops
 }
 
 type recRef struct {

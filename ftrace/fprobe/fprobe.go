@@ -36,12 +36,12 @@ var (
 
 // Weights.
 const (
-	wRethookNode = 80
-	rRethookNode = "as ftrace.hash.copy (BenchmarkWeightHashCopy, 30.6 ns ≈ 80 cycles): a SLUB freelist pop of a small object, zeroing and one list push"
+	wRethookNode  = 80
+	rRethookNode  = "as ftrace.hash.copy (BenchmarkWeightHashCopy, 30.6 ns ≈ 80 cycles): a SLUB freelist pop of a small object, zeroing and one list push"
 	wRethookAlloc = 200
 	rRethookAlloc = "hardware fact: one kzalloc of a ~100-byte object (≈ 80 cycles as above) plus freelist_init and the rcu/handler set-up, a few cache lines written (~120 cycles)"
-	wSortCmp = 5
-	rSortCmp = "hardware fact: a sort_r comparison's indirect call and two char* loads from an L1-hot array (~5 cycles); characters priced as kallsyms.chr_cmp"
+	wSortCmp      = 5
+	rSortCmp      = "hardware fact: a sort_r comparison's indirect call and two char* loads from an L1-hot array (~5 cycles); characters priced as kallsyms.chr_cmp"
 )
 
 // RethookNodeBytes is sizeof(struct fprobe_rethook_node) on x86-64 6.1:
