@@ -1,0 +1,52 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRunBPFBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "session", "--programs", "0"}, "--programs"},
+		{[]string{"run", "session", "--kconfig", "KPROBES=y"}, "FPROBE"},
+		{[]string{"run", "session", "--bpf-kernel", "5.15"}, "--bpf-kernel"},
+		{[]string{"run", "session", "--patches", "ftrace-single-lookup,ftrace-single-lookup-v1"}, "two forms"},
+		{[]string{"run", "session", "--possible-cpus", "0"}, "--possible-cpus"},
+		{[]string{"run", "crossover", "--k", "0"}, "--k"},
+		{[]string{"run", "crossover", "--k", "2000000"}, "--k"},
+		{[]string{"run", "crossover", "--k", "1,x"}, "--k"},
+		{[]string{"run", "multi", "--pattern", ""}, "empty pattern"},
+		{[]string{"run", "multi", "--targets", "-1"}, "--targets"},
+		{[]string{"run", "tracing-multi", "--variants", "nope"}, "--variants"},
+	} {
+		args := append(tc.args, small...)
+		_, errs, code := runKpsim(args...)
+		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line naming %s", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+// A pattern matching nothing and an invalid target are per-attach results.
+func TestRunMultiNoMatchIsAResult(t *testing.T) {
+	out, errs, code := runKpsim(append([]string{"run", "multi", "--pattern", "zzz_no_such_fn*", "--targets", "5", "--patches", "none"}, small...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "-ENOENT") {
+		t.Errorf("no -ENOENT result:\n%s", out)
+	}
+}
+
+func TestRunSessionFprobeOff(t *testing.T) {
+	out, errs, code := runKpsim(append([]string{"run", "session", "--programs", "3", "--kconfig", "FPROBE=n", "--patches", "libbpf-exact-syms"}, small...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "-EOPNOTSUPP:3") || !strings.Contains(out, "FPROBE=n") {
+		t.Errorf("want 3 -EOPNOTSUPP and the override recorded:\n%s", out)
+	}
+}
