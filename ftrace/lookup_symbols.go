@@ -106,9 +106,8 @@ func (ft *Ftrace) LookupSymbols(c *sim.Counters, sorted []string, addrs []uint64
 		}
 		return 0
 	}
-	if cnt == 0 {
-		return nil
-	}
+	// cnt == 0 walks everything (found == cnt is only tested after a
+	// match) and succeeds; bpf_kprobe_multi_link_attach never passes it.
 	if w.OnEachSymbol(c, callback) != 0 {
 		return nil
 	}

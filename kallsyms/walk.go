@@ -79,7 +79,6 @@ func (c *Compressed) symbolType(off int, tl *tally) byte {
 	if names[off]&0x80 != 0 {
 		p++
 	}
-	tl.tok++
 	tl.bytes++
 	return c.t.TokenTable[c.t.TokenIndex[names[p]]]
 }
@@ -145,6 +144,7 @@ func (c *Compressed) ProcKallsyms(cn *sim.Counters, fn func(line []byte)) (lines
 			emit()
 		}
 	}
+	cn.Add(OpSymType, uint64(c.n))
 	cn.Add(OpModIterStep, steps)
 	cn.Add(OpShowLine, uint64(lines))
 	cn.Add(OpSeqRead, uint64(SeqReads(bytes)))
