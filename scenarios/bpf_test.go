@@ -241,3 +241,51 @@ func TestSessionDigests(t *testing.T) {
 		}
 	}
 }
+
+// TestLookupSymbolsEquivalenceDebian: the same property on the pinned
+// Debian kernel (no modules are loaded from a real image), over a fixed
+// sample of each class.
+func TestLookupSymbolsEquivalenceDebian(t *testing.T) {
+	if testing.Short() {
+		t.Skip("walks the Debian kernel's symbol table many times")
+	}
+	k := realKernel(t)
+	sets := []sim.Switches{0,
+		sim.Switches(0).With(sim.FtraceSingleLookup),
+		sim.Switches(0).With(sim.FtraceSingleLookupV1), // Debian 6.1 has no IBT
+		sim.Switches(0).With(sim.FtraceSingleLookup).With(sim.KallsymsOffsetIndex).With(sim.KallsymsTokenCmp),
+	}
+	var runs []*bpfRun
+	for _, sw := range sets {
+		runs = append(runs, bootTest(t, k, sw))
+	}
+	pool := namePool(k, runs[0].ft)
+	for _, need := range []string{"hit", "miss", "dup-untraceable-first", "clone"} {
+		if len(pool[need]) == 0 {
+			t.Fatalf("Debian kernel has no %q names", need)
+		}
+	}
+	var cases [][]string
+	for _, cl := range []string{"hit", "miss", "dup-untraceable-first", "dup", "clone", "untraceable"} {
+		ns := pool[cl]
+		for i := 0; i < 4 && i < len(ns); i++ {
+			cases = append(cases, []string{ns[(i*7919)%len(ns)]})
+		}
+	}
+	cases = append(cases, []string{pool["hit"][0], pool["dup-untraceable-first"][0]}, []string{pool["clone"][0], pool["miss"][0]})
+	for _, names := range cases {
+		sort.Strings(names)
+		var first lookupOutcome
+		for i, r := range runs {
+			a := make([]uint64, len(names))
+			err := r.ft.LookupSymbols(nil, names, a, r.kern.Lookup)
+			if i == 0 {
+				first = lookupOutcome{a, err}
+				continue
+			}
+			if !slices.Equal(a, first.addrs) || err != first.err {
+				t.Errorf("%v: %s gives %x %v, none %x %v", names, sets[i].Name(), a, err, first.addrs, first.err)
+			}
+		}
+	}
+}
