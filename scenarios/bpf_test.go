@@ -14,6 +14,7 @@ import (
 	"github.com/kpsim/kpsim/ftrace"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/libbpf"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -287,5 +288,50 @@ func TestLookupSymbolsEquivalenceDebian(t *testing.T) {
 				t.Errorf("%v: %s gives %x %v, none %x %v", names, sets[i].Name(), a, err, first.addrs, first.err)
 			}
 		}
+	}
+}
+
+// TestExactSymsDuplicateName: a wildcard-free pattern naming a static
+// function with several traceable copies attaches to every copy on the
+// pattern path (one line of available_filter_functions_addrs each) and to
+// one copy — the lowest-address traceable one — on libbpf's exact-syms
+// path: the one decision the libbpf change makes differently
+// (kallsyms-ftrace.md §4.2); with unique_match it is -EINVAL instead.
+func TestExactSymsDuplicateName(t *testing.T) {
+	k := bpfImage(t, false)
+	none := bootTest(t, k, 0)
+	exact := bootTest(t, k, sim.Switches(0).With(sim.LibbpfExactSyms))
+	var name string
+	var copies []uint64
+	for _, n := range namePool(k, none.ft)["dup"] {
+		var tr []uint64
+		for _, s := range k.SymbolsByName(n) {
+			if s.IsText() && none.ft.Location(nil, s.Addr) != 0 {
+				tr = append(tr, s.Addr)
+			}
+		}
+		if len(tr) >= 2 {
+			name, copies = n, tr
+			break
+		}
+	}
+	if name == "" {
+		t.Skip("no name with two traceable copies")
+	}
+	if _, err := none.lib.Attach(nil, "p", "kprobe.multi/"+name); err != nil {
+		t.Fatal(err)
+	}
+	if got := none.lastLinkAddrs(); len(got) != len(copies) {
+		t.Errorf("pattern path: %d addresses, want every traceable copy (%d)", len(got), len(copies))
+	}
+	if _, err := exact.lib.Attach(nil, "p", "kprobe.multi/"+name); err != nil {
+		t.Fatal(err)
+	}
+	if got := exact.lastLinkAddrs(); len(got) != 1 || got[0] != copies[0] {
+		t.Errorf("exact-syms path: %x, want the first traceable copy %#x", got, copies[0])
+	}
+	_, err := exact.lib.AttachKprobeMultiOpts(nil, &bpf.Prog{Name: "u"}, name, true, libbpf.KprobeMultiOpts{UniqueMatch: true})
+	if err != errno.EINVAL {
+		t.Errorf("unique_match on %d copies: %v, want -EINVAL", len(copies), err)
 	}
 }
