@@ -13,7 +13,9 @@ import (
 	"github.com/kpsim/kpsim/ftrace/fprobe"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kallsyms"
+	"github.com/kpsim/kpsim/kprobes"
 	"github.com/kpsim/kpsim/libbpf"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -79,25 +81,16 @@ type bpfRun struct {
 	perf *PerfKprobes
 }
 
-// bootBPF builds a run's kernel with DefaultWiring and the BPF layers.
+// bootBPF boots a run's kernel (machine.Boot: the wiring, kprobes, late
+// init) and puts the BPF layers on it.
 func bootBPF(k *image.Kernel, sw sim.Switches, o BPFOptions, c *sim.Counters) (*bpfRun, string, error) {
-	deps, lateInit, err := DefaultWiring(k, sw, c, nil)
+	m, err := machine.Boot(k, machine.Config{Switches: sw, Counters: c, Kprobes: kprobes.DefaultConfig()})
 	if err != nil {
 		return nil, "", err
 	}
-	prev := c.Enter(PhaseBoot)
-	err = lateInit()
-	c.Enter(prev)
-	if err != nil {
-		return nil, "", err
-	}
-	syms, ok := deps.Syms.(*kallsyms.Compressed)
-	if !ok {
-		return nil, "", fmt.Errorf("bpf scenarios need the compressed kallsyms model")
-	}
-	ft, ok := deps.Ftrace.(*ftrace.Ftrace)
-	if !ok {
-		return nil, "", fmt.Errorf("bpf scenarios need the ftrace model")
+	syms, ft := m.Syms, m.Ftrace
+	if syms == nil || ft == nil {
+		return nil, "", fmt.Errorf("bpf scenarios need the compressed kallsyms and ftrace models")
 	}
 	ft.LookupSymbolsModules = o.Gen >= bpf.Gen610
 	fp, why := FprobeFromImage(k)
@@ -110,10 +103,7 @@ func bootBPF(k *image.Kernel, sw sim.Switches, o BPFOptions, c *sim.Counters) (*
 	kern := &bpf.Kernel{Gen: o.Gen, Kconfig: bpf.Kconfig{FPROBE: fp}, Ftrace: ft,
 		Fprobe: &fprobe.Env{Ftrace: ft, PossibleCPUs: o.PossibleCPUs}, Syms: syms, Modules: k.Modules,
 		Lookup: ftrace.LookupModeOf(sw)}
-	perf, err := NewPerfKprobes(k, deps, sw, c)
-	if err != nil {
-		return nil, "", err
-	}
+	perf := NewPerfKprobes(m)
 	sys := bpf.NewSystem(kern, syms, perf)
 	r := &bpfRun{c: c, kern: kern, sys: sys, lib: libbpf.New(sys, sw), syms: syms, ft: ft, perf: perf}
 	return r, why, nil

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -28,7 +29,7 @@ func BenchmarkRunMultiDebian(b *testing.B) {
 	k := realKernel(b)
 	o := SessionOptions{BPF: DefaultBPFOptions(), Runs: benchRuns(b, "none")}
 	o.BPF.Kconfig = map[string]bool{"FPROBE": true}
-	if _, err := kallsymsTables(k); err != nil { // built once per image, as the CLI's process does
+	if _, err := machine.KallsymsTables(k); err != nil { // built once per image, as the CLI's process does
 		b.Fatal(err)
 	}
 	b.ResetTimer()
@@ -62,7 +63,7 @@ func benchSession(b *testing.B, k *image.Kernel) {
 	o := SessionOptions{BPF: DefaultBPFOptions(), Programs: 50,
 		Runs: benchRuns(b, "none", "libbpf-exact-syms", "libbpf-exact-syms,ftrace-single-lookup")}
 	o.BPF.Kconfig = map[string]bool{"FPROBE": true}
-	if _, err := kallsymsTables(k); err != nil {
+	if _, err := machine.KallsymsTables(k); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()

@@ -9,6 +9,7 @@ import (
 	"github.com/kpsim/kpsim/ftrace"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kallsyms"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -63,7 +64,7 @@ func variantKernel(k *image.Kernel, v kallsyms.Variant) (*kallsyms.Compressed, *
 	}
 	syms := deps.Syms.(*kallsyms.Compressed)
 	if syms.Variant() != v {
-		t, err := kallsymsTables(k)
+		t, err := machine.KallsymsTables(k)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -98,7 +99,7 @@ func RunCrossover(k *image.Kernel, ks []int, variants []kallsyms.Variant, costs 
 		var pts []CrossoverRow
 		for _, K := range ks {
 			if K > len(all) {
-				return nil, fmt.Errorf("K = %d exceeds the %d uniquely named traceable functions", K, len(all))
+				return nil, fmt.Errorf("--k %d exceeds the %d uniquely named traceable functions", K, len(all))
 			}
 			names := make([]string, 0, K)
 			for _, f := range spread(all, K) {

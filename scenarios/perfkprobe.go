@@ -6,6 +6,7 @@ import (
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/kprobes"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -14,9 +15,6 @@ var (
 	OpTraceKprobeAlloc = sim.NewOp("perf_kprobe.alloc", 400,
 		"hardware fact: alloc_trace_kprobe's kzalloc of struct trace_kprobe, kstrdup of the symbol and the event/group names, init_trace_event_call: ~5 small slab allocations (≈ 80 cycles each, mm.kmalloc)",
 		"perf_kprobe_init → create_local_trace_kprobe → alloc_trace_kprobe + init_trace_event_call + traceprobe_set_print_fmt (one local trace_kprobe)")
-	OpRethookInstance = sim.NewOp("perf_kprobe.rethook.instance", 80,
-		"as mm.kmalloc (≈ 80 cycles): one kzalloc of a kretprobe_instance",
-		"register_kretprobe: one preallocated kretprobe_instance (maxactive = max(10, 2 × num_possible_cpus()))")
 	OpPerfEventAlloc = sim.NewOp("perf_event.alloc", 2600,
 		"hardware fact: perf_event_alloc + the event's file and fd (anon_inode_getfile, as bpf.link.prime) ≈ 1 µs",
 		"perf_event_open's perf_event_alloc, perf_install_in_context on CPU 0 and the event fd")
@@ -29,28 +27,23 @@ var (
 // (number_of_same_symbols: -ENOENT for no copy, -EADDRNOTAVAIL for more
 // than one, vmlinux and modules; alloc_trace_kprobe) →
 // __register_trace_kprobe → register_kprobe, armed at open
-// (perf_trace_event_init → enable_trace_kprobe). A kretprobe registers the
-// kprobe on the function entry plus its preallocated instances; its
-// return trampoline and the trace_kprobe notrace check are not modelled.
+// (perf_trace_event_init → enable_trace_kprobe; here register_kprobe arms
+// at registration, the same work). A kretprobe goes through
+// register_kretprobe (rethook and its instances). The trace_kprobe notrace
+// check (within_notrace_func) is not modelled.
 type PerfKprobes struct {
 	kp       *kprobes.Kprobes
 	syms     *kallsyms.Compressed
 	mods     []*image.Module
-	cpus     int
 	nextFD   int
 	open     map[int]*kprobes.Kprobe
 	Failures map[string]int
 }
 
-// NewPerfKprobes boots the kprobes model over deps.
-func NewPerfKprobes(k *image.Kernel, deps kprobes.Deps, sw sim.Switches, c *sim.Counters) (*PerfKprobes, error) {
-	kp, err := kprobes.New(deps, kprobes.DefaultConfig(), sw, c)
-	if err != nil {
-		return nil, err
-	}
-	syms, _ := deps.Syms.(*kallsyms.Compressed)
-	return &PerfKprobes{kp: kp, syms: syms, mods: k.Modules, cpus: kprobes.DefaultConfig().CPUs,
-		nextFD: 1000, open: map[int]*kprobes.Kprobe{}, Failures: map[string]int{}}, nil
+// NewPerfKprobes puts the perf kprobe PMU on a booted machine.
+func NewPerfKprobes(m *machine.Machine) *PerfKprobes {
+	return &PerfKprobes{kp: m.KP, syms: m.Syms, mods: m.Kernel.Modules,
+		nextFD: 1000, open: map[int]*kprobes.Kprobe{}, Failures: map[string]int{}}
 }
 
 // numberOfSameSymbols models trace_kprobe.c:number_of_same_symbols
@@ -83,13 +76,19 @@ func (p *PerfKprobes) PerfKprobeOpen(c *sim.Counters, name string, offset uint64
 		return -1, errno.EADDRNOTAVAIL
 	}
 	c.Inc(OpTraceKprobeAlloc)
-	kp := &kprobes.Kprobe{SymbolName: name, Offset: uint32(offset)}
-	if err := p.kp.RegisterKprobe(kp); err != nil {
+	var kp *kprobes.Kprobe
+	var err error
+	if retprobe {
+		rp := &kprobes.Kretprobe{Kp: kprobes.Kprobe{SymbolName: name, Offset: uint32(offset)}}
+		kp = &rp.Kp
+		err = p.kp.RegisterKretprobe(rp)
+	} else {
+		kp = &kprobes.Kprobe{SymbolName: name, Offset: uint32(offset)}
+		err = p.kp.RegisterKprobe(kp)
+	}
+	if err != nil {
 		p.Failures[err.Error()]++
 		return -1, err
-	}
-	if retprobe {
-		c.Add(OpRethookInstance, uint64(max(10, 2*p.cpus)))
 	}
 	c.Inc(OpPerfEventAlloc)
 	p.nextFD++
