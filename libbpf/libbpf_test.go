@@ -2,11 +2,13 @@ package libbpf_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/kpsim/kpsim/bpf"
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/libbpf"
+	"github.com/kpsim/kpsim/sim"
 )
 
 var _ libbpf.Sys = (*bpf.System)(nil)
@@ -116,4 +118,122 @@ func FuzzGlobMatch(f *testing.F) {
 			t.Fatalf("'*' must match %q", s)
 		}
 	})
+}
+
+// fakeSys serves fixed file contents (the fuzzers' input).
+type fakeSys struct {
+	addrs, funcs, kallsyms string
+	hasAddrs               bool
+}
+
+func (f *fakeSys) Access(_ *sim.Counters, p string) bool {
+	return p != libbpf.AvailableFilterFunctionsAddrs || f.hasAddrs
+}
+
+func (f *fakeSys) ReadFile(_ *sim.Counters, p string, fn func([]byte)) error {
+	var s string
+	switch p {
+	case libbpf.AvailableFilterFunctionsAddrs:
+		s = f.addrs
+	case libbpf.AvailableFilterFunctions:
+		s = f.funcs
+	case libbpf.ProcKallsyms:
+		s = f.kallsyms
+	}
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if l != "" {
+			fn([]byte(l))
+		}
+	}
+	return nil
+}
+
+func (f *fakeSys) LinkCreateKprobeMulti(_ *sim.Counters, _ *bpf.Prog, a bpf.KprobeMultiAttr) (int, error) {
+	if int(a.Cnt) != len(a.Addrs)+len(a.Syms) {
+		return -1, errno.EFAULT
+	}
+	return 3, nil
+}
+
+func (f *fakeSys) PerfEventOpenKprobe(*sim.Counters, int, string, uint64, bool) (int, error) {
+	return -1, errno.ENOENT
+}
+
+func (f *fakeSys) LinkCreatePerfEvent(*sim.Counters, *bpf.Prog, int) (int, error) {
+	return -1, errno.EINVAL
+}
+
+// FuzzFileParsing feeds arbitrary file contents to both pattern paths:
+// the result is a link over the matches, -ENOENT or -EINVAL, never a panic.
+func FuzzFileParsing(f *testing.F) {
+	f.Add("ffffffff81000000 vfs_read\n", "vfs_read\n", "ffffffff81000000 T vfs_read\n", "vfs_*", true)
+	f.Add("zz vfs_read\n", "vfs_read [mod]\n", "ffffffff81000000 T\n", "*", false)
+	f.Fuzz(func(t *testing.T, addrs, funcs, ks, pat string, hasAddrs bool) {
+		l := &libbpf.Lib{Sys: &fakeSys{addrs, funcs, ks, hasAddrs}}
+		link, err := l.AttachKprobeMultiOpts(sim.NewCounters(false), &bpf.Prog{Name: "f"}, pat, true, libbpf.KprobeMultiOpts{})
+		switch {
+		case err == nil:
+			if link.Cnt == 0 {
+				t.Fatal("a link over nothing")
+			}
+		case err == errno.ENOENT, err == errno.EINVAL:
+		default:
+			t.Fatalf("unexpected %v", err)
+		}
+	})
+}
+
+func TestPatternPaths(t *testing.T) {
+	s := &fakeSys{
+		addrs:    "ffffffff81000004 vfs_read\nffffffff81000104 vfs_write\nffffffff81000204 tcp_x [mod]\n",
+		funcs:    "vfs_read\nvfs_write\nfoo\n",
+		kallsyms: "ffffffff81000000 T vfs_read\nffffffff81000100 T vfs_write\nffffffff81000180 t foo.llvm.123\nffffffff81000200 t bar\n",
+	}
+	c := sim.NewCounters(false)
+	for _, tc := range []struct {
+		has  bool
+		pat  string
+		cnt  int
+		path string
+		err  error
+	}{
+		{true, "vfs_*", 2, "filter-addrs", nil},
+		{true, "tcp_?", 1, "filter-addrs", nil},
+		{true, "nope*", 0, "", errno.ENOENT},
+		{false, "vfs_*", 2, "filter+kallsyms", nil},
+		{false, "foo*", 1, "filter+kallsyms", nil}, // the .llvm. retry
+		{false, "bar", 0, "", errno.ENOENT},        // in kallsyms, not traceable
+	} {
+		s.hasAddrs = tc.has
+		l := &libbpf.Lib{Sys: s}
+		link, err := l.AttachKprobeMultiOpts(c, &bpf.Prog{}, tc.pat, true, libbpf.KprobeMultiOpts{})
+		if err != tc.err || err == nil && (link.Cnt != tc.cnt || link.Path != tc.path) {
+			t.Errorf("%v %q: %+v %v", tc.has, tc.pat, link, err)
+		}
+	}
+	if c.Total(libbpf.OpFscanfKallsyms) == 0 || c.Total(libbpf.OpFscanfAddrName) == 0 || c.Total(libbpf.OpQsortCmp) == 0 {
+		t.Errorf("parse ops not counted: %s", c)
+	}
+	// Option checks.
+	l := &libbpf.Lib{Sys: s, ExactSyms: true}
+	s.hasAddrs = true
+	for _, tc := range []struct {
+		pat string
+		o   libbpf.KprobeMultiOpts
+	}{
+		{"vfs_read", libbpf.KprobeMultiOpts{Retprobe: true, Session: true}},
+		{"vfs_read", libbpf.KprobeMultiOpts{Cnt: 1}},
+		{"vfs_*", libbpf.KprobeMultiOpts{UniqueMatch: true}}, // two matches
+	} {
+		if _, err := l.AttachKprobeMultiOpts(c, &bpf.Prog{}, tc.pat, true, tc.o); err != errno.EINVAL {
+			t.Errorf("%q %+v: %v, want -EINVAL", tc.pat, tc.o, err)
+		}
+	}
+	// unique_match skips the exact path: one match is fine.
+	if link, err := l.AttachKprobeMultiOpts(c, &bpf.Prog{}, "vfs_read", true, libbpf.KprobeMultiOpts{UniqueMatch: true}); err != nil || link.Path != "filter-addrs" {
+		t.Errorf("unique_match on one match: %+v %v", link, err)
+	}
+	if _, err := l.AttachKprobeMultiOpts(c, &bpf.Prog{}, "", false, libbpf.KprobeMultiOpts{}); err != errno.EINVAL {
+		t.Errorf("no pattern, addrs or syms: %v", err)
+	}
 }
