@@ -335,3 +335,39 @@ func TestExactSymsDuplicateName(t *testing.T) {
 		t.Errorf("unique_match on %d copies: %v, want -EINVAL", len(copies), err)
 	}
 }
+
+// TestFastPathFallsBack: with either fast-path form, a name whose
+// lowest-address copy is not traceable, and a missing name, pay the fast
+// path and then the full walk; a traceable unique name walks nothing.
+func TestFastPathFallsBack(t *testing.T) {
+	k := bpfImage(t, false)
+	for _, sw := range []sim.Switches{sim.Switches(0).With(sim.FtraceSingleLookup), sim.Switches(0).With(sim.FtraceSingleLookupV1)} {
+		r := bootTest(t, k, sw)
+		pool := namePool(k, r.ft)
+		visit, _ := sim.LookupOp("kallsyms.visit")
+		cmp, _ := sim.LookupOp("kallsyms.cmp")
+		for _, tc := range []struct {
+			name string
+			walk bool
+			err  error
+		}{
+			{pool["hit"][0], false, nil},
+			{pool["dup-untraceable-first"][0], true, nil},
+			{pool["miss"][0], true, errno.ESRCH},
+		} {
+			c := sim.NewCounters(false)
+			a := make([]uint64, 1)
+			err := r.ft.LookupSymbols(c, []string{tc.name}, a, r.kern.Lookup)
+			if err != tc.err || (c.Total(visit) > 0) != tc.walk || c.Total(cmp) == 0 {
+				t.Errorf("%s %s: err %v, walked %d symbols after %d name comparisons; want err %v, walk %v",
+					sw.Name(), tc.name, err, c.Total(visit), c.Total(cmp), tc.err, tc.walk)
+			}
+			if tc.name == pool["dup-untraceable-first"][0] {
+				ss := k.SymbolsByName(tc.name)
+				if a[0] == ss[0].Addr || r.ft.Location(nil, a[0]) == 0 {
+					t.Errorf("%s: resolved %#x, want a later traceable copy", tc.name, a[0])
+				}
+			}
+		}
+	}
+}
