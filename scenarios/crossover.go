@@ -81,6 +81,9 @@ func variantKernel(k *image.Kernel, v kallsyms.Variant) (*kallsyms.Compressed, *
 	return syms, ft, nil
 }
 
+// KMax in a crossover K list means every uniquely named traceable function.
+const KMax = -1
+
 // RunCrossover measures, per kallsyms variant and K: K binary-search
 // lookups (kallsyms_lookup_name + the ftrace_location check each name
 // needs) against one ftrace_lookup_symbols walk over K sorted names.
@@ -98,6 +101,9 @@ func RunCrossover(k *image.Kernel, ks []int, variants []kallsyms.Variant, costs 
 		all := TraceableFunctions(k, ft)
 		var pts []CrossoverRow
 		for _, K := range ks {
+			if K == KMax {
+				K = len(all)
+			}
 			if K > len(all) {
 				return nil, fmt.Errorf("--k %d exceeds the %d uniquely named traceable functions", K, len(all))
 			}

@@ -181,6 +181,10 @@ func runMultiScenario(args []string, stdout, stderr io.Writer) error {
 func parseKList(s string) ([]int, error) {
 	var out []int
 	for _, p := range strings.Split(s, ",") {
+		if strings.TrimSpace(p) == "max" {
+			out = append(out, scenarios.KMax)
+			continue
+		}
 		v, err := strconv.Atoi(strings.TrimSpace(p))
 		if err != nil {
 			return nil, usagef("--k: %q is not a number", p)
@@ -214,7 +218,7 @@ func runCrossover(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	klist := fs.String("k", "1,10,100,500,1000,5000,10000,40000", "batch sizes K, comma-separated")
+	klist := fs.String("k", "1,10,100,500,1000,5000,10000,max", "batch sizes K, comma-separated; max = every uniquely named traceable function")
 	variants := fs.String("variants", "", "kallsyms variants (default: all)")
 	if err := parse(fs, args, stdout); err != nil {
 		return err
