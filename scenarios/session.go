@@ -44,6 +44,7 @@ type BPFRunReport struct {
 	Digest    string         `json:"decisions_digest"`
 	WallNS    int64          `json:"wall_ns"`
 	Changed   []string       `json:"changed_vs_first,omitempty"`
+	Failed    []string       `json:"failed,omitempty"` // "target: -ERR" per failed attach
 	// Group: runs compared with each other (the first of a group is the
 	// base): "" for session runs, "pairs", the form for multi.
 	Group string `json:"group,omitempty"`
@@ -165,6 +166,7 @@ func finishRun(spec RunSpec, c *sim.Counters, costs *sim.CostTable, res []attach
 			run.Paths[a.Path]++
 		} else {
 			run.Errors[a.Err]++
+			run.Failed = append(run.Failed, a.Target+": "+a.Err)
 		}
 	}
 	run.Digest = bpfDigest(res)
@@ -310,6 +312,15 @@ func (rep *BPFReport) WriteTable(w io.Writer) error {
 			r.Errors, r.Paths, time.Duration(r.WallNS).Round(time.Millisecond), r.Digest[:12], same)
 		for _, ch := range r.Changed {
 			fmt.Fprintf(w, "     changed: %s\n", ch)
+		}
+		if len(r.Failed) > 0 && len(r.Failed) < r.Attaches {
+			for i, f := range r.Failed {
+				if i == 8 {
+					fmt.Fprintf(w, "     failed: … %d more\n", len(r.Failed)-8)
+					break
+				}
+				fmt.Fprintf(w, "     failed: %s\n", f)
+			}
 		}
 	}
 	return nil
