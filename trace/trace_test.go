@@ -135,4 +135,3 @@ func TestWriteStopsAtFirstFailure(t *testing.T) {
 		t.Fatalf("%d events, want 5", tr.NumEvents())
 	}
 }
-
