@@ -95,6 +95,9 @@ type Kprobes struct {
 	State  boot.State
 	C      *sim.Counters
 	Faults *sim.Faults
+	// Trail, when not nil, receives the decision trail of every
+	// registration (see Recorder). It never changes a count.
+	Trail Recorder
 
 	optimizing   []*Kprobe // optimizing_list, head at the end (list_add)
 	unoptimizing []*Kprobe // unoptimizing_list, head at the end
