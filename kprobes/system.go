@@ -110,6 +110,10 @@ type Kprobes struct {
 	entryText  image.Range
 	thunks     image.Range
 	hasThunks  bool
+
+	why      Reason   // the last failing check's reason (see refuse)
+	depth    int      // the trail's current nesting
+	whyCache whyCache // simulator views the reasons read
 }
 
 // New builds the kprobes state for deps with the given switches. c may be nil.
