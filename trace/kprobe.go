@@ -11,16 +11,9 @@ import (
 	"github.com/kpsim/kpsim/kprobes"
 )
 
-// Reason says which check decided a refusal, in kernel terms.
-type Reason struct{ Check, Detail string }
-
-// String returns "check: detail".
-func (r Reason) String() string {
-	if r.Detail == "" {
-		return r.Check
-	}
-	return r.Check + ": " + r.Detail
-}
+// Reason says which check decided a refusal, in kernel terms (the kprobes
+// core's type, so one reason reads the same from either layer).
+type Reason = kprobes.Reason
 
 // Outcome is what one command line did.
 type Outcome struct {
@@ -47,13 +40,8 @@ type probeErr struct {
 func (e *probeErr) Error() string { return e.reason.String() }
 
 func refuse(code errno.Errno, check, detail string) *probeErr {
-	return &probeErr{code: code, reason: Reason{check, detail}}
+	return &probeErr{code: code, reason: Reason{Check: check, Detail: detail}}
 }
-
-// KprobeReason, when set, explains a register_kprobe error in kernel terms
-// (the kprobes core's decision record); otherwise the errno is reported
-// as register_kprobe's.
-var KprobeReason func(p *kprobes.Kprobe, err error) Reason
 
 func kprobeRefusal(p *kprobes.Kprobe, err error, ret bool) *probeErr {
 	var e errno.Errno
@@ -64,11 +52,9 @@ func kprobeRefusal(p *kprobes.Kprobe, err error, ret bool) *probeErr {
 	if ret {
 		fn = "register_kretprobe"
 	}
-	r := Reason{fn, "-" + e.Name()}
-	if KprobeReason != nil {
-		if kr := KprobeReason(p, err); kr.Check != "" {
-			r = kr
-		}
+	r := p.Why()
+	if r.IsZero() {
+		r = Reason{Check: fn, Detail: "-" + e.Name()}
 	}
 	return &probeErr{code: e, reason: r, addr: p.Addr}
 }

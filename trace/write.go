@@ -61,7 +61,7 @@ func (t *Tracing) WriteKprobeEvents(buf string) ([]Outcome, error) {
 					}
 					out[li].Attempted = true
 					out[li].Code = errno.EINVAL
-					out[li].Reason = Reason{"trace_parse_run_command", fmt.Sprintf("line is longer than %d bytes", WriteBufSize-2)}
+					out[li].Reason = Reason{Check: "trace_parse_run_command", Detail: fmt.Sprintf("line is longer than %d bytes", WriteBufSize-2)}
 					return out, errno.EINVAL
 				}
 				line, used = chunk, len(chunk)
@@ -84,7 +84,7 @@ func (t *Tracing) WriteKprobeEvents(buf string) ([]Outcome, error) {
 			if tk != nil {
 				o.Addr = tk.Kp.Addr
 				if tk.pending {
-					o.Reason = Reason{"register_trace_kprobe", "module not loaded: the probe is registered when it loads"}
+					o.Reason = Reason{Check: "register_trace_kprobe", Detail: "module not loaded: the probe is registered when it loads"}
 				}
 			}
 			if perr != nil {
