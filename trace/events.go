@@ -38,26 +38,47 @@ func (t *Tracing) findTraceKprobe(name, group string) *TraceKprobe {
 // (their group compares fail).
 func (t *Tracing) sameNameOtherGroups(name string) int {
 	n := 0
-	for key, e := range t.events {
-		if key.name == name {
-			n += len(e.probes)
-		}
+	for _, e := range t.byName[name] {
+		n += len(e.probes)
 	}
 	return n
 }
 
 func (t *Tracing) sameNameOtherGroupsBefore(name, group string, seq int) int {
 	n := 0
-	for key, e := range t.events {
-		if key.name == name && key.group != group {
-			for _, tk := range e.probes {
-				if tk.seq < seq {
-					n++
-				}
+	for _, e := range t.byName[name] {
+		if e.Group == group {
+			continue
+		}
+		for _, tk := range e.probes {
+			if tk.seq < seq {
+				n++
 			}
 		}
 	}
 	return n
+}
+
+// addEvent and removeEvent keep the simulator's indexes of live events.
+func (t *Tracing) addEvent(ev *Event) {
+	t.events[eventKey{ev.Group, ev.Name}] = ev
+	t.byName[ev.Name] = append(t.byName[ev.Name], ev)
+}
+
+func (t *Tracing) removeEvent(ev *Event) {
+	delete(t.events, eventKey{ev.Group, ev.Name})
+	l := t.byName[ev.Name]
+	for i, e := range l {
+		if e == ev {
+			l = append(l[:i], l[i+1:]...)
+			break
+		}
+	}
+	if len(l) == 0 {
+		delete(t.byName, ev.Name)
+	} else {
+		t.byName[ev.Name] = l
+	}
 }
 
 // dynEventAdd models trace_dynevent.h:dyn_event_add: tail insertion.
@@ -103,7 +124,7 @@ func (t *Tracing) registerTraceKprobe(tk *TraceKprobe) *probeErr {
 		return perr
 	}
 	c.Enter(PhaseRegister)
-	t.events[eventKey{ev.Group, ev.Name}] = ev
+	t.addEvent(ev)
 	t.dynEventAdd(tk)
 	return nil
 }

@@ -119,6 +119,7 @@ type Tracing struct {
 	dyn     seqSet // dyn_event_list: live trace_kprobes, oldest first
 	dynSeq  int
 	events  map[eventKey]*Event // live trace events of trace_kprobes (not perf-local ones)
+	byName  map[string][]*Event // the same, by event name
 	calls   seqSet              // ftrace_events and tr->events: head-inserted
 	callSeq int
 	perGrp  map[string]int // dynamic events per group
@@ -194,7 +195,7 @@ func (tk *TraceKprobe) Pending() bool { return tk.pending }
 
 // New returns the tracing state of a freshly booted kernel.
 func New(d Deps, cfg Config) *Tracing {
-	t := &Tracing{d: d, cfg: cfg, events: map[eventKey]*Event{}, perGrp: map[string]int{}}
+	t := &Tracing{d: d, cfg: cfg, events: map[eventKey]*Event{}, byName: map[string][]*Event{}, perGrp: map[string]int{}}
 	// Boot: the builtin output types (ids below __TRACE_LAST_TYPE) and the
 	// static events took ids in order; every one is in event_hash.
 	t.typeUsed = make([]bool, TraceEventTypeMax+1)

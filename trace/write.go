@@ -151,12 +151,7 @@ func (t *Tracing) dynEventRelease(line string) *probeErr {
 			matches = append(matches, e.probes...)
 		}
 	case event != "":
-		var es []*Event
-		for _, s := range t.systems {
-			if e := t.events[eventKey{s.name, event}]; e != nil {
-				es = append(es, e)
-			}
-		}
+		es := append([]*Event(nil), t.byName[event]...)
 		sortEvents(es)
 		for _, e := range es {
 			matches = append(matches, e.probes...)
@@ -236,7 +231,7 @@ func (t *Tracing) unregisterTraceKprobe(tk *TraceKprobe) *probeErr {
 		if perr := t.unregisterKprobeEvent(ev); perr != nil {
 			return refuse(errno.EBUSY, "unregister_trace_kprobe", perr.reason.Detail)
 		}
-		delete(t.events, eventKey{ev.Group, ev.Name})
+		t.removeEvent(ev)
 	}
 	t.__unregisterTraceKprobe(tk)
 	t.dynEventRemove(tk)
