@@ -273,8 +273,6 @@ func PrepareMany(o ManyOptions) (*ManySetup, error) {
 	cfg := o.Image
 	if o.Targets == TargetsGenerated || o.Targets == "" {
 		cfg.ProbeTargets, cfg.ProbeTargetsTraced = o.N, o.Traced
-	} else {
-		cfg.ProbeTargets = 0
 	}
 	k, _, err := synth.Generate(cfg)
 	if err != nil {
