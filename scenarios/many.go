@@ -881,11 +881,11 @@ func (r *run) perfOpen() error {
 			pe, err = r.tr.PerfKprobeOpen("", t.Addr, t.Return)
 		}
 		if err != nil {
-			code, reason, ok := trace.Refusal(err)
+			code, reason, addr, ok := trace.RefusalAt(err)
 			if !ok {
 				return fmt.Errorf("probe %d (%s): %w", i, t.Raw, err)
 			}
-			a.code, a.reason = int(code), reason.String()
+			a.code, a.reason, a.addr = int(code), reason.String(), addr
 			r.step(i, false)
 			continue
 		}

@@ -213,11 +213,18 @@ func (t *Tracing) EnableGroup(group string, enable bool, fail func(ev *Event, er
 
 // Refusal returns the errno and reason of an error from this package.
 func Refusal(err error) (errno.Errno, Reason, bool) {
+	code, reason, _, ok := RefusalAt(err)
+	return code, reason, ok
+}
+
+// RefusalAt is Refusal with the address the kprobe had resolved to (0 when
+// the refusal came before resolution).
+func RefusalAt(err error) (errno.Errno, Reason, uint64, bool) {
 	if pe, ok := err.(*probeErr); ok {
-		return pe.code, pe.reason, true
+		return pe.code, pe.reason, pe.addr, true
 	}
 	if e, ok := err.(errno.Errno); ok {
-		return e, Reason{}, true
+		return e, Reason{}, 0, true
 	}
-	return 0, Reason{}, false
+	return 0, Reason{}, 0, false
 }
