@@ -314,7 +314,7 @@ func (kp *Kprobes) RunOptimizer() {
 			kp.archOptimizeKprobe(op)
 			op.Queue = QueueNone
 			if kp.tracing() {
-				kp.note("kprobe_optimizer: do_optimize_kprobes: arch_optimize_kprobes", kp.symPlus(op.Addr),
+				kp.note("do_optimize_kprobes: arch_optimize_kprobes", kp.symPlus(op.Addr),
 					fmt.Sprintf("JMP32 to the detour buffer written over %d bytes (text_poke_bp)", op.Opt.Size))
 			}
 		}

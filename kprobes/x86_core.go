@@ -272,12 +272,12 @@ func (kp *Kprobes) archCopyKprobe(p *Kprobe) error {
 	c := kp.C
 	r := &recoverer{kp: kp}
 	insn, n, why := kp.copyInstruction(r, p.Addr, p.ainsn.slot)
-	fn := kp.fnOf(p.Addr)
+	fn := func() uint64 { return kp.fnOf(p.Addr) }
 	if n == 0 {
 		if kp.tracing() {
 			kp.note("__copy_instruction", kp.symPlus(p.Addr), "0: the instruction "+why+": -EINVAL")
 		}
-		return kp.refuse(EINVAL, "arch_copy_kprobe: __copy_instruction", fmt.Sprintf("the instruction at %s %s", kp.rel(fn, p.Addr), why))
+		return kp.refuse(EINVAL, "arch_copy_kprobe: __copy_instruction", fmt.Sprintf("the instruction at %s %s", kp.rel(fn(), p.Addr), why))
 	}
 	if kp.tracing() {
 		kp.note("__copy_instruction", kp.symPlus(p.Addr), fmt.Sprintf("%d (%s)", n, kp.insnName(insn, p.Addr)))
@@ -306,7 +306,7 @@ func (kp *Kprobes) archCopyKprobe(p *Kprobe) error {
 			if kp.tracing() {
 				kp.note("prepare_singlestep", "", "no room for the int3: -ENOSPC")
 			}
-			return kp.refuse(ENOSPC, "arch_copy_kprobe: prepare_singlestep", fmt.Sprintf("no room for an int3 after the %d-byte instruction at %s", insn.Len, kp.rel(fn, p.Addr)))
+			return kp.refuse(ENOSPC, "arch_copy_kprobe: prepare_singlestep", fmt.Sprintf("no room for an int3 after the %d-byte instruction at %s", insn.Len, kp.rel(fn(), p.Addr)))
 		}
 		n += x86.INT3InsnSize
 		if kp.tracing() {
