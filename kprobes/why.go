@@ -346,3 +346,11 @@ type indent struct {
 }
 
 func (i indent) Record(s Step) { s.Depth += i.d; i.r.Record(s) }
+
+// insns spells an instruction count: "1 instruction", "14 instructions".
+func insns(n int) string {
+	if n == 1 {
+		return "1 instruction"
+	}
+	return fmt.Sprintf("%d instructions", n)
+}

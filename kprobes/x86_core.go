@@ -133,7 +133,7 @@ func (kp *Kprobes) canProbe(paddr uint64) bool {
 		if derr != nil {
 			kp.refuse(nil, ck, fmt.Sprintf("the instruction at %s does not decode", kp.rel(fn, addr)))
 			if kp.tracing() {
-				kp.note("can_probe", kp.symPlus(paddr), fmt.Sprintf("false: walked %d instructions, %s does not decode", n, kp.rel(fn, addr)))
+				kp.note("can_probe", kp.symPlus(paddr), fmt.Sprintf("false: walked %s, %s does not decode", insns(n), kp.rel(fn, addr)))
 			}
 			return false
 		}
@@ -145,12 +145,12 @@ func (kp *Kprobes) canProbe(paddr uint64) bool {
 		start := addr - uint64(last.Len)
 		kp.refuse(nil, ck, fmt.Sprintf("%s is not an instruction boundary: the %d-byte %s at %s spans it", kp.rel(fn, paddr), last.Len, kp.insnName(last, start), kp.rel(fn, start)))
 		if kp.tracing() {
-			kp.note("can_probe", kp.symPlus(paddr), fmt.Sprintf("false: walked %d instructions from %s to %s, past %s", n, kp.symPlus(fn), kp.rel(fn, addr), kp.rel(fn, paddr)))
+			kp.note("can_probe", kp.symPlus(paddr), fmt.Sprintf("false: walked %s from %s to %s, past %s", insns(n), kp.symPlus(fn), kp.rel(fn, addr), kp.rel(fn, paddr)))
 		}
 		return false
 	}
 	if kp.tracing() {
-		kp.note("can_probe", kp.symPlus(paddr), fmt.Sprintf("true: walked %d instructions from %s, %s is an instruction boundary", n, kp.symPlus(fn), kp.rel(fn, paddr)))
+		kp.note("can_probe", kp.symPlus(paddr), fmt.Sprintf("true: walked %s from %s, %s is an instruction boundary", insns(n), kp.symPlus(fn), kp.rel(fn, paddr)))
 	}
 	return true
 }

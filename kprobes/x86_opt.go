@@ -42,7 +42,7 @@ func (kp *Kprobes) canOptimize(paddr uint64) bool {
 	fail := func(detail string) bool {
 		kp.refuse(nil, ck, detail)
 		if tr {
-			kp.note(ck, kp.symPlus(paddr), fmt.Sprintf("false: walked %d instructions of %s: %s", n, kp.symPlus(start), detail))
+			kp.note(ck, kp.symPlus(paddr), fmt.Sprintf("false: walked %s of %s: %s", insns(n), kp.symPlus(start), detail))
 		}
 		return false
 	}
@@ -72,8 +72,8 @@ func (kp *Kprobes) canOptimize(paddr uint64) bool {
 		addr += uint64(insn.Len)
 	}
 	if tr {
-		kp.note(ck, kp.symPlus(paddr), fmt.Sprintf("true: walked %d instructions of %s (to %s): no exception-table entry, no indirect jump, no jump into [%s, %s]",
-			n, kp.symPlus(start), fmt.Sprintf("+%d", size), kp.rel(start, paddr+1), kp.rel(start, paddr+1+x86.DISP32Size)))
+		kp.note(ck, kp.symPlus(paddr), fmt.Sprintf("true: walked %s of %s (to %s): no exception-table entry, no indirect jump, no jump into [%s, %s]",
+			insns(n), kp.symPlus(start), fmt.Sprintf("+%d", size), kp.rel(start, paddr+1), kp.rel(start, paddr+1+x86.DISP32Size)))
 	}
 	return true
 }
