@@ -238,18 +238,17 @@ func writeExplainText(w io.Writer, k *image.Kernel, x *scenarios.Explanation, sw
 	fmt.Fprintf(w, "explain %s on %s, through %s, patches %s\n\n", target, k.Name, x.Door, sw.Name())
 	_, _ = x.Trail.WriteTo(w)
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "result\t%s\n", resultString(x))
+	row := func(k, v string) { fmt.Fprintf(w, "%-9s%s\n", k, v) }
+	row("result", resultString(x))
 	if x.Addr != 0 {
-		fmt.Fprintf(tw, "address\t%#x %s\n", x.Addr, symPlus(k, x.Addr))
+		row("address", fmt.Sprintf("%#x %s", x.Addr, symPlus(k, x.Addr)))
 	}
-	fmt.Fprintf(tw, "state\t%s\n", x.State)
+	row("state", x.State.String())
 	why := x.Why.String()
 	if why == "" {
 		why = "-"
 	}
-	fmt.Fprintf(tw, "reason\t%s\n", why)
-	tw.Flush()
+	row("reason", why)
 	fmt.Fprintln(w)
 	if v != nil {
 		if v.Same {
@@ -261,7 +260,7 @@ func writeExplainText(w io.Writer, k *image.Kernel, x *scenarios.Explanation, sw
 		fmt.Fprintln(w, "The trail's decisions are identical under every switch set (presets and ablation sets; kpsim's tests prove it, --verify rechecks this probe); the switches change only what the checks cost:")
 	}
 	costs := sim.DefaultCosts()
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "phase\tops\test. cycles\t\n")
 	phases := sim.Phases()
 	ops := sim.Ops()
