@@ -125,7 +125,7 @@ func boot(t *testing.T, k *image.Kernel, sw sim.Switches, faults string) *kprobe
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := scenarios.Boot(k, sw, 8, f, nil)
+	b, err := scenarios.Boot(k, sw, 8, f)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,6 +111,8 @@ type Kprobes struct {
 	thunks     image.Range
 	hasThunks  bool
 
+	kretBlacklist *uint64 // kretprobe_blacklist[0].addr, resolved once
+
 	why      Reason   // the last failing check's reason (see refuse)
 	depth    int      // the trail's current nesting
 	whyCache whyCache // simulator views the reasons read

@@ -6,50 +6,21 @@ import (
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kprobes"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
 
-// Booted is one kernel after boot: the image wired with the subsystems a
-// switch set selects, late init done (the series' indexes built), at
-// SYSTEM_RUNNING, with no probe registered yet.
-type Booted struct {
-	Kernel *image.Kernel
-	KP     *kprobes.Kprobes
-	// C counts everything since boot began; Boot counts in PhaseBoot and
-	// PhaseLateInit.
-	C *sim.Counters
-}
-
-// Boot wires and boots a kernel on k under sw, as a run of `run many`
-// does before its first probe. wire nil means DefaultWiring; cpus < 1 means
-// kprobes.DefaultConfig's.
-func Boot(k *image.Kernel, sw sim.Switches, cpus int, faults *sim.Faults, wire Wiring) (*Booted, error) {
-	if wire == nil {
-		wire = DefaultWiring
-	}
-	c := sim.NewCounters(false)
-	deps, lateInit, err := wire(k, sw, c, faults)
-	if err != nil {
-		return nil, err
-	}
-	cfg := kprobes.DefaultConfig()
+// Boot boots a kernel on k under sw (machine.Boot with run many's
+// kprobes configuration and cpus online CPUs; faults may be nil), ready
+// for a first probe.
+func Boot(k *image.Kernel, sw sim.Switches, cpus int, faults *sim.Faults) (*machine.Machine, error) {
+	cfg := machine.DefaultConfig()
+	cfg.Switches, cfg.Faults = sw, faults
 	if cpus >= 1 {
-		cfg.CPUs = cpus
+		cfg.Kprobes.CPUs = cpus
 	}
-	kp, err := kprobes.New(deps, cfg, sw, c)
-	if err != nil {
-		return nil, err
-	}
-	kp.Faults = faults
-	if lateInit != nil {
-		prev := c.Enter(PhaseLateInit)
-		err := lateInit()
-		c.Enter(prev)
-		if err != nil {
-			return nil, err
-		}
-	}
-	return &Booted{Kernel: k, KP: kp, C: c}, nil
+	cfg.Counters = sim.NewCounters(false)
+	return machine.Boot(k, cfg)
 }
 
 // FrontDoor is a way a probe reaches register_kprobe: directly (the
@@ -97,15 +68,15 @@ type Explanation struct {
 	Counters *sim.Counters
 }
 
-// Explain registers the one target t on b's kernel through door (nil:
+// Explain registers the one target t on m's kernel through door (nil:
 // DirectDoor), runs the deferred optimizer until it is idle, and returns
 // the decision trail and the outcome. It counts on a fresh counter set,
 // so Explanation.Counters is the cost of this probe alone.
-func Explain(b *Booted, t ProbeSpec, door FrontDoor) (*Explanation, error) {
+func Explain(m *machine.Machine, t ProbeSpec, door FrontDoor) (*Explanation, error) {
 	if door == nil {
 		door = DirectDoor{}
 	}
-	kp := b.KP
+	kp := m.KP
 	trail := &kprobes.Trail{}
 	c := sim.NewCounters(false)
 	saved := kp.C

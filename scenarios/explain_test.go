@@ -36,7 +36,7 @@ type outcome struct {
 // decision trail on.
 func registerEach(t tb, s *ManySetup, sw sim.Switches, trail bool) ([]outcome, *sim.Counters, *kprobes.Trail) {
 	t.Helper()
-	b, err := Boot(s.Kernel, sw, s.Opts.CPUs, nil, nil)
+	b, err := Boot(s.Kernel, sw, s.Opts.CPUs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestExplainTrailSameUnderEverySwitchSet(t *testing.T) {
 	}
 	want := make([]string, len(targets))
 	for _, spec := range specs {
-		b, err := Boot(s.Kernel, spec.Switches, 8, nil, nil)
+		b, err := Boot(s.Kernel, spec.Switches, 8, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,7 +219,7 @@ func ExampleExplain() {
 		fmt.Println(err)
 		return
 	}
-	b, err := Boot(s.Kernel, sim.PresetSeries.Set, 8, nil, nil)
+	b, err := Boot(s.Kernel, sim.PresetSeries.Set, 8, nil)
 	if err != nil {
 		fmt.Println(err)
 		return

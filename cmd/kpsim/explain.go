@@ -183,7 +183,7 @@ func explainOn(k *image.Kernel, sw sim.Switches, spec scenarios.ProbeSpec, cpus 
 	if err != nil {
 		return nil, usagef("--faults: %s", err.Error())
 	}
-	b, err := scenarios.Boot(k, sw, cpus, faults, nil)
+	b, err := scenarios.Boot(k, sw, cpus, faults)
 	if err != nil {
 		return nil, err
 	}
