@@ -103,6 +103,14 @@ func (kp *Kprobes) fnOf(addr uint64) uint64 {
 // insnName names an instruction in a reason: its kprobes class when it
 // has one (jcc, jmp, call, ret, ...), else its mnemonic.
 func (kp *Kprobes) insnName(i x86.Insn, addr uint64) string {
+	locs := kp.Image.McountLocs
+	if m := kp.Image.ModuleAt(addr); m != nil {
+		locs = m.McountLocs
+	}
+	if j, ok := slices.BinarySearch(locs, addr); ok && locs[j] == addr {
+		// Recovered as the ideal NOP5 (__recover_probed_insn).
+		return "__fentry__ call (an ftrace NOP5)"
+	}
 	if i.Kind != x86.KindOther {
 		return i.Kind.String()
 	}
