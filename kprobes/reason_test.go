@@ -386,3 +386,49 @@ func TestReasonsPastTheEndTrail(t *testing.T) {
 		t.Fatalf("trail does not say %q:\n%s", want, b.String())
 	}
 }
+
+// TestReasonsEnable: a probe registered disabled (as tracefs and perf
+// register theirs) is left unoptimized because it is disabled, and loses
+// that reason once enable_kprobe arms it and the optimizer runs.
+func TestReasonsEnable(t *testing.T) {
+	k := testImage(t)
+	for _, sw := range []sim.Switches{0, sim.PresetAll.Set} {
+		kp := boot(t, k, sw, "")
+		p := &kprobes.Kprobe{SymbolName: synth.ProbeTargetName(0), Flags: kprobes.KprobeFlagDisabled}
+		if err := kp.RegisterKprobe(p); err != nil {
+			t.Fatal(err)
+		}
+		kp.Drain()
+		if st, why := p.State(), p.Why(); st != kprobes.StateDisabled || why.String() != "optimize_kprobe: the probe is disabled (KPROBE_FLAG_DISABLED)" {
+			t.Fatalf("%s: registered disabled: %s, %q", sw.Name(), st, why)
+		}
+		if err := kp.EnableKprobe(p); err != nil {
+			t.Fatal(err)
+		}
+		kp.Drain()
+		if st, why := p.State(), p.Why(); st != kprobes.StateOptimized || !why.IsZero() {
+			t.Fatalf("%s: enabled: %s, %q", sw.Name(), st, why)
+		}
+		stray := &kprobes.Kprobe{Addr: target(k, 1)}
+		if err := kp.EnableKprobe(stray); !errors.Is(err, kprobes.EINVAL) || stray.Why().String() != "enable_kprobe: __get_valid_kprobe: the probe is not registered" {
+			t.Fatalf("%s: enabling an unregistered probe: %v, %q", sw.Name(), err, stray.Why())
+		}
+	}
+}
+
+// TestRecorderIndent: a front door's steps and the core's, nested.
+func TestRecorderIndent(t *testing.T) {
+	k := testImage(t)
+	kp := boot(t, k, 0, "")
+	tr := &kprobes.Trail{}
+	tr.Record(kprobes.Step{Check: "trace_kprobe_create", Args: `"p:kprobes/f0 kprobe_many_func_0+1"`, Result: "register_trace_kprobe"})
+	kp.Trail = kprobes.Indent(tr, 1)
+	_ = kp.RegisterKprobe(&kprobes.Kprobe{SymbolName: synth.ProbeTargetName(0), Offset: 1})
+	var b strings.Builder
+	_, _ = tr.WriteTo(&b)
+	lines := strings.Split(b.String(), "\n")
+	if lines[0] != `trace_kprobe_create("p:kprobes/f0 kprobe_many_func_0+1") = register_trace_kprobe` ||
+		lines[1] != `  register_kprobe(symbol_name="kprobe_many_func_0", offset=1)` || !strings.HasPrefix(lines[2], "    _kprobe_addr") {
+		t.Fatalf("trail:\n%s", b.String())
+	}
+}

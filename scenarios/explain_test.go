@@ -35,8 +35,16 @@ type outcome struct {
 // outcome after the optimizer is idle, and the counters. trail turns the
 // decision trail on.
 func registerEach(t tb, s *ManySetup, sw sim.Switches, trail bool) ([]outcome, *sim.Counters, *kprobes.Trail) {
+	return registerEachFaults(t, s, sw, trail, "")
+}
+
+func registerEachFaults(t tb, s *ManySetup, sw sim.Switches, trail bool, faults string) ([]outcome, *sim.Counters, *kprobes.Trail) {
 	t.Helper()
-	b, err := Boot(s.Kernel, sw, s.Opts.CPUs, nil)
+	f, err := sim.ParseFaults(faults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Boot(s.Kernel, sw, s.Opts.CPUs, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +132,21 @@ func TestReasonsSameUnderEverySwitchSet(t *testing.T) {
 	for _, spec := range allSpecs()[1:] {
 		got, _, _ := registerEach(t, s, spec.Switches, false)
 		sameOutcomes(t, spec.Name, base, got)
+	}
+	// With every late-init index allocation failing the series falls
+	// back to the linear scans: the same reasons again.
+	var faults []string
+	for _, f := range sim.FaultPoints() {
+		if strings.HasSuffix(f.Name, ".index.alloc") {
+			faults = append(faults, f.Name)
+		}
+	}
+	if len(faults) == 0 {
+		t.Fatal("no index allocation fault points")
+	}
+	for _, sw := range []sim.Switches{sim.PresetSeries.Set, sim.PresetAll.Set} {
+		got, _, _ := registerEachFaults(t, s, sw, false, strings.Join(faults, ","))
+		sameOutcomes(t, sw.Name()+" with failing index allocations", base, got)
 	}
 }
 
