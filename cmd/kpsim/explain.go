@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -43,7 +44,7 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	n := fs.Int("n", scenarios.DefaultManyOptions().N, "generated probe-target functions in the image, as run many builds it (0: none); raised to cover a kprobe_many_func_K target")
+	n := fs.Int("n", scenarios.DefaultManyOptions().N, "generated probe-target functions (kprobe_many_func_K) in the image, as run many builds it; by default only when TARGET is one of them (give --n to build run many's image for any target)")
 	traced := fs.Bool("traced", false, "build the probe targets with __fentry__ calls, as run many --traced")
 	patches := fs.String("patches", "none", "the switch set to run under: a preset (none, series, all) or comma-separated switches")
 	post := fs.Bool("post", false, "give the probe a post handler (it is then never optimized)")
@@ -78,9 +79,16 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	if _, err := sim.ParseFaults(*faults); err != nil {
 		return usagef("--faults: %s", err.Error())
 	}
-	targets := *n
-	if k, ok := probeTargetIndex(spec.Symbol); ok && k >= targets {
-		targets = k + 1
+	// The sample's targets are built into the image when TARGET names one
+	// of them (at least K+1 of them for kprobe_many_func_K) or --n asks.
+	targets := 0
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "n" {
+			targets = *n
+		}
+	})
+	if k, ok := probeTargetIndex(spec.Symbol); ok {
+		targets = max(targets, *n, k+1)
 	}
 	k, err := explainImage(imf, targets, *traced)
 	if err != nil {

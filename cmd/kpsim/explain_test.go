@@ -10,6 +10,19 @@ func explainArgs(extra ...string) []string {
 	return append(append([]string{"explain"}, small...), append([]string{"--n", "4"}, extra...)...)
 }
 
+// A sample target is built into the image even without --n; other
+// targets get the image without them unless --n asks.
+func TestExplainSampleTargets(t *testing.T) {
+	out, errs, code := runKpsim(append(append([]string{"explain"}, small...), "kprobe_many_func_7")...)
+	if code != 0 || !strings.Contains(out, "state    optimized") {
+		t.Fatalf("exit %d (%s):\n%s", code, errs, out)
+	}
+	out, errs, code = runKpsim(append(append([]string{"explain"}, small...), "kprobe_many_func_7", "--n", "0")...)
+	if code != 0 || !strings.Contains(out, "state    optimized") {
+		t.Fatalf("--n 0 with a sample target: exit %d (%s):\n%s", code, errs, out)
+	}
+}
+
 func TestExplainOptimized(t *testing.T) {
 	out, errs, code := runKpsim(explainArgs("kprobe_many_func_1", "--patches", "series")...)
 	if code != 0 {
@@ -37,7 +50,7 @@ func TestExplainOptimized(t *testing.T) {
 // The target may come first; flags after it still apply.
 func TestExplainRefusedVerify(t *testing.T) {
 	args := append([]string{"explain", "kprobe_many_func_2+1", "--verify"}, small...)
-	out, errs, code := runKpsim(append(args, "--n", "4")...)
+	out, errs, code := runKpsim(args...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
