@@ -2,6 +2,7 @@ package kprobes_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -430,5 +431,21 @@ func TestRecorderIndent(t *testing.T) {
 	if lines[0] != `trace_kprobe_create("p:kprobes/f0 kprobe_many_func_0+1") = register_trace_kprobe` ||
 		lines[1] != `  register_kprobe(symbol_name="kprobe_many_func_0", offset=1)` || !strings.HasPrefix(lines[2], "    _kprobe_addr") {
 		t.Fatalf("trail:\n%s", b.String())
+	}
+}
+
+func TestReasonAndStateJSON(t *testing.T) {
+	b, err := json.Marshal(struct {
+		Why   kprobes.Reason
+		State kprobes.State
+	}{kprobes.Reason{Check: "can_optimize", Detail: "indirect jump at +12"}, kprobes.StateInt3})
+	if err != nil || string(b) != `{"Why":{"check":"can_optimize","detail":"indirect jump at +12"},"State":"int3"}` {
+		t.Fatalf("%s %v", b, err)
+	}
+	if s := (kprobes.Reason{Check: "can_optimize"}).String(); s != "can_optimize" {
+		t.Fatal(s)
+	}
+	if !(kprobes.Reason{}).IsZero() || (kprobes.Reason{}).String() != "" {
+		t.Fatal("zero Reason")
 	}
 }
