@@ -335,6 +335,40 @@ func (kp *Kprobes) open(check, args, result string) {
 
 func (kp *Kprobes) close() { kp.depth-- }
 
+// noteSub records a step one level below the current one: what a check
+// looked at on its way (call only when tracing).
+func (kp *Kprobes) noteSub(check, args, result string) {
+	kp.Trail.Record(Step{Depth: kp.depth + 1, Check: check, Args: args, Result: result})
+}
+
+// hold buffers the steps recorded until the returned flush runs, then
+// writes the check's own steps (at the current depth) before the ones
+// nested under them: a walk's summary, known only at its end, comes
+// before what it met on the way (call only when tracing).
+func (kp *Kprobes) hold() (flush func()) {
+	saved, base := kp.Trail, kp.depth
+	buf := &Trail{}
+	kp.Trail = buf
+	done := false
+	return func() {
+		if done {
+			return
+		}
+		done = true
+		kp.Trail = saved
+		for _, s := range buf.Steps {
+			if s.Depth <= base {
+				saved.Record(s)
+			}
+		}
+		for _, s := range buf.Steps {
+			if s.Depth > base {
+				saved.Record(s)
+			}
+		}
+	}
+}
+
 // errName is an errno's kernel spelling for the trail: "-EINVAL".
 func errName(err error) string {
 	if err == nil {

@@ -78,6 +78,9 @@ func (r *recoverer) recoverProbedInstruction(addr uint64) (ftraceSite bool, err 
 	}
 	if found {
 		c.Inc(opCopyInsn)
+		if kp.tracing() {
+			kp.noteSub("__recover_optprobed_insn", kp.symPlus(addr), "the original bytes under an optprobe's jump")
+		}
 		return false, nil
 	}
 	// __recover_probed_insn: get_kprobe(addr) (served by the iterator or
@@ -88,6 +91,13 @@ func (r *recoverer) recoverProbedInstruction(addr uint64) (ftraceSite bool, err 
 	faddr := kp.Ftrace != nil && kp.Ftrace.Location(c, addr) == addr
 	if at != nil || faddr {
 		c.Inc(opCopyInsn)
+		if kp.tracing() {
+			what := "an ftrace site: decoded as the ideal NOP5"
+			if !faddr {
+				what = "the original byte under a kprobe's int3"
+			}
+			kp.noteSub("__recover_probed_insn", kp.symPlus(addr), what)
+		}
 	}
 	return faddr, nil
 }
@@ -117,6 +127,9 @@ func (kp *Kprobes) canProbe(paddr uint64) bool {
 	if !ok {
 		kp.refuse(nil, ck, fmt.Sprintf("%#x is in no kallsyms symbol", paddr))
 		return false
+	}
+	if kp.tracing() {
+		defer kp.hold()()
 	}
 	r := kp.newWalkRecoverer(kp.Sw.Has(sim.IterCanProbe))
 	fn := paddr - off
@@ -271,16 +284,22 @@ func prepareEmulation(i x86.Insn) (string, error) {
 func (kp *Kprobes) archCopyKprobe(p *Kprobe) error {
 	c := kp.C
 	r := &recoverer{kp: kp}
+	flush := func() {}
+	if kp.tracing() {
+		flush = kp.hold()
+	}
 	insn, n, why := kp.copyInstruction(r, p.Addr, p.ainsn.slot)
 	fn := func() uint64 { return kp.fnOf(p.Addr) }
 	if n == 0 {
 		if kp.tracing() {
 			kp.note("__copy_instruction", kp.symPlus(p.Addr), "0: the instruction "+why+": -EINVAL")
+			flush()
 		}
 		return kp.refuse(EINVAL, "arch_copy_kprobe: __copy_instruction", fmt.Sprintf("the instruction at %s %s", kp.rel(fn(), p.Addr), why))
 	}
 	if kp.tracing() {
 		kp.note("__copy_instruction", kp.symPlus(p.Addr), fmt.Sprintf("%d (%s)", n, kp.insnName(insn, p.Addr)))
+		flush()
 	}
 	if why, err := prepareEmulation(insn); err != nil {
 		if kp.tracing() {

@@ -37,6 +37,9 @@ func (kp *Kprobes) canOptimize(paddr uint64) bool {
 		}
 		return false
 	}
+	if tr {
+		defer kp.hold()()
+	}
 	r := kp.newWalkRecoverer(kp.Sw.Has(sim.IterCanOptimize))
 	n := 0
 	fail := func(detail string) bool {
@@ -99,6 +102,9 @@ func (kp *Kprobes) copyOptimizedInstructions(src, real uint64) (int, error) {
 	c := kp.C
 	const ck = "copy_optimized_instructions"
 	fn := func() uint64 { return kp.fnOf(src) }
+	if kp.tracing() {
+		defer kp.hold()()
+	}
 	r := kp.newWalkRecoverer(kp.Sw.Has(sim.IterCopyOptimized))
 	n, k := 0, 0
 	for n < x86.JMP32InsnSize {
