@@ -18,7 +18,7 @@ import (
 	"github.com/kpsim/kpsim/sim"
 )
 
-const explainUsage = "kpsim explain [image flags] [--n N] [--patches LIST] [--post] [--verify] [--format text|json] TARGET"
+const explainUsage = "kpsim explain [image flags] [--n N] [--patches LIST] [--with TARGET]... [--post] [--verify] [--format text|json] TARGET"
 
 // runExplain prints the decision trail of one probe: every check
 // register_kprobe makes, in order, what it looked at and what it decided,
@@ -50,6 +50,8 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	post := fs.Bool("post", false, "give the probe a post handler (it is then never optimized)")
 	cpus := fs.Int("cpus", scenarios.DefaultManyOptions().CPUs, "online CPUs (each text_poke_sync IPIs them all)")
 	faults := fs.String("faults", "", "fault injection: POINT or POINT@N, comma-separated (kpsim list shows the points)")
+	var with patchList
+	fs.Var(&with, "with", "register this target first (repeatable, in order, the optimizer run after each): the probe is explained among them")
 	verify := fs.Bool("verify", false, "also run the probe under every preset and ablation set and check the trail and decision are the same")
 	format := fs.String("format", "text", "output: text or json")
 	if err := parse(fs, rest, stdout); err != nil {
@@ -63,6 +65,14 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 		return usagef("TARGET %q: %s", target, err.Error())
 	}
 	spec.Post = *post
+	var priors []scenarios.ProbeSpec
+	for _, w := range with {
+		ps, err := parseExplainTarget(w)
+		if err != nil {
+			return usagef("--with %q: %s", w, err.Error())
+		}
+		priors = append(priors, ps)
+	}
 	sw, err := sim.ParseSwitches(*patches)
 	if err != nil {
 		return usagef("--patches %q: %s", *patches, err.Error())
@@ -87,20 +97,22 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 			targets = *n
 		}
 	})
-	if k, ok := probeTargetIndex(spec.Symbol); ok {
-		targets = max(targets, *n, k+1)
+	for _, ps := range append([]scenarios.ProbeSpec{spec}, priors...) {
+		if k, ok := probeTargetIndex(ps.Symbol); ok {
+			targets = max(targets, *n, k+1)
+		}
 	}
 	k, err := explainImage(imf, targets, *traced)
 	if err != nil {
 		return err
 	}
-	x, err := explainOn(k, sw, spec, *cpus, *faults)
+	x, err := explainOn(k, sw, spec, priors, *cpus, *faults)
 	if err != nil {
 		return err
 	}
 	var same *verifyResult
 	if *verify {
-		if same, err = verifyExplain(k, x, spec, *cpus, *faults); err != nil {
+		if same, err = verifyExplain(k, x, spec, priors, *cpus, *faults); err != nil {
 			return err
 		}
 	}
@@ -186,16 +198,66 @@ func explainImage(imf *imageFlags, n int, traced bool) (*image.Kernel, error) {
 	return k, nil
 }
 
-func explainOn(k *image.Kernel, sw sim.Switches, spec scenarios.ProbeSpec, cpus int, faultSpec string) (*scenarios.Explanation, error) {
+// explained is one explanation and the outcomes of the probes registered
+// before it.
+type explained struct {
+	*scenarios.Explanation
+	Priors []priorResult
+}
+
+type priorResult struct {
+	Target string `json:"target"`
+	Result string `json:"result"`
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
+}
+
+func explainOn(k *image.Kernel, sw sim.Switches, spec scenarios.ProbeSpec, priors []scenarios.ProbeSpec, cpus int, faultSpec string) (*explained, error) {
 	faults, err := sim.ParseFaults(faultSpec)
 	if err != nil {
 		return nil, usagef("--faults: %s", err.Error())
 	}
-	b, err := scenarios.Boot(k, sw, cpus, faults)
+	m, err := scenarios.Boot(k, sw, cpus, faults)
 	if err != nil {
 		return nil, err
 	}
-	return scenarios.Explain(b, spec, nil)
+	out := &explained{}
+	var ps []*kprobes.Kprobe
+	var errs []error
+	for _, t := range priors {
+		p, _, err := scenarios.DirectDoor{}.Register(m.KP, t)
+		var e kprobes.Errno
+		if err != nil && !errors.As(err, &e) {
+			return nil, fmt.Errorf("--with %s: %w", describeTarget(t), err)
+		}
+		m.KP.Drain()
+		ps, errs = append(ps, p), append(errs, err)
+	}
+	x, err := scenarios.Explain(m, spec, nil)
+	if err != nil {
+		return nil, err
+	}
+	out.Explanation = x
+	// The priors as they stand after the explained probe (it may have
+	// changed them: a probe inside an optprobe's jump unoptimizes it).
+	for i, p := range ps {
+		r := priorResult{Target: describeTarget(priors[i]), Result: "0", State: p.State().String(), Reason: p.Why().String()}
+		if errs[i] != nil {
+			r.Result = errs[i].Error()
+		}
+		out.Priors = append(out.Priors, r)
+	}
+	return out, nil
+}
+
+func describeTarget(t scenarios.ProbeSpec) string {
+	switch {
+	case t.Symbol != "" && t.Offset != 0:
+		return fmt.Sprintf("%s+%d", t.Symbol, t.Offset)
+	case t.Symbol != "":
+		return t.Symbol
+	}
+	return fmt.Sprintf("%#x", t.Addr)
 }
 
 type verifyResult struct {
@@ -206,13 +268,13 @@ type verifyResult struct {
 
 // verifyExplain reruns the probe under every preset and ablation set and
 // compares trails and outcomes with x.
-func verifyExplain(k *image.Kernel, x *scenarios.Explanation, spec scenarios.ProbeSpec, cpus int, faults string) (*verifyResult, error) {
+func verifyExplain(k *image.Kernel, x *explained, spec scenarios.ProbeSpec, priors []scenarios.ProbeSpec, cpus int, faults string) (*verifyResult, error) {
 	specs := []scenarios.RunSpec{{Name: "none"}, {Name: "series", Switches: sim.PresetSeries.Set}, {Name: "all", Switches: sim.PresetAll.Set}}
 	specs = append(specs, scenarios.AblationSpecs()...)
 	v := &verifyResult{Sets: len(specs), Same: true}
 	want := explainKey(x)
 	for _, s := range specs {
-		y, err := explainOn(k, s.Switches, spec, cpus, faults)
+		y, err := explainOn(k, s.Switches, spec, priors, cpus, faults)
 		if err != nil {
 			return nil, fmt.Errorf("--verify under %s: %w", s.Name, err)
 		}
@@ -224,14 +286,14 @@ func verifyExplain(k *image.Kernel, x *scenarios.Explanation, spec scenarios.Pro
 	return v, nil
 }
 
-func explainKey(x *scenarios.Explanation) string {
+func explainKey(x *explained) string {
 	var b strings.Builder
 	_, _ = x.Trail.WriteTo(&b)
-	fmt.Fprintf(&b, "%d %s %s %#x", x.Code, x.State, x.Why, x.Addr)
+	fmt.Fprintf(&b, "%d %s %s %#x %+v", x.Code, x.State, x.Why, x.Addr, x.Priors)
 	return b.String()
 }
 
-func resultString(x *scenarios.Explanation) string {
+func resultString(x *explained) string {
 	var bug *kprobes.BugError
 	switch {
 	case x.Err == nil:
@@ -242,8 +304,19 @@ func resultString(x *scenarios.Explanation) string {
 	return fmt.Sprintf("-%s (%d)", kprobes.Errno(x.Code).Name(), -x.Code)
 }
 
-func writeExplainText(w io.Writer, k *image.Kernel, x *scenarios.Explanation, sw sim.Switches, target string, v *verifyResult) {
+func writeExplainText(w io.Writer, k *image.Kernel, x *explained, sw sim.Switches, target string, v *verifyResult) {
 	fmt.Fprintf(w, "explain %s on %s, through %s, patches %s\n\n", target, k.Name, x.Door, sw.Name())
+	if len(x.Priors) > 0 {
+		fmt.Fprintln(w, "registered first (--with), as they stand at the end:")
+		for _, p := range x.Priors {
+			why := p.Reason
+			if why == "" {
+				why = "-"
+			}
+			fmt.Fprintf(w, "  %s: %s, %s, %s\n", p.Target, p.Result, p.State, why)
+		}
+		fmt.Fprintln(w)
+	}
 	_, _ = x.Trail.WriteTo(w)
 	fmt.Fprintln(w)
 	row := func(k, v string) { fmt.Fprintf(w, "%-9s%s\n", k, v) }
@@ -316,7 +389,7 @@ func symPlus(k *image.Kernel, addr uint64) string {
 	return ""
 }
 
-func writeExplainJSON(w io.Writer, k *image.Kernel, x *scenarios.Explanation, sw sim.Switches, v *verifyResult) error {
+func writeExplainJSON(w io.Writer, k *image.Kernel, x *explained, sw sim.Switches, v *verifyResult) error {
 	type step struct {
 		Depth  int    `json:"depth"`
 		Check  string `json:"check"`
@@ -338,9 +411,10 @@ func writeExplainJSON(w io.Writer, k *image.Kernel, x *scenarios.Explanation, sw
 		Trail   []step            `json:"trail"`
 		Ops     map[string]uint64 `json:"ops"`
 		Verify  *verifyResult     `json:"verify,omitempty"`
+		With    []priorResult     `json:"with,omitempty"`
 		Cycles  float64           `json:"est_cycles"`
 	}{Kernel: k.Name, Door: x.Door, Patches: sw.Name(), Result: resultString(x), Errno: x.Code, State: x.State.String(),
-		Check: x.Why.Check, Detail: x.Why.Detail, Reason: x.Why.String(), Ops: map[string]uint64{}, Verify: v,
+		Check: x.Why.Check, Detail: x.Why.Detail, Reason: x.Why.String(), Ops: map[string]uint64{}, Verify: v, With: x.Priors,
 		Cycles: sim.DefaultCosts().Cycles(x.Counters)}
 	if x.Addr != 0 {
 		out.Addr, out.Where = fmt.Sprintf("%#x", x.Addr), symPlus(k, x.Addr)

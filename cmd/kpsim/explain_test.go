@@ -113,3 +113,26 @@ func TestExplainUnknownSymbol(t *testing.T) {
 		t.Fatalf("exit %d (%s):\n%s", code, errs, out)
 	}
 }
+
+// --with registers other probes first: here an optprobe whose jump the
+// explained probe lands in, and a refused one.
+func TestExplainWith(t *testing.T) {
+	out, errs, code := runKpsim(explainArgs("kprobe_many_func_1+9", "--with", "kprobe_many_func_1+6", "--with", "kprobe_many_func_2+1", "--verify")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"kprobe_many_func_1+6: 0, int3, __arm_kprobe: get_optimized_kprobe: unoptimized: a probe was armed at +9 inside its jump [+6, +15)",
+		"kprobe_many_func_2+1: -EILSEQ, unregistered, arch_prepare_kprobe: can_probe:",
+		"unoptimize_kprobe(kprobe_many_func_1+0x6)",
+		"state    optimized",
+		"verified:",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, errs, code := runKpsim(explainArgs("kprobe_many_func_1", "--with", "0xnope")...); code != 2 || !strings.Contains(errs, "--with") {
+		t.Errorf("bad --with: exit %d, %s", code, errs)
+	}
+}
