@@ -111,7 +111,13 @@ func (kp *Kprobes) insnName(i x86.Insn, addr uint64) string {
 		// Recovered as the ideal NOP5 (__recover_probed_insn).
 		return "__fentry__ call (an ftrace NOP5)"
 	}
-	if i.Kind != x86.KindOther {
+	switch i.Kind {
+	case x86.KindOther:
+	case x86.KindJmpIndirect:
+		return "indirect jmp"
+	case x86.KindCallIndirect:
+		return "indirect call"
+	default:
 		return i.Kind.String()
 	}
 	if full, err := x86.Decode(nil, kp.Image.Text(addr, x86.MaxInsnSize)); err == nil && full.Mnemonic != "" {
