@@ -142,14 +142,14 @@ func (kp *Kprobes) registerKprobe(p *Kprobe) error {
 	if kp.tracing() {
 		kp.note("hlist_add_head_rcu", fmt.Sprintf("kprobe_table[%d]", HashPtr(p.Addr, KprobeHashBits)), "inserted")
 	}
+	// Not armed: try_to_optimize_kprobe's optimize_kprobe then gives the
+	// reason (disabled, or all disarmed).
 	switch {
 	case kp.Reg.AllDisarmed:
-		p.why = Reason{Check: "register_kprobe", Detail: "kprobes_all_disarmed: not armed (debugfs kprobes/enabled = 0)"}
 		if kp.tracing() {
 			kp.note("arm_kprobe", "", "skipped: kprobes_all_disarmed")
 		}
 	case p.Disabled():
-		p.why = Reason{Check: "register_kprobe", Detail: "registered disabled (KPROBE_FLAG_DISABLED): not armed until enabled"}
 		if kp.tracing() {
 			kp.note("arm_kprobe", "", "skipped: KPROBE_FLAG_DISABLED")
 		}
