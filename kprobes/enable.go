@@ -24,12 +24,19 @@ func (kp *Kprobes) EnableKprobe(p *Kprobe) error {
 	c := kp.C
 	prev := c.Enter(PhaseEnable)
 	defer c.Enter(prev)
+	p.refused = Reason{}
 	ap := kp.Reg.GetValidKprobe(p, c)
 	if ap == nil {
+		p.refused = Reason{Check: "enable_kprobe: __get_valid_kprobe", Detail: "the probe is not registered"}
 		return EINVAL
 	}
 	if p.Gone() {
+		p.refused = Reason{Check: "enable_kprobe", Detail: "the probe is gone (KPROBE_FLAG_GONE: its module went away)"}
 		return EINVAL
+	}
+	if kp.tracing() {
+		kp.open("enable_kprobe", kp.symPlus(p.Addr), "")
+		defer kp.close()
 	}
 	if p != ap {
 		p.Flags &^= KprobeFlagDisabled
@@ -44,6 +51,7 @@ func (kp *Kprobes) EnableKprobe(p *Kprobe) error {
 			if p != ap {
 				p.Flags |= KprobeFlagDisabled
 			}
+			p.refused = kp.why
 			return err
 		}
 	}
@@ -144,6 +152,7 @@ func (kp *Kprobes) registerKretprobe(rp *Kretprobe) error {
 	// kretprobe_blacklist_size is 1 on x86: kprobe_addr and one compare.
 	addr, err := kp.KprobeAddr(p.Addr, p.SymbolName, p.Offset)
 	if err != nil {
+		p.refused = kp.why
 		return err
 	}
 	c.Inc(opConst)

@@ -33,6 +33,7 @@ func (kp *Kprobes) prepareOptimizedKprobe(op, p *Kprobe) {
 		op.why = ftraceReason
 		return
 	}
+	saved := kp.why // a registration's pending refusal, if any
 	kp.why = Reason{}
 	if err := kp.archPrepareOptimizedKprobe(op); err != nil {
 		op.why = kp.why
@@ -42,6 +43,7 @@ func (kp *Kprobes) prepareOptimizedKprobe(op, p *Kprobe) {
 	} else {
 		op.why = Reason{}
 	}
+	kp.why = saved
 }
 
 // ftraceReason: a kprobe on an ftrace site is never jump-optimized.
@@ -119,9 +121,11 @@ func (kp *Kprobes) optimizeKprobe(p *Kprobe) {
 		}
 		return
 	}
+	saved := kp.why
 	kp.why = Reason{}
-	if kp.archCheckOptimizedKprobe(p) != nil {
-		p.why = kp.why
+	err := kp.archCheckOptimizedKprobe(p)
+	p.why, kp.why = kp.why, saved
+	if err != nil {
 		return
 	}
 	p.why = Reason{}
@@ -314,7 +318,7 @@ func (kp *Kprobes) RunOptimizer() {
 			kp.archOptimizeKprobe(op)
 			op.Queue = QueueNone
 			if kp.tracing() {
-				kp.note("kprobe_optimizer: do_optimize_kprobes: arch_optimize_kprobes", kp.symPlus(op.Addr),
+				kp.note("do_optimize_kprobes: arch_optimize_kprobes", kp.symPlus(op.Addr),
 					fmt.Sprintf("JMP32 to the detour buffer written over %d bytes (text_poke_bp)", op.Opt.Size))
 			}
 		}

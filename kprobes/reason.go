@@ -18,8 +18,8 @@ import (
 // derived from the image, not from how the lookup found it. The zero
 // Reason means nothing stood in the way (a registered, optimized probe).
 type Reason struct {
-	Check  string
-	Detail string
+	Check  string `json:"check,omitempty"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // String returns "check: detail" ("" for the zero Reason).
@@ -71,6 +71,9 @@ func (s State) String() string {
 	}
 	return fmt.Sprintf("State(%d)", s)
 }
+
+// MarshalText makes a State read as its name in JSON.
+func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // State returns where p stands: its own flags, or its aggregator's for a
 // child (the aggregator is what the kernel arms and optimizes).

@@ -142,14 +142,14 @@ func (kp *Kprobes) registerKprobe(p *Kprobe) error {
 	if kp.tracing() {
 		kp.note("hlist_add_head_rcu", fmt.Sprintf("kprobe_table[%d]", HashPtr(p.Addr, KprobeHashBits)), "inserted")
 	}
+	// Not armed: try_to_optimize_kprobe's optimize_kprobe then gives the
+	// reason (disabled, or all disarmed).
 	switch {
 	case kp.Reg.AllDisarmed:
-		p.why = Reason{Check: "register_kprobe", Detail: "kprobes_all_disarmed: not armed (debugfs kprobes/enabled = 0)"}
 		if kp.tracing() {
 			kp.note("arm_kprobe", "", "skipped: kprobes_all_disarmed")
 		}
 	case p.Disabled():
-		p.why = Reason{Check: "register_kprobe", Detail: "registered disabled (KPROBE_FLAG_DISABLED): not armed until enabled"}
 		if kp.tracing() {
 			kp.note("arm_kprobe", "", "skipped: KPROBE_FLAG_DISABLED")
 		}
@@ -312,23 +312,31 @@ func (kp *Kprobes) checkKprobeAddressSafe(p *Kprobe) (*image.Module, error) {
 		kp.open("check_kprobe_address_safe", kp.symPlus(addr), "")
 		defer kp.close()
 	}
-	fn := kp.fnOf(addr)
+	fn := func() uint64 { return kp.fnOf(addr) }
 
 	c.Enter(PhaseFtrace)
 	// check_ftrace_location
-	if kp.Ftrace != nil && kp.Ftrace.Location(c, addr) == addr {
+	var loc uint64
+	if kp.Ftrace != nil {
+		loc = kp.Ftrace.Location(c, addr)
+	}
+	if kp.Ftrace != nil && loc == addr {
 		if !kp.Image.Config.KprobesOnFtrace {
 			if tr {
-				kp.note("check_ftrace_location: ftrace_location", kp.symPlus(addr), "an ftrace site, no CONFIG_KPROBES_ON_FTRACE: -EINVAL")
+				kp.note("check_ftrace_location: ftrace_location", kp.symPlus(addr), fmt.Sprintf("%#x: an ftrace site, no CONFIG_KPROBES_ON_FTRACE: -EINVAL", loc))
 			}
-			return nil, kp.refuse(EINVAL, cks+"check_ftrace_location", fmt.Sprintf("__fentry__ call at %s and no CONFIG_KPROBES_ON_FTRACE", kp.rel(fn, addr)))
+			return nil, kp.refuse(EINVAL, cks+"check_ftrace_location", fmt.Sprintf("__fentry__ call at %s and no CONFIG_KPROBES_ON_FTRACE", kp.rel(fn(), addr)))
 		}
 		p.Flags |= KprobeFlagFtrace
 		if tr {
 			kp.note("check_ftrace_location: ftrace_location", kp.symPlus(addr), fmt.Sprintf("%#x: the __fentry__ call, KPROBE_FLAG_FTRACE", addr))
 		}
 	} else if tr {
-		kp.note("check_ftrace_location: ftrace_location", kp.symPlus(addr), "not this address: no ftrace site")
+		r := "0: no ftrace site"
+		if loc != 0 {
+			r = fmt.Sprintf("%#x (%s, the function's site, not this address)", loc, kp.symPlus(loc))
+		}
+		kp.note("check_ftrace_location: ftrace_location", kp.symPlus(addr), r)
 	}
 
 	c.Enter(PhaseText)
@@ -377,7 +385,7 @@ func (kp *Kprobes) checkKprobeAddressSafe(p *Kprobe) (*image.Module, error) {
 	}
 	c.Enter(PhaseJumpLabel)
 	if r, err := reserved(kp.JumpLabel, c, addr, addr); err != nil || r {
-		d := kp.jumpLabelDetail(fn, addr, addr)
+		d := kp.jumpLabelDetail(fn(), addr, addr)
 		if err != nil {
 			d = "BUG: " + d + " is not a 2- or 5-byte JMP or NOP"
 		}
@@ -391,7 +399,7 @@ func (kp *Kprobes) checkKprobeAddressSafe(p *Kprobe) (*image.Module, error) {
 	}
 	c.Enter(PhaseStaticCall)
 	if r, err := reserved(kp.StaticCall, c, addr, addr); err != nil || r {
-		d := kp.staticCallDetail(fn, addr, addr)
+		d := kp.staticCallDetail(fn(), addr, addr)
 		if tr {
 			kp.note("static_call_text_reserved", fmt.Sprintf("[%#x, %#x]", addr, addr), "true, "+d)
 		}
@@ -402,7 +410,7 @@ func (kp *Kprobes) checkKprobeAddressSafe(p *Kprobe) (*image.Module, error) {
 	}
 	c.Enter(PhaseBug)
 	if kp.Bugs != nil && kp.Bugs.FindBug(c, addr) {
-		d := kp.bugDetail(fn, addr)
+		d := kp.bugDetail(fn(), addr)
 		if tr {
 			kp.note("find_bug", fmt.Sprintf("%#x", addr), d+": -EINVAL")
 		}
@@ -527,11 +535,12 @@ func (kp *Kprobes) armKprobeFtrace(p *Kprobe) error {
 // armKprobeInt3 models kernel/kprobes.c:__arm_kprobe.
 func (kp *Kprobes) armKprobeInt3(p *Kprobe) {
 	if op := kp.getOptimizedKprobe(p.Addr); op != nil {
+		fn := func() uint64 { return kp.fnOf(op.Addr) }
 		if kp.tracing() {
 			kp.note("__arm_kprobe: get_optimized_kprobe", kp.symPlus(p.Addr), fmt.Sprintf("the optprobe at %s covers it: unoptimize_kprobe(force)", kp.symPlus(op.Addr)))
 		}
 		kp.unoptimizeKprobe(op, true, Reason{Check: "__arm_kprobe: get_optimized_kprobe",
-			Detail: fmt.Sprintf("unoptimized: a probe was armed at %s inside its jump [%s, %s)", kp.rel(op.Addr, p.Addr), kp.rel(op.Addr, op.Addr), kp.rel(op.Addr, op.Addr+uint64(op.Opt.Size)))})
+			Detail: fmt.Sprintf("unoptimized: a probe was armed at %s inside its jump [%s, %s)", kp.rel(fn(), p.Addr), kp.rel(fn(), op.Addr), kp.rel(fn(), op.Addr+uint64(op.Opt.Size)))})
 	} else if kp.tracing() {
 		kp.note("__arm_kprobe: get_optimized_kprobe", kp.symPlus(p.Addr), "NULL: no optprobe covers it")
 	}

@@ -103,7 +103,21 @@ func (kp *Kprobes) fnOf(addr uint64) uint64 {
 // insnName names an instruction in a reason: its kprobes class when it
 // has one (jcc, jmp, call, ret, ...), else its mnemonic.
 func (kp *Kprobes) insnName(i x86.Insn, addr uint64) string {
-	if i.Kind != x86.KindOther {
+	locs := kp.Image.McountLocs
+	if m := kp.Image.ModuleAt(addr); m != nil {
+		locs = m.McountLocs
+	}
+	if j, ok := slices.BinarySearch(locs, addr); ok && locs[j] == addr {
+		// Recovered as the ideal NOP5 (__recover_probed_insn).
+		return "__fentry__ call (an ftrace NOP5)"
+	}
+	switch i.Kind {
+	case x86.KindOther:
+	case x86.KindJmpIndirect:
+		return "indirect jmp"
+	case x86.KindCallIndirect:
+		return "indirect call"
+	default:
 		return i.Kind.String()
 	}
 	if full, err := x86.Decode(nil, kp.Image.Text(addr, x86.MaxInsnSize)); err == nil && full.Mnemonic != "" {
@@ -327,6 +341,40 @@ func (kp *Kprobes) open(check, args, result string) {
 
 func (kp *Kprobes) close() { kp.depth-- }
 
+// noteSub records a step one level below the current one: what a check
+// looked at on its way (call only when tracing).
+func (kp *Kprobes) noteSub(check, args, result string) {
+	kp.Trail.Record(Step{Depth: kp.depth + 1, Check: check, Args: args, Result: result})
+}
+
+// hold buffers the steps recorded until the returned flush runs, then
+// writes the check's own steps (at the current depth) before the ones
+// nested under them: a walk's summary, known only at its end, comes
+// before what it met on the way (call only when tracing).
+func (kp *Kprobes) hold() (flush func()) {
+	saved, base := kp.Trail, kp.depth
+	buf := &Trail{}
+	kp.Trail = buf
+	done := false
+	return func() {
+		if done {
+			return
+		}
+		done = true
+		kp.Trail = saved
+		for _, s := range buf.Steps {
+			if s.Depth <= base {
+				saved.Record(s)
+			}
+		}
+		for _, s := range buf.Steps {
+			if s.Depth > base {
+				saved.Record(s)
+			}
+		}
+	}
+}
+
 // errName is an errno's kernel spelling for the trail: "-EINVAL".
 func errName(err error) string {
 	if err == nil {
@@ -346,3 +394,11 @@ type indent struct {
 }
 
 func (i indent) Record(s Step) { s.Depth += i.d; i.r.Record(s) }
+
+// insns spells an instruction count: "1 instruction", "14 instructions".
+func insns(n int) string {
+	if n == 1 {
+		return "1 instruction"
+	}
+	return fmt.Sprintf("%d instructions", n)
+}

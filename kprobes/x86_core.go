@@ -78,6 +78,9 @@ func (r *recoverer) recoverProbedInstruction(addr uint64) (ftraceSite bool, err 
 	}
 	if found {
 		c.Inc(opCopyInsn)
+		if kp.tracing() {
+			kp.noteSub("__recover_optprobed_insn", kp.symPlus(addr), "the original bytes under an optprobe's jump")
+		}
 		return false, nil
 	}
 	// __recover_probed_insn: get_kprobe(addr) (served by the iterator or
@@ -88,6 +91,13 @@ func (r *recoverer) recoverProbedInstruction(addr uint64) (ftraceSite bool, err 
 	faddr := kp.Ftrace != nil && kp.Ftrace.Location(c, addr) == addr
 	if at != nil || faddr {
 		c.Inc(opCopyInsn)
+		if kp.tracing() {
+			what := "an ftrace site: decoded as the ideal NOP5"
+			if !faddr {
+				what = "the original byte under a kprobe's int3"
+			}
+			kp.noteSub("__recover_probed_insn", kp.symPlus(addr), what)
+		}
 	}
 	return faddr, nil
 }
@@ -118,6 +128,9 @@ func (kp *Kprobes) canProbe(paddr uint64) bool {
 		kp.refuse(nil, ck, fmt.Sprintf("%#x is in no kallsyms symbol", paddr))
 		return false
 	}
+	if kp.tracing() {
+		defer kp.hold()()
+	}
 	r := kp.newWalkRecoverer(kp.Sw.Has(sim.IterCanProbe))
 	fn := paddr - off
 	addr := fn
@@ -133,7 +146,7 @@ func (kp *Kprobes) canProbe(paddr uint64) bool {
 		if derr != nil {
 			kp.refuse(nil, ck, fmt.Sprintf("the instruction at %s does not decode", kp.rel(fn, addr)))
 			if kp.tracing() {
-				kp.note("can_probe", kp.symPlus(paddr), fmt.Sprintf("false: walked %d instructions, %s does not decode", n, kp.rel(fn, addr)))
+				kp.note("can_probe", kp.symPlus(paddr), fmt.Sprintf("false: walked %s, %s does not decode", insns(n), kp.rel(fn, addr)))
 			}
 			return false
 		}
@@ -145,12 +158,12 @@ func (kp *Kprobes) canProbe(paddr uint64) bool {
 		start := addr - uint64(last.Len)
 		kp.refuse(nil, ck, fmt.Sprintf("%s is not an instruction boundary: the %d-byte %s at %s spans it", kp.rel(fn, paddr), last.Len, kp.insnName(last, start), kp.rel(fn, start)))
 		if kp.tracing() {
-			kp.note("can_probe", kp.symPlus(paddr), fmt.Sprintf("false: walked %d instructions from %s to %s, past %s", n, kp.symPlus(fn), kp.rel(fn, addr), kp.rel(fn, paddr)))
+			kp.note("can_probe", kp.symPlus(paddr), fmt.Sprintf("false: walked %s from %s to %s, past %s", insns(n), kp.symPlus(fn), kp.rel(fn, addr), kp.rel(fn, paddr)))
 		}
 		return false
 	}
 	if kp.tracing() {
-		kp.note("can_probe", kp.symPlus(paddr), fmt.Sprintf("true: walked %d instructions from %s, %s is an instruction boundary", n, kp.symPlus(fn), kp.rel(fn, paddr)))
+		kp.note("can_probe", kp.symPlus(paddr), fmt.Sprintf("true: walked %s from %s, %s is an instruction boundary", insns(n), kp.symPlus(fn), kp.rel(fn, paddr)))
 	}
 	return true
 }
@@ -271,16 +284,22 @@ func prepareEmulation(i x86.Insn) (string, error) {
 func (kp *Kprobes) archCopyKprobe(p *Kprobe) error {
 	c := kp.C
 	r := &recoverer{kp: kp}
+	flush := func() {}
+	if kp.tracing() {
+		flush = kp.hold()
+	}
 	insn, n, why := kp.copyInstruction(r, p.Addr, p.ainsn.slot)
-	fn := kp.fnOf(p.Addr)
+	fn := func() uint64 { return kp.fnOf(p.Addr) }
 	if n == 0 {
 		if kp.tracing() {
 			kp.note("__copy_instruction", kp.symPlus(p.Addr), "0: the instruction "+why+": -EINVAL")
+			flush()
 		}
-		return kp.refuse(EINVAL, "arch_copy_kprobe: __copy_instruction", fmt.Sprintf("the instruction at %s %s", kp.rel(fn, p.Addr), why))
+		return kp.refuse(EINVAL, "arch_copy_kprobe: __copy_instruction", fmt.Sprintf("the instruction at %s %s", kp.rel(fn(), p.Addr), why))
 	}
 	if kp.tracing() {
 		kp.note("__copy_instruction", kp.symPlus(p.Addr), fmt.Sprintf("%d (%s)", n, kp.insnName(insn, p.Addr)))
+		flush()
 	}
 	if why, err := prepareEmulation(insn); err != nil {
 		if kp.tracing() {
@@ -306,7 +325,7 @@ func (kp *Kprobes) archCopyKprobe(p *Kprobe) error {
 			if kp.tracing() {
 				kp.note("prepare_singlestep", "", "no room for the int3: -ENOSPC")
 			}
-			return kp.refuse(ENOSPC, "arch_copy_kprobe: prepare_singlestep", fmt.Sprintf("no room for an int3 after the %d-byte instruction at %s", insn.Len, kp.rel(fn, p.Addr)))
+			return kp.refuse(ENOSPC, "arch_copy_kprobe: prepare_singlestep", fmt.Sprintf("no room for an int3 after the %d-byte instruction at %s", insn.Len, kp.rel(fn(), p.Addr)))
 		}
 		n += x86.INT3InsnSize
 		if kp.tracing() {

@@ -37,12 +37,15 @@ func (kp *Kprobes) canOptimize(paddr uint64) bool {
 		}
 		return false
 	}
+	if tr {
+		defer kp.hold()()
+	}
 	r := kp.newWalkRecoverer(kp.Sw.Has(sim.IterCanOptimize))
 	n := 0
 	fail := func(detail string) bool {
 		kp.refuse(nil, ck, detail)
 		if tr {
-			kp.note(ck, kp.symPlus(paddr), fmt.Sprintf("false: walked %d instructions of %s: %s", n, kp.symPlus(start), detail))
+			kp.note(ck, kp.symPlus(paddr), fmt.Sprintf("false: walked %s of %s: %s", insns(n), kp.symPlus(start), detail))
 		}
 		return false
 	}
@@ -72,8 +75,8 @@ func (kp *Kprobes) canOptimize(paddr uint64) bool {
 		addr += uint64(insn.Len)
 	}
 	if tr {
-		kp.note(ck, kp.symPlus(paddr), fmt.Sprintf("true: walked %d instructions of %s (to %s): no exception-table entry, no indirect jump, no jump into [%s, %s]",
-			n, kp.symPlus(start), kp.rel(start, start+size), kp.rel(start, paddr+1), kp.rel(start, paddr+1+x86.DISP32Size)))
+		kp.note(ck, kp.symPlus(paddr), fmt.Sprintf("true: walked %s of %s (to %s): no exception-table entry, no indirect jump, no jump into [%s, %s]",
+			insns(n), kp.symPlus(start), fmt.Sprintf("+%d", size), kp.rel(start, paddr+1), kp.rel(start, paddr+1+x86.DISP32Size)))
 	}
 	return true
 }
@@ -98,23 +101,26 @@ func (kp *Kprobes) insnIsIndirectJump(i x86.Insn, addr uint64) bool {
 func (kp *Kprobes) copyOptimizedInstructions(src, real uint64) (int, error) {
 	c := kp.C
 	const ck = "copy_optimized_instructions"
-	fn := kp.fnOf(src)
+	fn := func() uint64 { return kp.fnOf(src) }
+	if kp.tracing() {
+		defer kp.hold()()
+	}
 	r := kp.newWalkRecoverer(kp.Sw.Has(sim.IterCopyOptimized))
 	n, k := 0, 0
 	for n < x86.JMP32InsnSize {
 		at := src + uint64(n)
 		insn, ret, why := kp.copyInstruction(r, at, real+uint64(n))
 		if ret == 0 {
-			d := fmt.Sprintf("the instruction at %s %s", kp.rel(fn, at), why)
+			d := fmt.Sprintf("the instruction at %s %s", kp.rel(fn(), at), why)
 			if kp.tracing() {
 				kp.note(ck, kp.symPlus(src), "-EINVAL: "+d)
 			}
 			return 0, kp.refuse(EINVAL, ck+": __copy_instruction", d)
 		}
 		if !kp.canBoost(insn, at) {
-			d := fmt.Sprintf("%s at %s is not boostable", kp.insnName(insn, at), kp.rel(fn, at))
+			d := fmt.Sprintf("%s at %s is not boostable", kp.insnName(insn, at), kp.rel(fn(), at))
 			if kp.Extable != nil && kp.Extable.SearchExceptionTables(nil, at) {
-				d = fmt.Sprintf("%s at %s is not boostable (exception-table entry)", kp.insnName(insn, at), kp.rel(fn, at))
+				d = fmt.Sprintf("%s at %s is not boostable (exception-table entry)", kp.insnName(insn, at), kp.rel(fn(), at))
 			}
 			if kp.tracing() {
 				kp.note(ck, kp.symPlus(src), "-EINVAL: "+d)
@@ -125,9 +131,9 @@ func (kp *Kprobes) copyOptimizedInstructions(src, real uint64) (int, error) {
 		k++
 	}
 	end := src + uint64(n) - 1
-	rng := fmt.Sprintf("[%s, %s]", kp.rel(fn, src), kp.rel(fn, end))
+	rng := func() string { return fmt.Sprintf("[%s, %s]", kp.rel(fn(), src), kp.rel(fn(), end)) }
 	busy := func(check, detail string) (int, error) {
-		d := detail + " in the copied bytes " + rng
+		d := detail + " in the copied bytes " + rng()
 		if kp.tracing() {
 			kp.note(ck, kp.symPlus(src), fmt.Sprintf("-EBUSY: %s: %s", check, d))
 		}
@@ -139,20 +145,20 @@ func (kp *Kprobes) copyOptimizedInstructions(src, real uint64) (int, error) {
 	c.Inc(opConst) // alternatives_text_reserved
 	if r, err := reserved(kp.JumpLabel, c, src, end); err != nil || r {
 		if err != nil {
-			kp.refuse(err, ck+": jump_label_text_reserved", "BUG: "+kp.jumpLabelDetail(fn, src, end)+" is not a 2- or 5-byte JMP or NOP")
+			kp.refuse(err, ck+": jump_label_text_reserved", "BUG: "+kp.jumpLabelDetail(fn(), src, end)+" is not a 2- or 5-byte JMP or NOP")
 			return 0, err
 		}
-		return busy("jump_label_text_reserved", kp.jumpLabelDetail(fn, src, end))
+		return busy("jump_label_text_reserved", kp.jumpLabelDetail(fn(), src, end))
 	}
 	if r, err := reserved(kp.StaticCall, c, src, end); err != nil || r {
 		if err != nil {
 			kp.refuse(err, ck+": static_call_text_reserved", "model error: "+err.Error())
 			return 0, err
 		}
-		return busy("static_call_text_reserved", kp.staticCallDetail(fn, src, end))
+		return busy("static_call_text_reserved", kp.staticCallDetail(fn(), src, end))
 	}
 	if kp.tracing() {
-		kp.note(ck, kp.symPlus(src), fmt.Sprintf("%d bytes: %d boostable instructions %s, no ftrace, jump-label or static-call site in them", n, k, rng))
+		kp.note(ck, kp.symPlus(src), fmt.Sprintf("%d bytes: %d boostable instructions %s, no ftrace, jump-label or static-call site in them", n, k, rng()))
 	}
 	return n, nil
 }
@@ -179,16 +185,19 @@ func (kp *Kprobes) archCheckOptimizedKprobe(op *Kprobe) error {
 			}
 		}
 	}
-	rng := fmt.Sprintf("(%s, %s)", kp.rel(op.Addr, op.Addr), kp.rel(op.Addr, op.Addr+uint64(op.Opt.Size)))
+	fn := func() uint64 { return kp.fnOf(op.Addr) }
+	rng := func() string {
+		return fmt.Sprintf("(%s, %s)", kp.rel(fn(), op.Addr), kp.rel(fn(), op.Addr+uint64(op.Opt.Size)))
+	}
 	if blocker != nil {
-		d := fmt.Sprintf("armed probe at %s inside the jump's bytes %s", kp.rel(op.Addr, blocker.Addr), rng)
+		d := fmt.Sprintf("armed probe at %s inside the jump's bytes %s", kp.rel(fn(), blocker.Addr), rng())
 		if kp.tracing() {
 			kp.note("arch_check_optimized_kprobe", kp.symPlus(op.Addr), "-EEXIST: "+d)
 		}
 		return kp.refuse(EEXIST, "optimize_kprobe: arch_check_optimized_kprobe", d)
 	}
 	if kp.tracing() {
-		kp.note("arch_check_optimized_kprobe", kp.symPlus(op.Addr), "0: no armed probe in "+rng)
+		kp.note("arch_check_optimized_kprobe", kp.symPlus(op.Addr), "0: no armed probe in "+rng())
 	}
 	return nil
 }
