@@ -77,7 +77,7 @@ func argSymbol(arg string) (string, bool) {
 // parseProbeArg models traceprobe_parse_probe_arg for one argument: its
 // allocations (name, command text, fetch instructions) and its checks.
 func (t *Tracing) parseProbeArg(arg string, i int, isReturn bool, tk *TraceKprobe) *probeErr {
-	c := t.d.C
+	c := t.counters()
 	const fn = "traceprobe_parse_probe_arg"
 	c.Add(opLineByte, uint64(len(arg)))
 	c.Add(opKmalloc, 3)

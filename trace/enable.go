@@ -9,7 +9,7 @@ import (
 // tracingUpdateBuffers models trace.c:tracing_update_buffers: the first
 // enable expands the ring buffer to trace_buf_size on every CPU.
 func (t *Tracing) tracingUpdateBuffers() {
-	c := t.d.C
+	c := t.counters()
 	c.Inc(opConst)
 	if t.bufferExpanded {
 		return
@@ -24,7 +24,7 @@ func (t *Tracing) tracingUpdateBuffers() {
 // recording: each tracepoint's first probe flips its static key, a
 // text_poke_bp batch on its site (3 pokes, 3 syncs).
 func (t *Tracing) tracepointToggle() {
-	c := t.d.C
+	c := t.counters()
 	c.Add(opTPReg, schedTracepoints)
 	c.Add(opTextPoke, 3*schedTracepoints)
 	c.Add(opPokeSync, 3*schedTracepoints)
@@ -39,7 +39,7 @@ func (t *Tracing) tracepointToggle() {
 // kprobe_register(TRACE_REG_REGISTER) → enable_trace_kprobe; disabling
 // the reverse. A second enable of an enabled file does nothing.
 func (t *Tracing) ftraceEventEnableDisable(ev *Event, enable bool) *probeErr {
-	c := t.d.C
+	c := t.counters()
 	c.Inc(opConst)
 	if enable {
 		if ev.traceOn {
@@ -73,7 +73,7 @@ func (t *Tracing) ftraceEventEnableDisable(ev *Event, enable bool) *probeErr {
 // enable_k(ret)probe on every probe that is registered and not gone, rolling
 // back on the first failure.
 func (t *Tracing) enableTraceKprobe(ev *Event, file bool) *probeErr {
-	c := t.d.C
+	c := t.counters()
 	enabled := ev.Enabled()
 	if file {
 		c.Inc(opKmalloc) // trace_probe_add_file: the event_file_link
@@ -90,7 +90,9 @@ func (t *Tracing) enableTraceKprobe(ev *Event, file bool) *probeErr {
 		if !tk.Registered() || tk.Kp.Gone() {
 			continue
 		}
-		if err := t.d.KP.EnableKprobe(tk.Kp); err != nil {
+		err := t.d.KP.EnableKprobe(tk.Kp)
+		t.note("enable_kprobe", tk.describe(), errResult(err, "0: armed ("+tk.Kp.State().String()+")"))
+		if err != nil {
 			failed = kprobeRefusal(tk.Kp, err, tk.Return)
 			if failed == nil {
 				panic(fmt.Sprintf("trace: enable_kprobe %s: %v", tk.describe(), err))
@@ -119,7 +121,7 @@ func (t *Tracing) enableTraceKprobe(ev *Event, file bool) *probeErr {
 // user disables every registered probe (disable_kprobe); the file link is
 // freed with kvfree_rcu_mightsleep (queued, no wait).
 func (t *Tracing) disableTraceKprobe(ev *Event, file bool) {
-	c := t.d.C
+	c := t.counters()
 	if file {
 		ev.traceOn = false
 	} else {
@@ -141,7 +143,7 @@ func (t *Tracing) disableTraceKprobe(ev *Event, file bool) {
 // the user's open, the write, event_enable_write (kstrtoul,
 // tracing_update_buffers, event_mutex) and ftrace_event_enable_disable.
 func (t *Tracing) EnableEvent(ev *Event, enable bool) error {
-	c := t.d.C
+	c := t.counters()
 	ph := PhaseEnable
 	if !enable {
 		ph = PhaseDisable
@@ -157,6 +159,13 @@ func (t *Tracing) EnableEvent(ev *Event, enable bool) error {
 	if t.events[eventKey{ev.Group, ev.Name}] != ev {
 		return errno.ENODEV // the file was freed
 	}
+	v := "0"
+	if enable {
+		v = "1"
+	}
+	t.note("event_enable_write", "events/"+ev.Group+"/"+ev.Name+"/enable", v)
+	done := t.nest()
+	defer done()
 	if perr := t.ftraceEventEnableDisable(ev, enable); perr != nil {
 		return perr
 	}
@@ -170,7 +179,7 @@ func (t *Tracing) EnableEvent(ev *Event, enable bool) error {
 // returned, but the walk goes on; a group without events is -EINVAL.
 // Per-event failures are reported through fail.
 func (t *Tracing) EnableGroup(group string, enable bool, fail func(ev *Event, err error)) error {
-	c := t.d.C
+	c := t.counters()
 	ph := PhaseEnable
 	if !enable {
 		ph = PhaseDisable

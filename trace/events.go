@@ -19,7 +19,7 @@ import (
 // visits the non-kprobe entries (which sit before every kprobe event in a
 // run that starts with them) and k entries, compares k names and one group.
 func (t *Tracing) findTraceKprobe(name, group string) *TraceKprobe {
-	c := t.d.C
+	c := t.counters()
 	e := t.events[eventKey{group, name}]
 	if e == nil || e.local || len(e.probes) == 0 {
 		// A name match in another group also costs a group compare.
@@ -83,7 +83,7 @@ func (t *Tracing) removeEvent(ev *Event) {
 
 // dynEventAdd models trace_dynevent.h:dyn_event_add: tail insertion.
 func (t *Tracing) dynEventAdd(tk *TraceKprobe) {
-	t.d.C.Inc(opConst)
+	t.counters().Inc(opConst)
 	tk.seq = t.dynSeq
 	t.dynSeq++
 	t.dyn.insert(tk.seq)
@@ -92,7 +92,7 @@ func (t *Tracing) dynEventAdd(tk *TraceKprobe) {
 
 // dynEventRemove models dyn_event_remove: list_del_init.
 func (t *Tracing) dynEventRemove(tk *TraceKprobe) {
-	t.d.C.Inc(opConst)
+	t.counters().Inc(opConst)
 	if tk.listed {
 		t.dyn.remove(tk.seq)
 		tk.listed = false
@@ -102,10 +102,16 @@ func (t *Tracing) dynEventRemove(tk *TraceKprobe) {
 // registerTraceKprobe models trace_kprobe.c:register_trace_kprobe under
 // event_mutex.
 func (t *Tracing) registerTraceKprobe(tk *TraceKprobe) *probeErr {
-	c := t.d.C
+	c := t.counters()
 	c.Enter(PhaseLookup)
 	ev := tk.ev
-	if old := t.findTraceKprobe(ev.Name, ev.Group); old != nil {
+	old := t.findTraceKprobe(ev.Name, ev.Group)
+	if old == nil {
+		t.note("find_trace_kprobe", ev.Group+"/"+ev.Name, fmt.Sprintf("NULL (walked all %d entries of dyn_event_list)", t.DynEvents()))
+	} else {
+		t.note("find_trace_kprobe", ev.Group+"/"+ev.Name, "found: append the probe to the existing event")
+	}
+	if old != nil {
 		if old.Return != tk.Return {
 			return refuse(errno.EEXIST, "register_trace_kprobe", "an event of the other probe type has this name")
 		}
@@ -134,7 +140,7 @@ func (t *Tracing) registerTraceKprobe(tk *TraceKprobe) *probeErr {
 // joins the existing event (whose enabled state it takes: an enabled event
 // registers the new probe armed).
 func (t *Tracing) appendTraceKprobe(tk, to *TraceKprobe) *probeErr {
-	c := t.d.C
+	c := t.counters()
 	const fn = "append_trace_kprobe"
 	ev := to.ev
 	// trace_probe_compare_arg_type: count, then name and type per arg.
@@ -199,7 +205,7 @@ func (t *Tracing) moduleExist(tk *TraceKprobe) bool {
 	name := tk.Symbol[:i]
 	mods := t.d.Image.Modules
 	for j := len(mods) - 1; j >= 0; j-- { // newest first
-		t.d.C.Inc(opStrcmp)
+		t.counters().Inc(opStrcmp)
 		if mods[j].State != image.ModuleUnformed && mods[j].Name == name {
 			return true
 		}
@@ -211,7 +217,7 @@ func (t *Tracing) moduleExist(tk *TraceKprobe) bool {
 // lockdown, the registered check, within_notrace_func, the @SYM args, the
 // DISABLED flag from the event's state, then register_k(ret)probe.
 func (t *Tracing) __registerTraceKprobe(tk *TraceKprobe) *probeErr {
-	c := t.d.C
+	c := t.counters()
 	const fn = "__register_trace_kprobe"
 	prev := c.Enter(PhaseParse)
 	defer c.Enter(prev)
@@ -224,8 +230,10 @@ func (t *Tracing) __registerTraceKprobe(tk *TraceKprobe) *probeErr {
 	}
 	c.Enter(PhaseSymbols)
 	if t.withinNotraceFunc(tk) {
+		t.note("within_notrace_func", tk.describe(), "true: no ftrace location in the function")
 		return refuse(errno.EINVAL, "within_notrace_func", fmt.Sprintf("could not probe notrace function %s", tk.describe()))
 	}
+	t.note("within_notrace_func", tk.describe(), "false")
 	c.Enter(PhaseParse)
 	for _, a := range tk.Args {
 		if sym, ok := argSymbol(a); ok {
@@ -241,11 +249,22 @@ func (t *Tracing) __registerTraceKprobe(tk *TraceKprobe) *probeErr {
 		tk.Kp.Flags |= kprobes.KprobeFlagDisabled
 	}
 	var err error
+	flags := "KPROBE_FLAG_DISABLED (the event is not enabled)"
+	if tk.ev.Enabled() {
+		flags = "enabled (the event is)"
+	}
+	if tk.Return {
+		t.note("register_kretprobe", tk.describe(), flags)
+	} else {
+		t.note("register_kprobe", tk.describe(), flags)
+	}
+	done := t.nest()
 	if tk.Return {
 		err = t.d.KP.RegisterKretprobe(tk.Rp)
 	} else {
 		err = t.d.KP.RegisterKprobe(tk.Kp)
 	}
+	done()
 	if err != nil {
 		if perr := kprobeRefusal(tk.Kp, err, tk.Return); perr != nil {
 			return perr
@@ -271,7 +290,7 @@ func (t *Tracing) address(tk *TraceKprobe) uint64 {
 	if tk.Symbol == "" {
 		return tk.Addr
 	}
-	a, ok := t.d.Syms.LookupName(t.d.C, tk.Symbol)
+	a, ok := t.d.Syms.LookupName(t.counters(), tk.Symbol)
 	if !ok || a == 0 {
 		return 0
 	}
@@ -281,7 +300,7 @@ func (t *Tracing) address(tk *TraceKprobe) uint64 {
 // withinNotraceFuncAt models __within_notrace_func: the function holding
 // addr has no ftrace location in [start, start+size-1].
 func (t *Tracing) withinNotraceFuncAt(addr uint64) bool {
-	c := t.d.C
+	c := t.counters()
 	if addr == 0 {
 		return false
 	}
@@ -300,7 +319,7 @@ func (t *Tracing) withinNotraceFuncAt(addr uint64) bool {
 // and no KPROBE_EVENTS_ON_NOTRACE, as Debian): a notrace function is
 // refused unless it is a suffixed copy ("foo.isra.0") of a traceable base.
 func (t *Tracing) withinNotraceFunc(tk *TraceKprobe) bool {
-	c := t.d.C
+	c := t.counters()
 	addr := t.address(tk)
 	if !t.withinNotraceFuncAt(addr) {
 		return false
@@ -324,7 +343,7 @@ func (t *Tracing) withinNotraceFunc(tk *TraceKprobe) bool {
 // register_trace_event (the id and event_hash) and trace_add_event_call
 // (ftrace_events, the instance's file and its tracefs directory).
 func (t *Tracing) registerKprobeEvent(ev *Event) *probeErr {
-	c := t.d.C
+	c := t.counters()
 	c.Enter(PhaseLookup)
 	// find_trace_event_call: ftrace_events newest first; a system compare
 	// each, a name compare for entries of the same system. A new event
@@ -333,6 +352,7 @@ func (t *Tracing) registerKprobeEvent(ev *Event) *probeErr {
 	// systems).
 	c.Add(opEvVisit, uint64(t.NumTraceEvents()))
 	c.Add(opStrcmp, uint64(t.NumTraceEvents()+t.perGrp[ev.Group]))
+	t.note("find_trace_event_call", ev.Group+"/"+ev.Name, fmt.Sprintf("NULL (walked all %d trace events)", t.NumTraceEvents()))
 
 	c.Enter(PhaseRegister)
 	c.Inc(opConst) // init_trace_event_call
@@ -341,6 +361,7 @@ func (t *Tracing) registerKprobeEvent(ev *Event) *probeErr {
 		return refuse(errno.ENODEV, "trace_probe_register_event_call", "register_trace_event: no free event id")
 	}
 	ev.id = id
+	t.note("register_trace_event", "", fmt.Sprintf("event id %d", id))
 	// trace_add_event_call → __register_event: list_add to ftrace_events.
 	c.Inc(opConst)
 	ev.seq = t.callSeq
@@ -361,7 +382,7 @@ func (t *Tracing) registerKprobeEvent(ev *Event) *probeErr {
 // trace_search_list walks ftrace_event_list (in id order) to the first
 // gap. ftrace_find_event checks the id's event_hash bucket first.
 func (t *Tracing) registerTraceEvent() int {
-	c := t.d.C
+	c := t.counters()
 	var id int
 	if t.nextType > TraceEventTypeMax {
 		next := traceLastType
@@ -390,7 +411,7 @@ func (t *Tracing) registerTraceEvent() int {
 // its filter and enable files), the event directory and its six files,
 // and the fields (ip, or func and ret_ip, plus one per argument).
 func (t *Tracing) eventCreateDir(ev *Event) {
-	c := t.d.C
+	c := t.counters()
 	prev := c.Enter(PhaseTracefs)
 	defer c.Enter(prev)
 	t.eventSubsystemDir(ev.Group)
@@ -401,6 +422,7 @@ func (t *Tracing) eventCreateDir(ev *Event) {
 		return
 	}
 	ev.hasDir = true
+	t.note("event_create_dir", "events/"+ev.Group+"/"+ev.Name, "1 directory + 6 files (enable, id, filter, trigger, hist, format)")
 	c.Add(opDentry, filesPerEvent)
 	fields := 1
 	if ev.isReturn {
@@ -414,7 +436,7 @@ func (t *Tracing) eventCreateDir(ev *Event) {
 // global event_subsystems list, allocates the dir, the subsystem, its name
 // and filter, and creates its directory with two files.
 func (t *Tracing) eventSubsystemDir(group string) {
-	c := t.d.C
+	c := t.counters()
 	for i, s := range t.systems {
 		if s.name == group {
 			c.Add(opSysVisit, uint64(i+1))
@@ -436,7 +458,7 @@ func (t *Tracing) eventSubsystemDir(group string) {
 // last event of a group removes its directory (and two files) and frees
 // the subsystem.
 func (t *Tracing) removeSubsystem(group string) {
-	c := t.d.C
+	c := t.counters()
 	for i, s := range t.systems {
 		if s.name == group {
 			s.nEvents--
@@ -461,7 +483,7 @@ func (t *Tracing) fileDepth(ev *Event) uint64 { return uint64(t.calls.after(ev.s
 // __unregister_trace_event, the tracefs removal, list_del from
 // ftrace_events, the fields and the filter freed.
 func (t *Tracing) unregisterKprobeEvent(ev *Event) *probeErr {
-	c := t.d.C
+	c := t.counters()
 	prev := c.Enter(PhaseDelete)
 	defer c.Enter(prev)
 	if ev.profile {

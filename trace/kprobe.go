@@ -66,7 +66,7 @@ func isSpace(b byte) bool { return b == ' ' || (b >= '\t' && b <= '\r') }
 // isspace, counted as one scan and one copy of the line and two
 // allocations (the argv array and the string copy).
 func (t *Tracing) argvSplit(line string) []string {
-	c := t.d.C
+	c := t.counters()
 	c.Add(opLineByte, 2*uint64(len(line)))
 	c.Add(opKmalloc, 2)
 	return strings.FieldsFunc(line, func(r rune) bool { return r < 0x80 && isSpace(byte(r)) })
@@ -198,7 +198,7 @@ func hashedPointer(addr uint64) string {
 // trace_probe_create → __trace_kprobe_create for one line (comment already
 // cut). An empty line is accepted and does nothing.
 func (t *Tracing) create(line string) (*TraceKprobe, *probeErr) {
-	c := t.d.C
+	c := t.counters()
 	prev := c.Enter(PhaseParse)
 	defer c.Enter(prev)
 	argv := t.argvSplit(line)
@@ -206,7 +206,15 @@ func (t *Tracing) create(line string) (*TraceKprobe, *probeErr) {
 	if len(argv) == 0 {
 		return nil, nil
 	}
+	t.note("trace_kprobe_create", strconv.Quote(line), "")
+	done := t.nest()
 	tk, perr := t.traceKprobeCreate(line, argv)
+	done()
+	if perr != nil {
+		t.note("trace_kprobe_create", "", "-"+perr.code.Name()+": "+perr.reason.String())
+	} else {
+		t.note("trace_kprobe_create", "", "0")
+	}
 	if perr != nil && perr.code != errno.ENOMEM && perr.code != errno.EEXIST {
 		t.logErr(line, perr.reason.String())
 	}
@@ -215,7 +223,7 @@ func (t *Tracing) create(line string) (*TraceKprobe, *probeErr) {
 
 func (t *Tracing) traceKprobeCreate(line string, argv []string) (*TraceKprobe, *probeErr) {
 	const fn = "__trace_kprobe_create"
-	c := t.d.C
+	c := t.counters()
 	kp := t.d.KP
 	isReturn := false
 	switch argv[0][0] {
@@ -282,7 +290,10 @@ func (t *Tracing) traceKprobeCreate(line string, argv []string) (*TraceKprobe, *
 			symbol, offset = symbol[:i], v
 		}
 		// kprobe_on_func_entry: the -ENOENT case is deferred to registration.
+		done := t.nest()
 		err := kp.KprobeOnFuncEntry(0, symbol, uint32(offset))
+		done()
+		t.note("kprobe_on_func_entry", fmt.Sprintf("%q, %d", symbol, offset), errResult(err, "0: a function entry (TPARG_FL_FENTRY)"))
 		if err == kprobes.EINVAL && isReturn {
 			return nil, refuse(errno.EINVAL, fn, "retprobe address must be a function entry")
 		}
@@ -292,6 +303,7 @@ func (t *Tracing) traceKprobeCreate(line string, argv []string) (*TraceKprobe, *
 		c.Enter(PhaseSymbols)
 		n := t.numberOfSameSymbols(symbol)
 		c.Enter(PhaseParse)
+		t.note("number_of_same_symbols", strconv.Quote(symbol), fmt.Sprintf("%d (vmlinux match walk, then all %d module symbols compared)", n, t.d.Syms.ModuleSymbols()))
 		if n > 1 {
 			return nil, refuse(errno.EADDRNOTAVAIL, "trace_kprobe", fmt.Sprintf("symbol is not unique (%d copies)", n))
 		}
@@ -323,6 +335,9 @@ func (t *Tracing) traceKprobeCreate(line string, argv []string) (*TraceKprobe, *
 			buf = buf[:MaxEventNameLen-1] // snprintf into a 64-byte buffer
 		}
 		event = sanitizeEventName(buf)
+		t.note("event name", "", group+"/"+event+" (default: sanitize_event_name)")
+	} else {
+		t.note("traceprobe_parse_event_name", "", group+"/"+event)
 	}
 
 	// alloc_trace_kprobe + trace_probe_init.
@@ -378,7 +393,7 @@ func (t *Tracing) traceKprobeCreate(line string, argv []string) (*TraceKprobe, *
 // symbol type) plus every module symtab entry with that name, each module
 // symbol compared (module_kallsyms_on_each_symbol never stops).
 func (t *Tracing) numberOfSameSymbols(name string) int {
-	c := t.d.C
+	c := t.counters()
 	count := 0
 	t.d.Syms.OnEachMatchSymbol(c, name, func(uint64) int { count++; return 0 })
 	t.d.Syms.ModuleOnEachSymbol(c, func(s string, _ *image.Module, _ uint64) int {
@@ -394,11 +409,23 @@ func (t *Tracing) numberOfSameSymbols(name string) int {
 // freeTraceKprobe models free_trace_kprobe: the allocations of
 // alloc_trace_kprobe, the args' and the percpu counter.
 func (t *Tracing) freeTraceKprobe(tk *TraceKprobe) {
-	c := t.d.C
+	c := t.counters()
 	allocs := uint64(allocsPerSymbolProbe)
 	if tk.Symbol == "" {
 		allocs--
 	}
 	c.Add(opKmalloc, allocs+3*uint64(len(tk.Args))+1)
 	c.Inc(opPercpu)
+}
+
+// errResult formats a call's result for the trail.
+func errResult(err error, ok string) string {
+	if err == nil {
+		return ok
+	}
+	var e errno.Errno
+	if errors.As(err, &e) {
+		return "-" + e.Name()
+	}
+	return err.Error()
 }

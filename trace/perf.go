@@ -2,6 +2,7 @@ package trace
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/kpsim/kpsim/errno"
@@ -23,7 +24,7 @@ type PerfEvent struct {
 // perf_trace_event_reg, which arms the probe inside the open
 // (kprobe_register(TRACE_REG_PERF_REGISTER) → enable_trace_kprobe).
 func (t *Tracing) PerfKprobeOpen(fn string, addrOrOffset uint64, retprobe bool) (*PerfEvent, error) {
-	c := t.d.C
+	c := t.counters()
 	prev := c.Enter(PhasePerfOpen)
 	defer c.Enter(prev)
 	c.Inc(opSyscall)
@@ -39,6 +40,9 @@ func (t *Tracing) PerfKprobeOpen(fn string, addrOrOffset uint64, retprobe bool) 
 			return nil, refuse(errno.E2BIG, "perf_kprobe_init", "function name has no NUL in 512 bytes")
 		}
 	}
+	t.note("perf_event_open", fmt.Sprintf("type=kprobe, config1=%q, config2=%#x, retprobe=%v", fn, addrOrOffset, retprobe), "")
+	done := t.nest()
+	defer done()
 	tk, perr := t.createLocalTraceKprobe(fn, addrOrOffset, retprobe)
 	if fn != "" {
 		c.Inc(opKmalloc) // kfree(func)
@@ -57,6 +61,7 @@ func (t *Tracing) PerfKprobeOpen(fn string, addrOrOffset uint64, retprobe bool) 
 		c.Add(opPercpu, perfNrContexts) // perf_trace_buf[PERF_NR_CONTEXTS]
 	}
 	t.perfTotalRef++
+	t.note("perf_trace_event_reg", "", "kprobe_register(TRACE_REG_PERF_REGISTER): the probe is armed inside the open")
 	if perr := t.enableTraceKprobe(ev, false); perr != nil {
 		t.perfTraceEventUnreg()
 		t.destroyLocalTraceKprobe(tk)
@@ -71,7 +76,7 @@ func (t *Tracing) PerfKprobeOpen(fn string, addrOrOffset uint64, retprobe bool) 
 // tracepoint_synchronize_unregister (an SRCU and an RCU grace period), the
 // per-CPU list heads freed, the perf buffers with the last user.
 func (t *Tracing) perfTraceEventUnreg() {
-	c := t.d.C
+	c := t.counters()
 	c.Add(opSyncRCU, 2)
 	c.Inc(opPercpu)
 	t.perfTotalRef--
@@ -86,7 +91,7 @@ func (t *Tracing) perfTraceEventUnreg() {
 // destroy_local_trace_kprobe (unregister_kprobe, with its own
 // synchronize_rcu, and free_trace_kprobe).
 func (t *Tracing) PerfKprobeClose(pe *PerfEvent) {
-	c := t.d.C
+	c := t.counters()
 	prev := c.Enter(PhasePerfClose)
 	defer c.Enter(prev)
 	c.Inc(opSyscall)
@@ -107,11 +112,12 @@ func (t *Tracing) destroyLocalTraceKprobe(tk *TraceKprobe) {
 // dyn_event, no ftrace_events entry, no id, no tracefs), and
 // __register_trace_kprobe. -ENOENT is returned as is (no pending).
 func (t *Tracing) createLocalTraceKprobe(fn string, addrOrOffset uint64, retprobe bool) (*TraceKprobe, *probeErr) {
-	c := t.d.C
+	c := t.counters()
 	if fn != "" && !strings.Contains(fn, ":") {
 		c.Enter(PhaseSymbols)
 		n := t.numberOfSameSymbols(fn)
 		c.Enter(PhasePerfOpen)
+		t.note("number_of_same_symbols", strconv.Quote(fn), fmt.Sprintf("%d (vmlinux match walk, then all %d module symbols compared)", n, t.d.Syms.ModuleSymbols()))
 		if n > 1 {
 			return nil, refuse(errno.EADDRNOTAVAIL, "create_local_trace_kprobe", fmt.Sprintf("symbol is not unique (%d copies)", n))
 		}

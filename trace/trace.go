@@ -104,6 +104,7 @@ type Deps struct {
 	Syms   *kallsyms.Compressed
 	Ftrace *ftrace.Ftrace
 	Image  *image.Kernel
+	// C receives the counts (nil: whatever KP.C is at each call).
 	C      *sim.Counters
 	Faults *sim.Faults
 }
@@ -253,7 +254,7 @@ func (t *Tracing) Events() []*Event {
 // logErr models trace_probe_log_err + tracing_log_err: the command is
 // rebuilt (O(L)) and kept in a ring of TRACING_LOG_ERRS_MAX = 8.
 func (t *Tracing) logErr(cmd, msg string) {
-	c := t.d.C
+	c := t.counters()
 	c.Add(opLineByte, uint64(len(cmd)))
 	c.Inc(opKmalloc)
 	t.errorLog = append(t.errorLog, msg+": "+cmd)
@@ -265,4 +266,33 @@ func (t *Tracing) logErr(cmd, msg string) {
 // sortEvents orders events by creation.
 func sortEvents(es []*Event) {
 	slices.SortFunc(es, func(a, b *Event) int { return a.seq - b.seq })
+}
+
+// counters is where the event layer counts: Deps.C, or (when nil) the
+// kprobes core's counters, so a caller that swaps KP.C (kpsim explain's
+// per-probe count) gets the event layer's counts there too.
+func (t *Tracing) counters() *sim.Counters {
+	if t.d.C != nil {
+		return t.d.C
+	}
+	return t.d.KP.C
+}
+
+// note records one step of the decision trail (kprobes.Kprobes.Trail; nest
+// indents it); a no-op when no trail is recorded.
+func (t *Tracing) note(check, args, result string) {
+	if tr := t.d.KP.Trail; tr != nil {
+		tr.Record(kprobes.Step{Check: check, Args: args, Result: result})
+	}
+}
+
+// nest makes the kprobes core's steps (and the event layer's following
+// ones) one level deeper until the returned func runs.
+func (t *Tracing) nest() func() {
+	tr := t.d.KP.Trail
+	if tr == nil {
+		return func() {}
+	}
+	t.d.KP.Trail = kprobes.Indent(tr, 1)
+	return func() { t.d.KP.Trail = tr }
 }

@@ -12,9 +12,9 @@ import (
 // OpenKprobeEvents models opening kprobe_events for writing (without
 // O_TRUNC): the user's open + close, counted once per file session.
 func (t *Tracing) OpenKprobeEvents() {
-	prev := t.d.C.Enter(PhaseParse)
-	t.d.C.Inc(opOpen)
-	t.d.C.Enter(prev)
+	prev := t.counters().Enter(PhaseParse)
+	t.counters().Inc(opOpen)
+	t.counters().Enter(prev)
 }
 
 // WriteKprobeEvents models one write() of buf to kprobe_events:
@@ -27,7 +27,7 @@ func (t *Tracing) OpenKprobeEvents() {
 // Attempted). It returns one Outcome per line of buf and the write's
 // result (nil or the errno).
 func (t *Tracing) WriteKprobeEvents(buf string) ([]Outcome, error) {
-	c := t.d.C
+	c := t.counters()
 	prev := c.Enter(PhaseParse)
 	defer c.Enter(prev)
 	c.Inc(opSyscall)
@@ -124,7 +124,7 @@ func (t *Tracing) createOrDelete(line string) (*TraceKprobe, *probeErr) {
 // free_trace_kprobe), stops at the first failure, -ENOENT when nothing
 // matched; then tracing_reset_all_online_cpus.
 func (t *Tracing) dynEventRelease(line string) *probeErr {
-	c := t.d.C
+	c := t.counters()
 	const fn = "dyn_event_release"
 	prev := c.Enter(PhaseDelete)
 	defer c.Enter(prev)
@@ -227,7 +227,7 @@ func (t *Tracing) unregisterTraceKprobe(tk *TraceKprobe) *probeErr {
 		if ev.Enabled() {
 			return refuse(errno.EBUSY, "unregister_trace_kprobe", "the event is enabled")
 		}
-		t.d.C.Inc(opConst) // trace_event_dyn_busy: no perf tracepoint reference in these runs
+		t.counters().Inc(opConst) // trace_event_dyn_busy: no perf tracepoint reference in these runs
 		if perr := t.unregisterKprobeEvent(ev); perr != nil {
 			return refuse(errno.EBUSY, "unregister_trace_kprobe", perr.reason.Detail)
 		}
@@ -243,7 +243,7 @@ func (t *Tracing) unregisterTraceKprobe(tk *TraceKprobe) *probeErr {
 		}
 	}
 	if len(ev.probes) == 0 {
-		t.d.C.Add(opKmalloc, 4) // name, group, print_fmt, the event
+		t.counters().Add(opKmalloc, 4) // name, group, print_fmt, the event
 	}
 	return nil
 }
@@ -273,7 +273,7 @@ func (t *Tracing) tracingResetAll(clear bool) {
 	if !clear {
 		return
 	}
-	c := t.d.C
+	c := t.counters()
 	c.Inc(opSyncRCU)
 	c.Add(opRBReset, uint64(t.d.KP.Cfg.CPUs))
 }
