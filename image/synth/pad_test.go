@@ -1,0 +1,226 @@
+package synth
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/sim"
+	"github.com/kpsim/kpsim/x86"
+)
+
+// TestGasNopTable: the gap fills for 1..15 bytes are the sequences
+// modules-bootpatch.md §4.1 lists (gas: one NOP up to 11 bytes, then the
+// 11-byte NOP and the rest; ld: 10-byte NOPs, then the rest).
+func TestGasNopTable(t *testing.T) {
+	gas := map[int]string{
+		1: "90", 2: "6690", 3: "0f1f00", 4: "0f1f4000", 5: "0f1f440000", 6: "660f1f440000",
+		7: "0f1f8000000000", 8: "0f1f840000000000", 9: "660f1f840000000000",
+		10: "662e0f1f840000000000", 11: "66662e0f1f840000000000",
+		12: "66662e0f1f840000000000" + "90", 15: "66662e0f1f840000000000" + "0f1f4000",
+	}
+	for n, want := range gas {
+		b := make([]byte, n)
+		nopRun(b, 11)
+		if got := fmt.Sprintf("%x", b); got != want {
+			t.Errorf("gas gap %d: %s, want %s", n, got, want)
+		}
+	}
+	b := make([]byte, 15)
+	if offs := nopRun(b, 10); fmt.Sprintf("%x %v", b, offs) != "662e0f1f8400000000000f1f440000 [0 10]" {
+		t.Errorf("ld gap 15: %x %v", b, offs)
+	}
+}
+
+// asBytes assembles src with the machine's gas and returns .text.
+func asBytes(t *testing.T, src string) []byte {
+	t.Helper()
+	as, err := exec.LookPath("as")
+	if err != nil {
+		t.Skip("no gas (binutils) on this machine")
+	}
+	objcopy, err := exec.LookPath("objcopy")
+	if err != nil {
+		t.Skip("no objcopy (binutils) on this machine")
+	}
+	dir := t.TempDir()
+	s, o, bin := filepath.Join(dir, "t.s"), filepath.Join(dir, "t.o"), filepath.Join(dir, "t.bin")
+	if err := os.WriteFile(s, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(as, "--64", "-o", o, s).CombinedOutput(); err != nil {
+		t.Fatalf("as: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(objcopy, "-O", "binary", "-j", ".text", o, bin).CombinedOutput(); err != nil {
+		t.Fatalf("objcopy: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestGasPaddingMatchesAs: for every residue, what this machine's gas
+// writes for ".p2align 4" (what gcc emits before each function) after a
+// function of that length equals the generator's fill.
+func TestGasPaddingMatchesAs(t *testing.T) {
+	var src strings.Builder
+	for n := 1; n <= 16; n++ {
+		fmt.Fprintf(&src, "f%d:\n .fill %d,1,0x50\n .p2align 4\n", n, n)
+	}
+	got := asBytes(t, src.String())
+	var want []byte
+	for n := 1; n <= 16; n++ {
+		f := bytes.Repeat([]byte{0x50}, n)
+		pad := make([]byte, int(alignUp(uint64(n), 16))-n)
+		nopRun(pad, 11)
+		want = append(append(want, f...), pad...)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("gas:\n%x\ngenerator:\n%x", got, want)
+	}
+}
+
+// checkPadding decodes every function's gap to the next symbol and checks
+// it against the truth: boundaries, the fill's instructions, nothing
+// else, and the next function starting where the gap ends.
+func checkPadding(t *testing.T, k *image.Kernel, truth *Truth) map[Fill]int {
+	t.Helper()
+	counts := map[Fill]int{}
+	starts := map[uint64]bool{}
+	for _, f := range truth.Funcs {
+		starts[f.Addr] = true
+	}
+	bad := 0
+	for _, f := range truth.Funcs {
+		if f.Fill == FillNone {
+			if f.Pad != 0 || len(f.PadInsns) != 0 {
+				t.Fatalf("%s: no fill but %d pad bytes", f.Name, f.Pad)
+			}
+			continue
+		}
+		counts[f.Fill]++
+		end := f.Addr + uint64(f.Size) + uint64(f.Pad)
+		if end%funcAlign != 0 || f.Pad >= funcAlign {
+			t.Fatalf("%s: gap of %d ends at %#x, not the next 16-byte boundary", f.Name, f.Pad, end)
+		}
+		code := k.Text(f.Addr+uint64(f.Size), int(f.Pad))
+		off, i := 0, 0
+		for off < len(code) {
+			insn, err := x86.Decode(nil, code[off:])
+			ok := err == nil && i < len(f.PadInsns) && f.PadInsns[i] == f.Size+uint32(off)
+			switch f.Fill {
+			case FillLinkerINT3:
+				ok = ok && insn.Kind == x86.KindInt3
+			case FillGasNOP:
+				ok = ok && insn.Kind == x86.KindNop && insn.Len <= 11
+			case FillLinkerNOP:
+				ok = ok && insn.Kind == x86.KindNop && insn.Len <= 10
+			}
+			if !ok {
+				if bad++; bad < 10 {
+					t.Errorf("%s+%#x: % x is not the %v padding the truth claims (%v)", f.Name, int(f.Size)+off, code[off:], f.Fill, err)
+				}
+				break
+			}
+			off += insn.Len
+			i++
+		}
+		if i != len(f.PadInsns) {
+			t.Errorf("%s: %d padding instructions decoded, truth has %d", f.Name, i, len(f.PadInsns))
+		}
+		// No instruction of the gap runs into the next function (the
+		// next 16-byte boundary holds a function or ends the text).
+		if r := k.RegionAt(end); r != nil && end < r.End() && !starts[end] && f.Zone != ZoneProbeTarget {
+			t.Errorf("%s: gap ends at %#x, which starts no function", f.Name, end)
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%d gaps disagree", bad)
+	}
+	return counts
+}
+
+// TestPaddingDecodesAsClaimed: in the default image (core text, modules)
+// and an image with the sample's targets inside .text, every gap decodes
+// as its fill, gas gaps hold no int3 and vmlinux object gaps only int3.
+func TestPaddingDecodesAsClaimed(t *testing.T) {
+	k, truth := defaultImage(t)
+	counts := checkPadding(t, k, truth)
+	if counts[FillGasNOP] == 0 || counts[FillLinkerINT3] == 0 || counts[FillLinkerNOP] == 0 {
+		t.Fatalf("fills %v: want gas, vmlinux-linker and module-linker gaps", counts)
+	}
+	// About one function in 20 ends an object (Debian 6.1: 2,203 int3
+	// gaps of 43,148 non-empty aligned gaps, 5.1%).
+	share := float64(counts[FillLinkerINT3]) / float64(counts[FillLinkerINT3]+counts[FillGasNOP])
+	if share < 0.03 || share > 0.09 {
+		t.Errorf("%.1f%% of core gaps are object boundaries, want about 5%%", 100*share)
+	}
+	for _, f := range truth.Funcs {
+		if (f.Zone == ZoneInit || f.Zone == ZoneModuleInit) && f.Pad != 0 {
+			t.Fatalf("init function %s has %d pad bytes: __cold functions are not aligned", f.Name, f.Pad)
+		}
+	}
+
+	cfg := DefaultConfig()
+	cfg.Functions, cfg.JumpEntries, cfg.JumpKeys, cfg.StaticCallSites, cfg.BugEntries, cfg.Blacklist = 3000, 500, 100, 100, 300, 50
+	cfg.ProbeTargets = 500
+	for _, at := range []float64{0.5, 1} {
+		cfg.ProbeTargetsAt = at
+		k2, truth2, err := Generate(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkPadding(t, k2, truth2)
+		var tg []FuncTruth
+		for _, f := range truth2.Funcs {
+			if f.Zone == ZoneProbeTarget {
+				tg = append(tg, f)
+			}
+		}
+		sort.Slice(tg, func(i, j int) bool { return tg[i].Addr < tg[j].Addr })
+		for i, f := range tg {
+			want := FillGasNOP
+			if i == len(tg)-1 {
+				want = FillLinkerINT3
+			}
+			if f.Fill != want {
+				t.Fatalf("at=%g: target %d fill %v, want %v (one object)", at, i, f.Fill, want)
+			}
+		}
+		// The function before the sample's object ends its own object.
+		if at < 1 {
+			for _, f := range truth2.Funcs {
+				if f.Addr+uint64(f.Size)+uint64(f.Pad) == tg[0].Addr && f.Fill == FillGasNOP {
+					t.Fatalf("%s, before the sample's object, is padded with gas NOPs", f.Name)
+				}
+			}
+		}
+	}
+}
+
+// TestObjectSizes: object sizes follow the configured median (the
+// grouping's determinism is TestDeterministic's).
+func TestObjectSizes(t *testing.T) {
+	g := &gen{cfg: DefaultConfig()}
+	var sizes []int
+	run := 0
+	for _, e := range g.objectEnds(200000, sim.NewRNG(7, "test")) {
+		run++
+		if e {
+			sizes = append(sizes, run)
+			run = 0
+		}
+	}
+	sort.Ints(sizes)
+	if med := sizes[len(sizes)/2]; med < 8 || med > 10 {
+		t.Errorf("median object holds %d functions, want 9", med)
+	}
+}
