@@ -165,13 +165,15 @@ type ProbeSpec struct {
 	Post   bool // has a post handler (never optimized)
 }
 
-// PrepareMany builds the image (with the N targets) and the probe list.
+// PrepareMany builds the image with the sample's targets
+// (synth.SampleSize: 50,000 by default, as kernel/kprobes_many.c adds)
+// and the probe list on the first N of them.
 func PrepareMany(o ManyOptions) (*ManySetup, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	cfg := o.Image
-	cfg.ProbeTargets, cfg.ProbeTargetsTraced = o.N, o.Traced
+	cfg.ProbeTargets, cfg.ProbeTargetsTraced = synth.SampleSize(cfg, o.N), o.Traced
 	k, _, err := synth.Generate(cfg)
 	if err != nil {
 		return nil, err
@@ -179,9 +181,10 @@ func PrepareMany(o ManyOptions) (*ManySetup, error) {
 	return PrepareManyOn(k, o)
 }
 
-// PrepareManyFor builds the setup on a loaded (real) kernel: the N targets
-// are appended to its text, as the sample builds them into vmlinux, or,
-// with AllFunctions, every function is probed at its entry.
+// PrepareManyFor builds the setup on a loaded (real) kernel: the sample's
+// targets (synth.SampleSize) are appended to its text, as the sample
+// builds them into vmlinux, and the first N probed, or, with
+// AllFunctions, every function is probed at its entry.
 func PrepareManyFor(k *image.Kernel, o ManyOptions) (*ManySetup, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -196,7 +199,7 @@ func PrepareManyFor(k *image.Kernel, o ManyOptions) (*ManySetup, error) {
 		s.Opts.N = len(s.Probes)
 		return s, nil
 	}
-	if _, err := synth.AddProbeTargets(k, nil, o.N, o.Traced, o.Seed); err != nil {
+	if _, err := synth.AddProbeTargets(k, nil, synth.SampleSize(o.Image, o.N), o.Traced, o.Seed); err != nil {
 		return nil, err
 	}
 	return PrepareManyOn(k, o)
@@ -349,12 +352,16 @@ func RunMany(s *ManySetup, specs []RunSpec, wire Wiring, costs *sim.CostTable, f
 
 func (s *ManySetup) params() map[string]any {
 	o := s.Opts
-	return map[string]any{
+	p := map[string]any{
 		"placement": string(o.Placement), "offset": o.Offset, "traced": o.Traced,
 		"image_probes": o.ImageProbes, "mixed": o.Mixed, "batch": o.Batch,
 		"optimize_every": o.OptimizeEvery, "seed": o.Seed, "cpus": o.CPUs, "probes": len(s.Probes),
 		"targets": map[bool]string{true: "all-functions", false: "generated"}[o.AllFunctions],
 	}
+	if !o.AllFunctions {
+		p["sample_functions"] = synth.SampleSize(o.Image, o.N) // functions kprobes_many.c adds
+	}
+	return p
 }
 
 func runOne(s *ManySetup, spec RunSpec, wire Wiring, costs *sim.CostTable, faultSpec string, prog Progress) (*RunResult, error) {
