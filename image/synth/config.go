@@ -99,12 +99,14 @@ type Config struct {
 	// functions one object file (translation unit) holds: log-normal,
 	// at least one. Gaps inside an object are gas's NOPs, gaps between
 	// objects the linker's fill (int3 in vmlinux .text). Measured on the
-	// Debian 6.1 vmlinux (TestRealKernelObjectSizes): of 47,001 .text
-	// functions, 2,203 aligned gaps are int3-only (object boundaries),
-	// 37,735 NOP-only, 3,210 empty; functions per object between int3
-	// gaps: median 9, p10 1, p25 4, p75 21, p90 46, p99 163, max 362, mean
-	// 19.7. Median 9 and shape 1.27 (fitted to p50 and p90 only) give p25
-	// 3.8, p99 173 and mean 20.
+	// Debian 6.1 vmlinux as built (TestRealKernelObjectSizes): of 47,001
+	// .text functions, the gaps before a 16-byte-aligned successor are
+	// 2,203 int3-only (object boundaries), 37,735 NOP-only (gas), 3,210
+	// empty, 238 an int3 then NOPs (an asm "ret; int3", then gas);
+	// functions per object between int3 gaps: median 9, p10 1, p25 4, p75
+	// 21, p90 46, p99 163, max 364, mean 19.7. Median 9 and shape 1.27
+	// (ln(46/9)/z(0.9), fitted to p50 and p90 only) give p25 3.8, p99 173
+	// and mean 20.
 	ObjectFunctionsMedian float64
 	ObjectFunctionsSigma  float64
 }
