@@ -51,3 +51,55 @@ func TestOptimizerDecodesOncePerProbe(t *testing.T) {
 	}
 	t.Fatal("no optimizer phase")
 }
+
+// TestCanOptimizeWalksThePadding: can_optimize decodes each target to the
+// next symbol, its gas padding included (one exception-table search per
+// instruction), then copy_optimized_instructions copies the instructions
+// covering the JMP32 (one more search each). The walk length is what the
+// text holds: 8 instructions and 2 NOPs for the default (returns patched,
+// untraced) target, where int3 padding would be 12 more.
+func TestCanOptimizeWalksThePadding(t *testing.T) {
+	o := DefaultManyOptions()
+	o.Image = smallImage(5)
+	o.Image.SampleFunctions, o.N = 400, 200
+	s := mustSetup(t, o)
+	k := s.Kernel
+	want := uint64(0)
+	for i := 0; i < o.N; i++ {
+		a := k.SymbolsByName(synth.ProbeTargetName(i))[0].Addr
+		next := k.SymbolsByName(synth.ProbeTargetName(i + 1))[0].Addr
+		code := k.Text(a, int(next-a))
+		walk, copied := 0, 0
+		for off := 0; off < len(code); walk++ {
+			in, err := x86.Decode(nil, code[off:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if off < x86.JMP32InsnSize {
+				copied++
+			}
+			off += in.Len
+		}
+		if i == 0 && walk != 10 {
+			t.Fatalf("target 0 holds %d instructions to the next symbol, want 8 + 2 NOPs", walk)
+		}
+		want += uint64(walk + copied)
+	}
+	rep, err := RunMany(s, []RunSpec{{"none", 0}}, DefaultWiring, sim.DefaultCosts(), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Runs[0]
+	if r.Optimized != o.N {
+		t.Fatalf("%d of %d optimized", r.Optimized, o.N)
+	}
+	for _, ph := range r.Phases {
+		if ph.Name == "optimize" {
+			if got := ph.Counts["extable.search"]; got != want {
+				t.Fatalf("optimize phase: %d exception-table searches, the text holds %d walk + copy instructions", got, want)
+			}
+			return
+		}
+	}
+	t.Fatal("no optimize phase")
+}

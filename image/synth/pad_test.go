@@ -224,3 +224,61 @@ func TestObjectSizes(t *testing.T) {
 		t.Errorf("median object holds %d functions, want 9", med)
 	}
 }
+
+// TestLinkerFillMatchesLd: what this machine's ld writes between two
+// input sections (a function of every length, then an object whose .text
+// is 16-byte aligned) equals the generator's linker fill: ld -r (a module)
+// fills with its NOPs, and a link with vmlinux.lds.S's "=0xcccc" with
+// int3.
+func TestLinkerFillMatchesLd(t *testing.T) {
+	ld, err := exec.LookPath("ld")
+	if err != nil {
+		t.Skip("no ld (binutils) on this machine")
+	}
+	as, err := exec.LookPath("as")
+	if err != nil {
+		t.Skip("no gas (binutils) on this machine")
+	}
+	objcopy, err := exec.LookPath("objcopy")
+	if err != nil {
+		t.Skip("no objcopy (binutils) on this machine")
+	}
+	dir := t.TempDir()
+	run := func(name string, args ...string) {
+		t.Helper()
+		if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+	}
+	file := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	b := filepath.Join(dir, "b.o")
+	run(as, "--64", "-o", b, file("b.s", ".text\n.p2align 4\nb: .byte 0xc3\n"))
+	lds := file("vmlinux.lds", "SECTIONS { . = 0x1000; .text : { *(.text) } =0xcccc }\n")
+	for n := 1; n <= 15; n++ {
+		a := filepath.Join(dir, "a.o")
+		run(as, "--64", "-o", a, file("a.s", fmt.Sprintf(".text\na: .fill %d,1,0x50\n", n)))
+		for _, tc := range []struct {
+			fill Fill
+			args []string
+		}{{FillLinkerNOP, []string{"-r"}}, {FillLinkerINT3, []string{"-T", lds}}} {
+			out, bin := filepath.Join(dir, "out.o"), filepath.Join(dir, "out.bin")
+			run(ld, append(append([]string{}, tc.args...), "-o", out, a, b)...)
+			run(objcopy, "-O", "binary", "-j", ".text", out, bin)
+			got, err := os.ReadFile(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := make([]byte, 16-n)
+			writePad(want, tc.fill)
+			if len(got) != 17 || !bytes.Equal(got[n:16], want) {
+				t.Fatalf("gap %d, %v: ld wrote % x, generator % x", n, tc.fill, got, want)
+			}
+		}
+	}
+}
