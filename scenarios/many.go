@@ -199,7 +199,7 @@ func PrepareManyFor(k *image.Kernel, o ManyOptions) (*ManySetup, error) {
 		s.Opts.N = len(s.Probes)
 		return s, nil
 	}
-	if _, err := synth.AddProbeTargets(k, nil, synth.SampleSize(o.Image, o.N), o.Traced, o.Seed); err != nil {
+	if err := synth.AddSample(k, o.Image, o.N, o.Traced, o.Seed); err != nil {
 		return nil, err
 	}
 	return PrepareManyOn(k, o)

@@ -2,6 +2,7 @@ package synth
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -280,5 +281,33 @@ func TestLinkerFillMatchesLd(t *testing.T) {
 				t.Fatalf("gap %d, %v: ld wrote % x, generator % x", n, tc.fill, got, want)
 			}
 		}
+	}
+}
+
+// TestAddSampleErrors: a bad or oversized sample names --sample-functions.
+func TestAddSampleErrors(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Functions, cfg.JumpEntries, cfg.JumpKeys, cfg.StaticCallSites, cfg.BugEntries, cfg.Blacklist = 2000, 300, 100, 50, 200, 50
+	for _, tc := range []struct{ sample, n int }{{-1, 10}, {2_000_000, 10}} {
+		k, _, err := Generate(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cfg
+		c.SampleFunctions = tc.sample
+		err = AddSample(k, c, tc.n, false, 1)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Flag != "sample-functions" {
+			t.Errorf("sample %d: %v, want a --sample-functions error", tc.sample, err)
+		}
+	}
+	k, _, err := Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg
+	c.SampleFunctions = 300
+	if err := AddSample(k, c, 500, false, 1); err != nil || len(k.SymbolsByName(ProbeTargetName(499))) != 1 {
+		t.Fatalf("a sample grown to n: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package synth
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -111,6 +112,21 @@ func AddProbeTargets(k *image.Kernel, truth *Truth, n int, traced bool, seed uin
 	k.Symbols = all
 	sort.Slice(k.McountLocs, func(i, j int) bool { return k.McountLocs[i] < k.McountLocs[j] })
 	return syms, nil
+}
+
+// AddSample appends the batch sample's targets to a loaded kernel for a
+// run that probes n of them: SampleSize(c, n) functions, as AddProbeTargets
+// lays them out. Errors name --sample-functions.
+func AddSample(k *image.Kernel, c Config, n int, traced bool, seed uint64) error {
+	if c.SampleFunctions < 0 || c.SampleFunctions > 1_000_000 {
+		return cfgErr("sample-functions", "must be in [0, 1000000] (got %d)", c.SampleFunctions)
+	}
+	_, err := AddProbeTargets(k, nil, SampleSize(c, n), traced, seed)
+	var ce *ConfigError
+	if errors.As(err, &ce) && ce.Flag == "probe-targets" {
+		return cfgErr("sample-functions", "%s", ce.Msg)
+	}
+	return err
 }
 
 // targetBody is the code of one generated probe target, what gcc 12 emits
