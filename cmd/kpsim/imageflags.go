@@ -110,6 +110,10 @@ func addImageFlagsProfile(fs *flag.FlagSet, base synth.Config) *imageFlags {
 	fs.IntVar(&c.SampleFunctions, "sample-functions", c.SampleFunctions, "functions the batch sample (kernel/kprobes_many.c) adds to vmlinux; run many probes --n of them")
 	fs.Float64Var(&c.ObjectFunctionsMedian, "object-functions-median", c.ObjectFunctionsMedian, "median functions per object file (gas NOPs pad inside an object, the linker's int3 between)")
 	fs.Float64Var(&c.ObjectFunctionsSigma, "object-functions-sigma", c.ObjectFunctionsSigma, "log-normal shape of the functions-per-object distribution")
+	fs.Func("padding", "gap fill: toolchain (gas NOPs inside an object, linker int3 between) or int3 (everywhere; a counterfactual)", func(s string) error {
+		c.Padding = synth.Padding(s)
+		return nil
+	})
 	return f
 }
 

@@ -109,6 +109,27 @@ type Config struct {
 	// and mean 20.
 	ObjectFunctionsMedian float64
 	ObjectFunctionsSigma  float64
+	// Padding is how gaps are filled: PaddingToolchain (gas NOPs inside an
+	// object, the linker's fill between) or PaddingInt3 (int3 everywhere,
+	// kpsim's generator before it modelled the toolchain: a counterfactual
+	// that measures what int3 padding costs can_optimize).
+	Padding Padding
+}
+
+// Padding names a gap-fill model (--padding).
+type Padding string
+
+const (
+	PaddingToolchain Padding = "toolchain"
+	PaddingInt3      Padding = "int3"
+)
+
+func (p Padding) validate() error {
+	switch p {
+	case PaddingToolchain, PaddingInt3, "": // "" is the zero Config's toolchain
+		return nil
+	}
+	return cfgErr("padding", "want toolchain or int3, got %q", string(p))
 }
 
 // SampleSize is how many target functions the batch sample adds for a run
@@ -160,6 +181,7 @@ func DefaultConfig() Config {
 		SampleFunctions:       50000,
 		ObjectFunctionsMedian: 9,
 		ObjectFunctionsSigma:  1.27,
+		Padding:               PaddingToolchain,
 		IBT:                   false,
 		Retpoline:             true,
 		RetThunk:              true,
@@ -278,6 +300,9 @@ func (c *Config) Validate() error {
 	}
 	if !(c.ObjectFunctionsSigma >= 0 && c.ObjectFunctionsSigma <= 4) {
 		return cfgErr("object-functions-sigma", "must be in [0, 4] (got %g)", c.ObjectFunctionsSigma)
+	}
+	if err := c.Padding.validate(); err != nil {
+		return err
 	}
 	if c.SampleFunctions > 1_000_000 {
 		return cfgErr("sample-functions", "at most 1000000 (got %d)", c.SampleFunctions)

@@ -217,11 +217,14 @@ func Generate(cfg Config) (*image.Kernel, *Truth, error) {
 			ReturnsPatched: cfg.ReturnsPatched, KprobesOnFtrace: true, BugVerbose: true,
 		},
 	}
+	if cfg.Padding == PaddingInt3 {
+		g.k.Name += " padding=int3" // a counterfactual: say so wherever the image is named
+	}
 	if err := g.build(); err != nil {
 		return nil, nil, err
 	}
 	if cfg.ProbeTargets > 0 && cfg.ProbeTargetsAt >= 1 {
-		if _, err := AddProbeTargets(g.k, g.truth, cfg.ProbeTargets, cfg.ProbeTargetsTraced, cfg.Seed); err != nil {
+		if _, err := addProbeTargets(g.k, g.truth, cfg.ProbeTargets, cfg.ProbeTargetsTraced, cfg.Padding); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -314,7 +317,7 @@ func (g *gen) build() error {
 		}
 		p.addr = addr
 		addr = alignUp(addr+uint64(p.size), funcAlign)
-		p.pad, p.fill = int(addr-p.addr)-p.size, padFill(p.objEnd, FillLinkerINT3)
+		p.pad, p.fill = int(addr-p.addr)-p.size, padFill(cfg.Padding, p.objEnd, FillLinkerINT3)
 		zoneEnd[p.zone] = addr
 	}
 	for _, z := range []struct {
@@ -414,7 +417,7 @@ func (g *gen) build() error {
 		if mc, ok := tbody.write(coreReg.Bytes[a-TextBase:], a, g.fentry, g.retThunk, counter); ok {
 			tb.mcount = append(tb.mcount, mc)
 		}
-		g.truth.Funcs = append(g.truth.Funcs, tbody.pad(coreReg, ProbeTargetName(i), a, i == len(tgtAddrs)-1, FillLinkerINT3))
+		g.truth.Funcs = append(g.truth.Funcs, tbody.pad(coreReg, ProbeTargetName(i), a, padFill(cfg.Padding, i == len(tgtAddrs)-1, FillLinkerINT3)))
 	}
 	for _, f := range fixed {
 		if f.name == "__fentry__" {
@@ -684,9 +687,13 @@ func retOffs(code []byte) []uint32 {
 }
 
 // padFill is the fill after a function: gas NOPs inside an object, the
-// linker's fill (between) at an object's end.
-func padFill(objEnd bool, between Fill) Fill {
-	if objEnd {
+// linker's fill (between) at an object's end; int3 everywhere with
+// --padding int3.
+func padFill(padding Padding, objEnd bool, between Fill) Fill {
+	switch {
+	case padding == PaddingInt3:
+		return FillLinkerINT3
+	case objEnd:
 		return between
 	}
 	return FillGasNOP

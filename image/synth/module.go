@@ -59,7 +59,7 @@ func (g *gen) buildModule(m int) error {
 			p.addr = a
 			a = alignUp(a+uint64(p.size), align)
 			if align > 1 {
-				p.pad, p.fill = int(a-p.addr)-p.size, padFill(ends[i] || i == len(ps)-1, FillLinkerNOP)
+				p.pad, p.fill = int(a-p.addr)-p.size, padFill(cfg.Padding, ends[i] || i == len(ps)-1, FillLinkerNOP)
 			}
 		}
 		return a

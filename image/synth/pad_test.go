@@ -311,3 +311,37 @@ func TestAddSampleErrors(t *testing.T) {
 		t.Fatalf("a sample grown to n: %v", err)
 	}
 }
+
+// TestInt3Padding: --padding int3 fills every gap with int3 (the old
+// generator's counterfactual) and changes nothing else: same functions,
+// same bytes outside the gaps.
+func TestInt3Padding(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Functions, cfg.JumpEntries, cfg.JumpKeys, cfg.StaticCallSites, cfg.BugEntries, cfg.Blacklist = 3000, 500, 100, 100, 300, 50
+	cfg.ProbeTargets = 100
+	k1, t1, err := Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Padding = PaddingInt3
+	k2, t2, err := Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts := checkPadding(t, k2, t2); len(counts) != 1 || counts[FillLinkerINT3] == 0 {
+		t.Fatalf("int3 padding gave fills %v", counts)
+	}
+	if len(t1.Funcs) != len(t2.Funcs) {
+		t.Fatal("different functions")
+	}
+	for i, f := range t1.Funcs {
+		g := t2.Funcs[i]
+		if f.Addr != g.Addr || f.Size != g.Size || f.Pad != g.Pad || !bytes.Equal(k1.Text(f.Addr, int(f.Size)), k2.Text(g.Addr, int(g.Size))) {
+			t.Fatalf("%s differs outside its gap", f.Name)
+		}
+	}
+	cfg.Padding = "nops"
+	if _, _, err := Generate(cfg); err == nil || !strings.Contains(err.Error(), "--padding") {
+		t.Fatalf("--padding nops: %v", err)
+	}
+}

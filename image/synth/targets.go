@@ -20,6 +20,10 @@ func ProbeTargetName(i int) string { return fmt.Sprintf("kprobe_many_func_%d", i
 // them, since they are part of vmlinux's text. truth, when non-nil,
 // receives their instruction boundaries and padding.
 func AddProbeTargets(k *image.Kernel, truth *Truth, n int, traced bool, seed uint64) ([]image.Symbol, error) {
+	return addProbeTargets(k, truth, n, traced, PaddingToolchain)
+}
+
+func addProbeTargets(k *image.Kernel, truth *Truth, n int, traced bool, padding Padding) ([]image.Symbol, error) {
 	if n < 0 {
 		return nil, cfgErr("probe-targets", "must not be negative (got %d)", n)
 	}
@@ -92,7 +96,7 @@ func AddProbeTargets(k *image.Kernel, truth *Truth, n int, traced bool, seed uin
 			k.McountLocs = append(k.McountLocs, mc)
 		}
 		syms[i] = image.Symbol{Name: ProbeTargetName(i), Addr: a, Size: size, Type: 't'}
-		ft := tb.pad(reg, syms[i].Name, a, i == n-1, FillLinkerINT3)
+		ft := tb.pad(reg, syms[i].Name, a, padFill(padding, i == n-1, FillLinkerINT3))
 		if truth != nil {
 			truth.Funcs = append(truth.Funcs, ft)
 		}
@@ -121,7 +125,10 @@ func AddSample(k *image.Kernel, c Config, n int, traced bool, seed uint64) error
 	if c.SampleFunctions < 0 || c.SampleFunctions > 1_000_000 {
 		return cfgErr("sample-functions", "must be in [0, 1000000] (got %d)", c.SampleFunctions)
 	}
-	_, err := AddProbeTargets(k, nil, SampleSize(c, n), traced, seed)
+	if err := c.Padding.validate(); err != nil {
+		return err
+	}
+	_, err := addProbeTargets(k, nil, SampleSize(c, n), traced, c.Padding)
 	var ce *ConfigError
 	if errors.As(err, &ce) && ce.Flag == "probe-targets" {
 		return cfgErr("sample-functions", "%s", ce.Msg)
@@ -203,11 +210,10 @@ func (t *targetBody) truth(name string, a uint64) FuncTruth {
 }
 
 // pad writes the gap after the target at a (in reg) up to the next
-// 16-byte boundary: gas NOPs, or between (the linker's fill) after the
-// last target of the object, and returns the target's truth.
-func (t *targetBody) pad(reg *image.Region, name string, a uint64, last bool, between Fill) FuncTruth {
+// 16-byte boundary with f (padFill) and returns the target's truth.
+func (t *targetBody) pad(reg *image.Region, name string, a uint64, f Fill) FuncTruth {
 	ft := t.truth(name, a)
 	size := uint64(len(t.code))
-	padAfter(&ft, reg, int(alignUp(size, funcAlign)-size), padFill(last, between))
+	padAfter(&ft, reg, int(alignUp(size, funcAlign)-size), f)
 	return ft
 }
