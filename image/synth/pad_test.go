@@ -171,7 +171,8 @@ func TestPaddingDecodesAsClaimed(t *testing.T) {
 	}
 
 	cfg := DefaultConfig()
-	cfg.Functions, cfg.JumpEntries, cfg.JumpKeys, cfg.StaticCallSites, cfg.BugEntries, cfg.Blacklist = 3000, 500, 100, 100, 300, 50
+	cfg.Functions, cfg.InitFunctions, cfg.Modules = 1000, 50, 1
+	cfg.JumpEntries, cfg.JumpKeys, cfg.StaticCallSites, cfg.BugEntries, cfg.Blacklist = 200, 50, 50, 100, 20
 	cfg.ProbeTargets = 500
 	for _, at := range []float64{0.5, 1} {
 		cfg.ProbeTargetsAt = at
@@ -287,12 +288,13 @@ func TestLinkerFillMatchesLd(t *testing.T) {
 // TestAddSampleErrors: a bad or oversized sample names --sample-functions.
 func TestAddSampleErrors(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Functions, cfg.JumpEntries, cfg.JumpKeys, cfg.StaticCallSites, cfg.BugEntries, cfg.Blacklist = 2000, 300, 100, 50, 200, 50
-	for _, tc := range []struct{ sample, n int }{{-1, 10}, {2_000_000, 10}} {
-		k, _, err := Generate(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+	cfg.Functions, cfg.InitFunctions, cfg.Modules = 1000, 50, 0
+	cfg.JumpEntries, cfg.JumpKeys, cfg.StaticCallSites, cfg.BugEntries, cfg.Blacklist = 200, 50, 50, 100, 20
+	k, _, err := Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ sample, n int }{{-1, 10}, {2_000_000, 10}} { // refused before k changes
 		c := cfg
 		c.SampleFunctions = tc.sample
 		err = AddSample(k, c, tc.n, false, 1)
@@ -300,10 +302,6 @@ func TestAddSampleErrors(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Flag != "sample-functions" {
 			t.Errorf("sample %d: %v, want a --sample-functions error", tc.sample, err)
 		}
-	}
-	k, _, err := Generate(cfg)
-	if err != nil {
-		t.Fatal(err)
 	}
 	c := cfg
 	c.SampleFunctions = 300
@@ -317,7 +315,8 @@ func TestAddSampleErrors(t *testing.T) {
 // same bytes outside the gaps.
 func TestInt3Padding(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Functions, cfg.JumpEntries, cfg.JumpKeys, cfg.StaticCallSites, cfg.BugEntries, cfg.Blacklist = 3000, 500, 100, 100, 300, 50
+	cfg.Functions, cfg.InitFunctions, cfg.Modules = 1000, 50, 1
+	cfg.JumpEntries, cfg.JumpKeys, cfg.StaticCallSites, cfg.BugEntries, cfg.Blacklist = 200, 50, 50, 100, 20
 	cfg.ProbeTargets = 100
 	k1, t1, err := Generate(cfg)
 	if err != nil {
