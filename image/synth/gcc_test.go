@@ -35,6 +35,7 @@ var kernelCFLAGS = []string{
 	"-m64", "-mno-red-zone", "-mcmodel=kernel", "-mno-sse", "-mno-mmx", "-mno-sse2", "-mno-3dnow", "-mno-avx",
 	"-mno-80387", "-mno-fp-ret-in-387", "-mpreferred-stack-boundary=3", "-mskip-rax-setup", "-mtune=generic",
 	"-falign-jumps=1", "-falign-loops=1", "-fno-asynchronous-unwind-tables", "-fno-jump-tables",
+	"-fcf-protection=none",
 	"-mindirect-branch=thunk-extern", "-mindirect-branch-register", "-mindirect-branch-cs-prefix",
 	"-mharden-sls=all",
 }
@@ -151,24 +152,34 @@ func compileMany(t *testing.T, extra ...string) []gccFunc {
 // TestTargetsMatchGCC: the sample's functions as gcc 12 builds them with
 // the kernel's flags, untraced and traced (-pg -mfentry -mrecord-mcount,
 // CONFIG_FTRACE_MCOUNT_USE_CC), with return thunks (RETHUNK) and without
-// (SLS "ret; int3"), equal the generator's targets: the same bytes (gcc's
+// (SLS "ret; int3"), with and without IBT (ENDBR64 first), equal the generator's targets: the same bytes (gcc's
 // relocated fields are 0 in the object, as in the template), the same
 // instruction count, and the same padding to the next function (gas
 // NOPs, no int3).
 func TestTargetsMatchGCC(t *testing.T) {
+	rethunk, traced := []string{"-mfunction-return=thunk-extern"}, []string{"-pg", "-mfentry", "-mrecord-mcount"}
+	ibt := []string{"-fcf-protection=branch"} // CONFIG_X86_KERNEL_IBT (arch/x86/Makefile)
+	cat := func(l ...[]string) (out []string) {
+		for _, x := range l {
+			out = append(out, x...)
+		}
+		return out
+	}
 	for _, tc := range []struct {
-		name             string
-		flags            []string
-		traced, retThunk bool
+		name                  string
+		flags                 []string
+		ibt, traced, retThunk bool
 	}{
-		{"rethunk", []string{"-mfunction-return=thunk-extern"}, false, true},
-		{"rethunk,traced", []string{"-mfunction-return=thunk-extern", "-pg", "-mfentry", "-mrecord-mcount"}, true, true},
-		{"sls", nil, false, false},
-		{"sls,traced", []string{"-pg", "-mfentry", "-mrecord-mcount"}, true, false},
+		{"rethunk", rethunk, false, false, true},
+		{"rethunk,traced", cat(rethunk, traced), false, true, true},
+		{"sls", nil, false, false, false},
+		{"sls,traced", traced, false, true, false},
+		{"ibt,rethunk", cat(ibt, rethunk), true, false, true},
+		{"ibt,rethunk,traced", cat(ibt, rethunk, traced), true, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fns := compileMany(t, tc.flags...)
-			tb := newTargetBody(false, tc.traced, tc.retThunk, false)
+			tb := newTargetBody(tc.ibt, tc.traced, tc.retThunk, false)
 			pad := make([]byte, int(alignUp(uint64(len(tb.code)), funcAlign))-len(tb.code))
 			padOffs := nopRun(pad, 11)
 			for _, fn := range fns[:len(fns)-1] { // the last one has no gap in the object
