@@ -400,7 +400,9 @@ func (g *gen) build() error {
 		iaddr += uint64(p.size)
 	}
 
-	// 4. Emit core text.
+	// 4. Emit core text. The region starts as int3, the linker's fill:
+	// what no function and no gas padding overwrites (gaps between
+	// objects, the asm thunks' .align) stays int3.
 	coreReg := &image.Region{Name: ".text", Kind: image.CoreText, Start: TextBase, Bytes: make([]byte, etext-TextBase)}
 	fill(coreReg.Bytes, opINT3)
 	initReg := &image.Region{Name: ".init.text", Kind: image.InitText, Start: initBase, Bytes: make([]byte, iaddr-initBase)}
