@@ -10,8 +10,6 @@ import (
 // (kernel/kallsyms.c: kallsyms_open, s_start/s_next/update_iter,
 // get_ksymbol_core, get_ksymbol_mod, s_show). Weights: weights_walk.go.
 var (
-	OpModVisit = sim.NewOp("module.kallsyms.visit", wModVisit, rModVisit,
-		"module_kallsyms_on_each_symbol: one defined module symbol handed to the callback (kallsyms_symbol_name + kallsyms_symbol_value + the indirect call)")
 	OpModIterStep = sim.NewOp("module.get_kallsym.step", wModIterStep, rModIterStep,
 		"module_get_kallsym: one module passed over on the modules list while /proc/kallsyms finds the module holding position symnum")
 	OpSymType = sim.NewOp("kallsyms.type", wSymType, rSymType,
@@ -41,36 +39,6 @@ type Walker interface {
 }
 
 var _ Walker = (*Compressed)(nil)
-
-// ModuleOnEachSymbol models kernel/module/kallsyms.c:
-// module_kallsyms_on_each_symbol(NULL, fn, data) (6.1 takes no module
-// name; later kernels add one, NULL meaning all): under module_mutex, for
-// every formed module in list order (newest first), every symtab entry that
-// is not SHN_UNDEF (an image.Symbol with a zero address) goes to fn, which
-// stops the walk by returning non-zero.
-func (c *Compressed) ModuleOnEachSymbol(cn *sim.Counters, fn func(name string, mod *image.Module, addr uint64) int) int {
-	var tl tally
-	defer tl.flush(cn)
-	var visits uint64
-	defer func() { cn.Add(OpModVisit, visits) }()
-	for _, m := range c.mods {
-		if m.State == image.ModuleUnformed {
-			continue
-		}
-		for i := range m.Symbols {
-			s := &m.Symbols[i]
-			tl.modSym++
-			if s.Addr == 0 {
-				continue
-			}
-			visits++
-			if r := fn(s.Name, m, s.Addr); r != 0 {
-				return r
-			}
-		}
-	}
-	return 0
-}
 
 // symbolType is kallsyms_get_symbol_type(off).
 func (c *Compressed) symbolType(off int, tl *tally) byte {

@@ -8,9 +8,6 @@ package kallsyms
 // (same format walk, number() for %px), so snprintf of the same line
 // stands in for seq_printf.
 const (
-	wModVisit = 6
-	rModVisit = "as module.kallsyms.sym (2 cycles, BenchmarkWeightSeqScan) plus the strtab pointer add and the indirect callback call (kallsyms.visit, 1 cycle) and a dependent strtab load (~3 cycles L1)"
-
 	wModIterStep = 5
 	rModIterStep = "hardware fact: one list_head next load plus num_symtab compare on an L1/L2-hot module struct (~5 cycles L1 load-to-use)"
 

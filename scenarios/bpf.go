@@ -157,6 +157,7 @@ type attachResult struct {
 	Err    string   `json:"err,omitempty"`
 	Addrs  []uint64 `json:"-"`
 	Path   string   `json:"path,omitempty"`
+	Why    string   `json:"why,omitempty"` // the refusal's reason, when it has one
 }
 
 // bpfDigest hashes every attach's target, error and addresses.

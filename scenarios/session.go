@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kpsim/kpsim/bpf"
+	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/libbpf"
 	"github.com/kpsim/kpsim/sim"
@@ -108,7 +110,7 @@ func RunSession(k *image.Kernel, o SessionOptions, costs *sim.CostTable) (*BPFRe
 			ar := attachResult{Target: f.Name}
 			l, err := r.lib.Attach(c, fmt.Sprintf("session%d", i), "kprobe.session/"+f.Name)
 			if err != nil {
-				ar.Err = errName(err)
+				ar.Err, ar.Why = errName(err)
 			} else if l != nil {
 				ar.Addrs, ar.Path = r.lastLinkAddrs(), l.Path
 			}
@@ -132,7 +134,7 @@ func (r *bpfRun) attachPair(c *sim.Counters, i int, fn string) []attachResult {
 		ar := attachResult{Target: sec + fn}
 		l, err := r.lib.Attach(c, fmt.Sprintf("pair%d", i), sec+fn)
 		if err != nil {
-			ar.Err = errName(err)
+			ar.Err, ar.Why = errName(err)
 		} else if l != nil {
 			ar.Path = l.Path
 		}
@@ -141,11 +143,18 @@ func (r *bpfRun) attachPair(c *sim.Counters, i int, fn string) []attachResult {
 	return out
 }
 
-func errName(err error) string {
-	if e, ok := err.(interface{ Name() string }); ok {
-		return "-" + e.Name()
+// errName is the errno an attach returned ("-ENOENT"); why is the
+// longer reason when the error carries one (the kprobes core's refusals).
+func errName(err error) (name, why string) {
+	var e errno.Errno
+	if !errors.As(err, &e) {
+		return err.Error(), ""
 	}
-	return err.Error()
+	var r *Refusal
+	if errors.As(err, &r) {
+		why = r.Reason
+	}
+	return "-" + e.Name(), why
 }
 
 func finishRun(spec RunSpec, c *sim.Counters, costs *sim.CostTable, res []attachResult, wall time.Duration) *BPFRunReport {
@@ -166,7 +175,11 @@ func finishRun(spec RunSpec, c *sim.Counters, costs *sim.CostTable, res []attach
 			run.Paths[a.Path]++
 		} else {
 			run.Errors[a.Err]++
-			run.Failed = append(run.Failed, a.Target+": "+a.Err)
+			f := a.Target + ": " + a.Err
+			if a.Why != "" {
+				f += " (" + a.Why + ")"
+			}
+			run.Failed = append(run.Failed, f)
 		}
 	}
 	run.Digest = bpfDigest(res)
@@ -234,7 +247,7 @@ func RunMulti(k *image.Kernel, o SessionOptions, costs *sim.CostTable) (*BPFRepo
 				l, err = r.lib.AttachKprobeMultiOpts(c, prog, "", false, libbpf.KprobeMultiOpts{Syms: names, Cnt: len(names)})
 			}
 			if err != nil {
-				ar.Err = errName(err)
+				ar.Err, ar.Why = errName(err)
 			} else {
 				ar.Addrs, ar.Path = r.lastLinkAddrs(), l.Path
 			}
