@@ -90,6 +90,9 @@ func TestAttachErrors(t *testing.T) {
 	}{
 		{"FPROBE=n", bpf.Gen610, false, multi, bpf.KprobeMultiAttr{Syms: names, Cnt: 3}, errno.EOPNOTSUPP},
 		{"FPROBE=n 6.1", bpf.Gen61, false, multi, bpf.KprobeMultiAttr{Syms: names, Cnt: 3}, errno.EOPNOTSUPP},
+		{"session FPROBE=n 6.1: link_create refuses the attach type first", bpf.Gen61, false, session, bpf.KprobeMultiAttr{Syms: names, Cnt: 3}, errno.EINVAL},
+		{"session FPROBE=n 6.10", bpf.Gen610, false, session, bpf.KprobeMultiAttr{Syms: names, Cnt: 3}, errno.EOPNOTSUPP},
+		{"perf attach type", bpf.Gen610, true, &bpf.Prog{ExpectedAttachType: bpf.AttachPerfEvent}, bpf.KprobeMultiAttr{Syms: names, Cnt: 3}, errno.EINVAL},
 		{"ok", bpf.Gen610, true, multi, bpf.KprobeMultiAttr{Syms: names, Cnt: 3}, nil},
 		{"session on 6.1", bpf.Gen61, true, session, bpf.KprobeMultiAttr{Syms: names, Cnt: 3}, errno.EINVAL},
 		{"session", bpf.Gen610, true, session, bpf.KprobeMultiAttr{Syms: names[:1], Cnt: 1}, nil},

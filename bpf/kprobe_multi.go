@@ -61,10 +61,9 @@ func ParseGen(s string) (Gen, error) {
 type AttachType int
 
 const (
-	AttachPerfEvent       AttachType = 41 // BPF_PERF_EVENT
-	AttachKprobeMulti     AttachType = 42 // BPF_TRACE_KPROBE_MULTI
-	AttachKprobeSession   AttachType = 56 // BPF_TRACE_KPROBE_SESSION (v6.10)
-	AttachTraceFentryMult AttachType = -1 // not an attach type of 6.1
+	AttachPerfEvent     AttachType = 41 // BPF_PERF_EVENT
+	AttachKprobeMulti   AttachType = 42 // BPF_TRACE_KPROBE_MULTI
+	AttachKprobeSession AttachType = 56 // BPF_TRACE_KPROBE_SESSION (v6.10)
 )
 
 func (a AttachType) String() string {
@@ -196,6 +195,19 @@ func (k *Kernel) KprobeMultiLinkAttach(c *sim.Counters, prog *Prog, attr KprobeM
 	prev := c.Enter(PhaseLinkCreate)
 	defer c.Enter(prev)
 	c.Inc(OpSyscall)
+	// link_create: a BPF_PROG_TYPE_KPROBE program links with
+	// BPF_PERF_EVENT or BPF_TRACE_KPROBE_MULTI (v6.10: or
+	// BPF_TRACE_KPROBE_SESSION); anything else is -EINVAL before
+	// bpf_kprobe_multi_link_attach (kernel/bpf/syscall.c:link_create).
+	switch prog.ExpectedAttachType {
+	case AttachKprobeMulti:
+	case AttachKprobeSession:
+		if k.Gen == Gen61 {
+			return nil, errno.EINVAL
+		}
+	default:
+		return nil, errno.EINVAL
+	}
 	if !k.Kconfig.FPROBE {
 		return nil, errno.EOPNOTSUPP // the !CONFIG_FPROBE stub
 	}
