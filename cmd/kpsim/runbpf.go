@@ -24,6 +24,7 @@ type bpfFlags struct {
 	format  string
 	out     string
 	costs   string
+	sink    *atomicFile
 }
 
 func addBPFFlags(fs *flag.FlagSet, args []string) (*bpfFlags, error) {
@@ -82,16 +83,28 @@ func (f *bpfFlags) options(defaults []string) (scenarios.BPFOptions, []scenarios
 	return o, specs, costs, nil
 }
 
+// openOut checks --out before any work (a bad path costs nothing); the
+// caller defers f.closeOut.
+func (f *bpfFlags) openOut() error {
+	if f.out == "" {
+		return nil
+	}
+	var err error
+	if f.sink, err = newAtomicFile(f.out); err != nil {
+		return usagef("--out: %s", err.Error())
+	}
+	return nil
+}
+
+func (f *bpfFlags) closeOut() {
+	if f.sink != nil {
+		f.sink.abort()
+	}
+}
+
 // emit writes a report as table or JSON to stdout or --out.
 func (f *bpfFlags) emit(stdout io.Writer, v any, table func(io.Writer) error) error {
-	var sink *atomicFile
-	if f.out != "" {
-		var err error
-		if sink, err = newAtomicFile(f.out); err != nil {
-			return usagef("--out: %s", err.Error())
-		}
-		defer sink.abort()
-	}
+	sink := f.sink
 	var buf bytes.Buffer
 	var err error
 	if f.format == "json" {
@@ -131,6 +144,10 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := f.openOut(); err != nil {
+		return err
+	}
+	defer f.closeOut()
 	k, _, err := f.imf.load()
 	if err != nil {
 		return err
@@ -167,6 +184,10 @@ func runMultiScenario(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := f.openOut(); err != nil {
+		return err
+	}
+	defer f.closeOut()
 	k, _, err := f.imf.load()
 	if err != nil {
 		return err
@@ -235,6 +256,10 @@ func runCrossover(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := f.openOut(); err != nil {
+		return err
+	}
+	defer f.closeOut()
 	k, _, err := f.imf.load()
 	if err != nil {
 		return err
@@ -268,6 +293,10 @@ func runTracingMulti(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := f.openOut(); err != nil {
+		return err
+	}
+	defer f.closeOut()
 	k, _, err := f.imf.load()
 	if err != nil {
 		return err

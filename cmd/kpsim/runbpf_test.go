@@ -21,6 +21,8 @@ func TestRunBPFBadInput(t *testing.T) {
 		{[]string{"run", "multi", "--pattern", ""}, "empty pattern"},
 		{[]string{"run", "multi", "--targets", "-1"}, "--targets"},
 		{[]string{"run", "tracing-multi", "--variants", "nope"}, "--variants"},
+		{[]string{"run", "session", "--out", "/nonexistent/dir/x.json"}, "--out"},
+		{[]string{"run", "crossover", "--format", "csv"}, "--format"},
 	} {
 		args := append(tc.args, small...)
 		_, errs, code := runKpsim(args...)
