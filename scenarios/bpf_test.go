@@ -374,3 +374,20 @@ func TestFastPathFallsBack(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParseKconfig(f *testing.F) {
+	for _, s := range []string{"FPROBE=y", "CONFIG_FPROBE=n", "FPROBE=y,FPROBE=n", "", "FPROBE", "X=y"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := ParseKconfig(s)
+		if err != nil {
+			return
+		}
+		for k := range m {
+			if k != "FPROBE" {
+				t.Fatalf("%q: accepted option %q", s, k)
+			}
+		}
+	})
+}

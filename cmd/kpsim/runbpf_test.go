@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/kpsim/kpsim/scenarios"
 )
 
 func TestRunBPFBadInput(t *testing.T) {
@@ -51,4 +53,21 @@ func TestRunSessionFprobeOff(t *testing.T) {
 	if !strings.Contains(out, "-EOPNOTSUPP:3") || !strings.Contains(out, "FPROBE=n") {
 		t.Errorf("want 3 -EOPNOTSUPP and the override recorded:\n%s", out)
 	}
+}
+
+func FuzzParseKList(f *testing.F) {
+	for _, s := range []string{"1,10,100", "max", "0", "1048577", "5,max,7", "", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ks, err := parseKList(s)
+		if err != nil {
+			return
+		}
+		for _, k := range ks {
+			if k != scenarios.KMax && (k <= 0 || k > 1<<20) {
+				t.Fatalf("%q: accepted K = %d", s, k)
+			}
+		}
+	})
 }
