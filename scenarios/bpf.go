@@ -234,6 +234,8 @@ type StageRow struct {
 	Ops    map[string]uint64 `json:"ops"`
 	Cycles float64           `json:"est_cycles"`
 	MS     float64           `json:"est_ms"`
+	// PerAttachMS is MS over the run's attaches (set by finishRun).
+	PerAttachMS float64 `json:"est_ms_per_attach"`
 }
 
 // stages renders the counters' phases that have counts, in phase order.

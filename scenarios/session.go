@@ -168,6 +168,9 @@ func finishRun(spec RunSpec, c *sim.Counters, costs *sim.CostTable, res []attach
 	run.Attaches = len(res)
 	if len(res) > 0 {
 		run.PerAttach = run.MS / float64(len(res))
+		for i := range run.Stages {
+			run.Stages[i].PerAttachMS = run.Stages[i].MS / float64(len(res))
+		}
 	}
 	for _, a := range res {
 		if a.Err == "" {
@@ -272,7 +275,7 @@ func (rep *BPFReport) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "stage\t")
 	for _, r := range rep.Runs {
-		fmt.Fprintf(tw, "%s cycles\tms\t", r.Name)
+		fmt.Fprintf(tw, "%s cycles\tms\tms/attach\t", r.Name)
 	}
 	fmt.Fprintln(tw)
 	var phases []string
@@ -294,18 +297,13 @@ func (rep *BPFReport) WriteTable(w io.Writer) error {
 					cyc = s.Cycles
 				}
 			}
-			fmt.Fprintf(tw, "%s\t%.3f\t", group(uint64(cyc)), cyc/CyclesPerMS)
+			fmt.Fprintf(tw, "%s\t%.3f\t%.4f\t", group(uint64(cyc)), cyc/CyclesPerMS, cyc/CyclesPerMS/float64(max(r.Attaches, 1)))
 		}
 		fmt.Fprintln(tw)
 	}
 	fmt.Fprint(tw, "total\t")
 	for _, r := range rep.Runs {
-		fmt.Fprintf(tw, "%s\t%.3f\t", group(uint64(r.Cycles)), r.MS)
-	}
-	fmt.Fprintln(tw)
-	fmt.Fprint(tw, "per attach\t")
-	for _, r := range rep.Runs {
-		fmt.Fprintf(tw, "%s\t%.4f\t", group(uint64(r.Cycles/float64(max(r.Attaches, 1)))), r.PerAttach)
+		fmt.Fprintf(tw, "%s\t%.3f\t%.4f\t", group(uint64(r.Cycles)), r.MS, r.PerAttach)
 	}
 	fmt.Fprintln(tw)
 	if err := tw.Flush(); err != nil {
