@@ -162,6 +162,11 @@ type Ftrace struct {
 	// after vmlinux (upstream since 2023; not in 6.1.192, whose
 	// ftrace_lookup_symbols stops after kallsyms_on_each_symbol).
 	LookupSymbolsModules bool
+
+	// NoReplay makes every available_filter_functions read run the model
+	// (tests of the replay shortcut).
+	NoReplay    bool
+	availReplay [2]kallsyms.Replay
 	foreign              map[uint64]bool // records owned by another IPMODIFY ops
 }
 
