@@ -167,7 +167,7 @@ type Ftrace struct {
 	// (tests of the replay shortcut).
 	NoReplay    bool
 	availReplay [2]kallsyms.Replay
-	foreign              map[uint64]bool // records owned by another IPMODIFY ops
+	foreign     map[uint64]bool // records owned by another IPMODIFY ops
 }
 
 type recRef struct {
