@@ -113,7 +113,9 @@ func (p *Patcher) emitITSTrampoline(addr uint64, in x86.Insn, reg int, b []byte)
 func (p *Patcher) patchRetpoline(addr uint64, in x86.Insn, b []byte) (int, string, error) {
 	target := in.Target(addr)
 	d := int64(target - p.Env.IndirectThunkArray)
-	reg := int(d / RetpolineThunkSize) // C pointer difference truncates toward zero
+	// C pointer subtraction of retpoline_thunk_t (32 bytes): the
+	// compiler's arithmetic shift, so targets just below the array give -1.
+	reg := int(d >> 5)
 	if reg&^0xf != 0 {
 		return -1, SiteSkipped, nil // WARN_ON_ONCE
 	}
