@@ -32,14 +32,14 @@ import (
 
 // loader is one Load call.
 type loader struct {
-	opts  Options
+	opts   Options
 	booted *Booted
-	name  string
-	data  []byte
-	f     *elf.File
-	progs []*elf.Prog // PT_LOAD with file data
-	syms  map[string]uint64
-	k     *image.Kernel
+	name   string
+	data   []byte
+	f      *elf.File
+	progs  []*elf.Prog // PT_LOAD with file data
+	syms   map[string]uint64
+	k      *image.Kernel
 	// capped lists functions whose next-symbol distance was cut
 	// (kallsyms source only).
 	capped []string
