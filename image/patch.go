@@ -14,7 +14,15 @@ import (
 //
 // Models arch/x86/kernel/alternative.c:apply_returns (patch_return's
 // "patch them out" branch).
+//
+// Deprecated: image/load boots real kernels for a CPU (package
+// alternative, which models apply_returns for every mitigation mode
+// together with paravirt, retpolines and alternatives). On an image
+// already booted (Config.CPU set) ApplyReturns does nothing.
 func (k *Kernel) ApplyReturns() (int, error) {
+	if k.Config.CPU != "" {
+		return 0, nil
+	}
 	thunks := k.SymbolsByName("__x86_return_thunk")
 	if len(thunks) == 0 {
 		return 0, fmt.Errorf("image %s: no __x86_return_thunk symbol: cannot apply returns", k.Name)
