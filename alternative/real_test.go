@@ -275,7 +275,9 @@ func readVA(data []byte, va uint64, n int) ([]byte, error) {
 	return nil, fmt.Errorf("%#x+%d is not in a PT_LOAD segment", va, n)
 }
 
-func le32(b []byte) uint32 { return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24 }
+func le32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
 
 // replacement returns the replacement bytes of a from the as-built ELF.
 func replacement(t testing.TB, r *load.Result, a alternative.AltInstr) []byte {
