@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -63,5 +64,31 @@ func TestCPUFlagKernel(t *testing.T) {
 	out, errs, code = runKpsim("image", "--kernel", k, "--cpu", "none", "--returns-patched=false")
 	if code != 0 || !strings.Contains(out, "boot CPU: none") || !strings.Contains(out, "text is as built") {
 		t.Errorf("--cpu none: exit %d, %s\n%s", code, errs, out)
+	}
+}
+
+// TestBootSites: --boot-sites lists every site boot patching visited.
+func TestBootSites(t *testing.T) {
+	_, errs, code := runKpsim(append([]string{"image", "--boot-sites", t.TempDir() + "/s.tsv"}, small...)...)
+	if code != 2 || !strings.Contains(errs, "needs --kernel") {
+		t.Errorf("synthetic: exit %d, %q", code, errs)
+	}
+	cachedKernel(t)
+	p := t.TempDir() + "/sites.tsv"
+	_, errs, code = runKpsim("image", "--kernel", "../../.cache/kernels/vmlinuz-6.1.0-57-amd64", "--cpu", "genoa", "--boot-sites", p)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	// 3848 pv + 8823 retpoline + 50858 return (26 trampolines) + 4667 alternatives, 2 header lines.
+	if len(lines) != 2+3848+8823+50858+4667 || !strings.HasPrefix(lines[0], "# boot CPU genoa") {
+		t.Fatalf("%d lines, first %q", len(lines), lines[0])
+	}
+	if !strings.Contains(string(b), "return\t") || !strings.Contains(string(b), "\tthunk\t") {
+		t.Error("genoa: no return site patched to jmp the return thunk")
 	}
 }

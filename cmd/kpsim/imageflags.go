@@ -8,6 +8,7 @@ import (
 
 	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/image/elfload"
 	"github.com/kpsim/kpsim/image/load"
 	"github.com/kpsim/kpsim/image/synth"
 )
@@ -22,6 +23,9 @@ type imageFlags struct {
 	profile string
 	cpu     string
 	fs      *flag.FlagSet
+	// record keeps the boot-patched sites of a --kernel image in booted.
+	record bool
+	booted *elfload.Booted
 }
 
 // explicit reports whether the flag was given on the command line.
@@ -149,10 +153,11 @@ func (f *imageFlags) load() (*image.Kernel, *synth.Truth, error) {
 				return nil, nil, usagef("--returns-patched=%v: with --kernel the boot CPU decides the returns, and --cpu %s %s", f.cfg.ReturnsPatched, name, returnsOf(cpu))
 			}
 		}
-		r, err := load.OpenWith(f.kernel, load.Options{CPU: name})
+		r, err := load.OpenWith(f.kernel, load.Options{CPU: name, Record: f.record})
 		if err != nil {
 			return nil, nil, usagef("--kernel: %v", err)
 		}
+		f.booted = r.Booted
 		return r.Kernel, nil, nil
 	}
 	if cpu != nil {
