@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -56,20 +57,20 @@ func TestRealKernelParavirtNotRefused(t *testing.T) {
 		booted[cpu] = r
 	}
 	def := booted[alternative.DefaultCPU]
-	var probes []ProbeSpec
+	var probes []Target
 	seen := map[uint64]bool{}
 	for _, s := range def.Booted.Tables.Para {
-		probes = append(probes, ProbeSpec{Addr: s.Instr})
+		probes = append(probes, Target{Addr: s.Instr, Raw: fmt.Sprintf("%#x", s.Instr), Source: "pv site"})
 		if f := def.Kernel.LookupFunction(s.Instr); f != nil && !seen[f.Addr] {
 			seen[f.Addr] = true
-			probes = append(probes, ProbeSpec{Addr: f.Addr})
+			probes = append(probes, Target{Addr: f.Addr, Raw: fmt.Sprintf("%#x", f.Addr), Source: "pv function"})
 		}
 	}
 	run := func(cpu string) (*image.Kernel, *RunResult) {
 		k := booted[cpu].Kernel
 		o := DefaultManyOptions()
-		o.Batch = false
-		s := &ManySetup{Opts: o, Kernel: k, Probes: probes}
+		o.Targets, o.ByAddress, o.Via = TargetsAllFunctions, true, ViaRegisterKprobe // one by one, by address
+		s := &ManySetup{Opts: o, Kernel: k, Targets: probes}
 		s.Opts.N = len(probes)
 		rep, err := RunMany(s, []RunSpec{{"none", 0}}, DefaultWiring, sim.DefaultCosts(), "", nil)
 		if err != nil {
