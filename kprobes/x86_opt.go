@@ -1,6 +1,7 @@
 package kprobes
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/kpsim/kpsim/sim"
@@ -258,10 +259,20 @@ func (kp *Kprobes) archRemoveOptimizedKprobe(op *Kprobe, dirty bool) {
 }
 
 // archOptimizeKprobe models one iteration of opt.c:arch_optimize_kprobes:
-// save the 4 bytes after the int3, write the JMP32 with text_poke_bp (int3,
-// sync, tail, sync, head, sync), leave the list.
+// save the 4 bytes after the int3, synthesize_reljump the JMP32 to the
+// detour, write it with text_poke_bp (int3, sync, tail, sync, head, sync),
+// leave the list. text_poke_bp's text_poke_loc_init decodes the new
+// instruction (insn_decode_kernel, BUG_ON on failure) to classify it for
+// poke_int3_handler: one counted decode per optimized probe
+// (arch/x86/kernel/alternative.c, 6.1).
 func (kp *Kprobes) archOptimizeKprobe(op *Kprobe) {
 	copy(op.Opt.CopiedInsn[:], kp.Image.Text(op.Addr+1, 4))
+	var jmp [x86.JMP32InsnSize]byte
+	jmp[0] = 0xe9 // JMP32_INSN_OPCODE
+	binary.LittleEndian.PutUint32(jmp[1:], uint32(int32(int64(op.optSlot)-int64(op.Addr+x86.JMP32InsnSize))))
+	if _, err := x86.DecodeKernel(kp.C, jmp[:]); err != nil {
+		panic("kprobes: text_poke_loc_init: the synthesized JMP32 does not decode") // BUG_ON; a kpsim bug
+	}
 	kp.textPoke(3)
 	kp.C.Inc(opPerfPoke)
 }

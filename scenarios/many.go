@@ -265,15 +265,16 @@ type ManySetup struct {
 	Targets []Target
 }
 
-// PrepareMany builds the image (with the N targets when they are
-// generated) and the target list.
+// PrepareMany builds the image (with the sample's targets when they are
+// generated: synth.SampleSize, 50,000 by default as kernel/kprobes_many.c
+// adds, of which the first N are probed) and the target list.
 func PrepareMany(o ManyOptions) (*ManySetup, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	cfg := o.Image
 	if o.Targets == TargetsGenerated || o.Targets == "" {
-		cfg.ProbeTargets, cfg.ProbeTargetsTraced = o.N, o.Traced
+		cfg.ProbeTargets, cfg.ProbeTargetsTraced = synth.SampleSize(cfg, o.N), o.Traced
 	}
 	k, _, err := synth.Generate(cfg)
 	if err != nil {
@@ -283,14 +284,15 @@ func PrepareMany(o ManyOptions) (*ManySetup, error) {
 }
 
 // PrepareManyFor builds the setup on a loaded (real) kernel: generated
-// targets are appended to its text, as the sample builds them into
-// vmlinux; other kinds are read off the kernel (or the file).
+// targets (the sample's synth.SampleSize functions, the first N probed)
+// are appended to its text, as the sample builds them into vmlinux; other
+// kinds are read off the kernel (or the file).
 func PrepareManyFor(k *image.Kernel, o ManyOptions) (*ManySetup, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	if o.Targets == TargetsGenerated || o.Targets == "" {
-		if _, err := synth.AddProbeTargets(k, nil, o.N, o.Traced, o.Seed); err != nil {
+		if err := synth.AddSample(k, o.Image, o.N, o.Traced, o.Seed); err != nil {
 			return nil, err
 		}
 	}
@@ -492,6 +494,9 @@ func (s *ManySetup) params() map[string]any {
 	}
 	if o.BatchReport > 0 {
 		p["batch_report"] = o.BatchReport
+	}
+	if o.Targets == TargetsGenerated || o.Targets == "" {
+		p["sample_functions"] = synth.SampleSize(o.Image, o.N) // functions kprobes_many.c adds
 	}
 	return p
 }
