@@ -19,6 +19,7 @@ type imageFlags struct {
 	jumpMix string
 	kernel  string
 	profile string
+	mods    moduleFlags // --modules, --modules-dir (modules.go)
 }
 
 // synthetic reports whether the image comes from the generator.
@@ -87,7 +88,7 @@ func addImageFlagsProfile(fs *flag.FlagSet, base synth.Config) *imageFlags {
 	fs.IntVar(&c.IRQEntryFunctions, "irqentry-functions", c.IRQEntryFunctions, "functions in the irqentry text")
 	fs.IntVar(&c.NoinstrFunctions, "noinstr-functions", c.NoinstrFunctions, "functions in .noinstr.text")
 	fs.IntVar(&c.KprobesTextFunctions, "kprobes-text-functions", c.KprobesTextFunctions, "functions in .kprobes.text")
-	fs.IntVar(&c.Modules, "modules", c.Modules, "loaded modules")
+	f.addModuleFlags(fs)
 	fs.IntVar(&c.ModuleFunctions, "module-functions", c.ModuleFunctions, "functions per module")
 	fs.IntVar(&c.ModuleInitFunctions, "module-init-functions", c.ModuleInitFunctions, "init functions per module")
 	fs.IntVar(&c.ModuleJumpEntries, "module-jump-entries", c.ModuleJumpEntries, "jump-label sites per module")
@@ -125,7 +126,13 @@ func (f *imageFlags) load() (*image.Kernel, *synth.Truth, error) {
 			}
 			k.Notes = append(k.Notes, fmt.Sprintf("--returns-patched: apply_returns rewrote %d of %d return-thunk jumps to ret; int3 (a CPU that needs no return thunk)", n, len(k.ReturnSites)))
 		}
+		if err := f.loadModules(k); err != nil {
+			return nil, nil, err
+		}
 		return k, nil, nil
+	}
+	if err := f.mods.synthCheck(); err != nil {
+		return nil, nil, err
 	}
 	f.cfg.Seed = f.seed
 	mix, err := parseJumpMix(f.jumpMix)

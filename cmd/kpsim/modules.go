@@ -1,0 +1,159 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/module"
+)
+
+// moduleFlags are --modules and --modules-dir. --modules is shared with the
+// generator: a number is the synthetic kernel's module count; names or
+// @FILE load real .ko files into a --kernel image.
+type moduleFlags struct {
+	count    *int   // synth.Config.Modules
+	countSet bool   // --modules N given
+	list     string // NAME,... or @FILE; "" when a count was given
+	dir      string
+}
+
+// moduleFinalizeNote says which of module_finalize's text patches kpsim applies.
+const moduleFinalizeNote = "module text: relocated, __fentry__ calls NOPed (ftrace_module_init), returns patched only with --returns-patched; " +
+	"paravirt, alternatives and retpolines of module_finalize are not applied, jump labels and static calls keep their built bytes (same lengths)"
+
+// synthCheck refuses a module list for the generator.
+func (m *moduleFlags) synthCheck() error {
+	if m.list != "" {
+		return usagef("--modules %s: module names need --kernel PATH (the synthetic kernel takes a count)", m.list)
+	}
+	if m.dir != "" {
+		return usagef("--modules-dir needs --kernel PATH and --modules NAME,...|@FILE")
+	}
+	return nil
+}
+
+func (m *moduleFlags) String() string {
+	if m == nil {
+		return ""
+	}
+	if m.list != "" {
+		return m.list
+	}
+	if m.count != nil {
+		return strconv.Itoa(*m.count)
+	}
+	return ""
+}
+
+func (m *moduleFlags) Set(s string) error {
+	if n, err := strconv.Atoi(s); err == nil {
+		if n < 0 {
+			return fmt.Errorf("a module count cannot be negative")
+		}
+		*m.count, m.list, m.countSet = n, "", true
+		return nil
+	}
+	if s == "" || s == "@" {
+		return fmt.Errorf("want a count, NAME,... or @FILE")
+	}
+	m.list = s
+	return nil
+}
+
+// addModuleFlags defines --modules (replacing the generator's count flag)
+// and --modules-dir.
+func (f *imageFlags) addModuleFlags(fs *flag.FlagSet) {
+	f.mods.count = &f.cfg.Modules
+	fs.Var(&f.mods, "modules", "loaded modules: a count for the synthetic kernel, or with --kernel PATH the real modules to load: NAME,... (load order) or @FILE (/proc/modules or lsmod output, newest first)")
+	fs.StringVar(&f.mods.dir, "modules-dir", "", "module tree for --modules with --kernel PATH (default: lib/modules/KVER beside the kernel, as `make real-kernel` caches the Debian package's)")
+}
+
+// defaultModulesDir is lib/modules/KVER beside a kernel called vmlinuz-KVER
+// (or vmlinux-KVER): where scripts/fetch-kernel.sh unpacks the package's tree.
+func defaultModulesDir(kernel string) string {
+	base := filepath.Base(kernel)
+	for _, p := range []string{"vmlinuz-", "vmlinux-"} {
+		if v, ok := strings.CutPrefix(base, p); ok && v != "" {
+			return filepath.Join(filepath.Dir(kernel), "lib", "modules", v)
+		}
+	}
+	return ""
+}
+
+// moduleNames returns the modules --modules names, in load order.
+func (m *moduleFlags) moduleNames() ([]string, error) {
+	if file, ok := strings.CutPrefix(m.list, "@"); ok {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			if pe, ok := err.(*os.PathError); ok {
+				return nil, fmt.Errorf("%s: %v", file, pe.Err)
+			}
+			return nil, err
+		}
+		l, err := module.ParseList(file, b)
+		if err != nil {
+			return nil, err
+		}
+		return module.LoadOrder(l), nil
+	}
+	return module.ParseNames(m.list)
+}
+
+// loadModules loads the --modules list into the real kernel k. Every error
+// is a usage error (exit 2) naming the file and the problem.
+func (f *imageFlags) loadModules(k *image.Kernel) error {
+	if f.mods.list == "" {
+		if f.mods.countSet && *f.mods.count != 0 {
+			return usagef("--modules %d: a module count applies to the synthetic kernel; with --kernel give NAME,... or @FILE", *f.mods.count)
+		}
+		if f.mods.dir != "" {
+			return usagef("--modules-dir needs --modules NAME,...|@FILE")
+		}
+		return nil
+	}
+	names, err := f.mods.moduleNames()
+	if err != nil {
+		return usagef("--modules: %v", err)
+	}
+	dir := f.mods.dir
+	if dir == "" {
+		dir = defaultModulesDir(f.kernel)
+		if st, err := os.Stat(dir); dir == "" || err != nil || !st.IsDir() {
+			return usagef("--modules: no module tree beside %s (want lib/modules/KVER there: run `make real-kernel`, or give --modules-dir)", f.kernel)
+		}
+	}
+	l := module.NewLoader(k, module.Options{Dir: dir})
+	for _, n := range names {
+		if _, err := l.Load(n); err != nil {
+			return usagef("--modules: %v", err)
+		}
+	}
+	notes := k.Notes[:0]
+	for _, n := range k.Notes {
+		if n != "modules are not loaded from real images" {
+			notes = append(notes, n)
+		}
+	}
+	k.Notes = notes
+	var fin []string
+	for _, m := range l.Loaded() {
+		for _, s := range m.Finalize {
+			fin = append(fin, m.Module.Name+": "+s)
+		}
+	}
+	k.Notes = append(k.Notes, fmt.Sprintf("%d modules loaded from %s (%d named, the rest their dependencies), LIVE, init text freed; module area from %#x (MODULES_VADDR + one page)",
+		len(l.Loaded()), dir, len(names), uint64(module.ModulesVaddr+module.DefaultLoadOffset)))
+	k.Notes = append(k.Notes, moduleFinalizeNote)
+	if len(fin) > 0 {
+		k.Notes = append(k.Notes, fmt.Sprintf("module_finalize: %d steps, e.g. %s", len(fin), fin[0]))
+	}
+	if err := k.Validate(); err != nil {
+		return usagef("--modules: %v", err)
+	}
+	return nil
+}
