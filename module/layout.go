@@ -18,6 +18,8 @@ const (
 	// per-cpu space, above vmlinux's static per-cpu data). Only per-cpu
 	// symbol values and the relocations against them depend on it.
 	PercpuBase = 0x40000
+	// maxModuleBytes is the size of the module area.
+	maxModuleBytes = ModulesEnd - ModulesVaddr
 )
 
 // Layout is a module's core or init layout (struct module_layout).
@@ -175,6 +177,19 @@ func (o *object) rewriteSectionHeaders() error {
 	for _, s := range o.secs {
 		if s.has(elf.SHF_WRITE|elf.SHF_EXECINSTR) && s.has(elf.SHF_ALLOC) {
 			return o.errorf("section %s is both writable and executable (module_enforce_rwx_sections: -ENOEXEC)", s.name)
+		}
+	}
+	for _, s := range o.secs {
+		if s.flags&uint64(elf.SHF_ALLOC) == 0 {
+			continue
+		}
+		// module_alloc could not satisfy these; refusing them here also keeps
+		// the layout arithmetic from wrapping.
+		if s.size > maxModuleBytes {
+			return o.errorf("section %s: %d bytes, more than the %d-byte module area (module_alloc: -ENOMEM)", s.name, s.size, maxModuleBytes)
+		}
+		if s.align > PageSize*16 {
+			return o.errorf("section %s: alignment %d, larger than any module section's", s.name, s.align)
 		}
 	}
 	if o.pcpu != 0 {

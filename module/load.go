@@ -72,7 +72,13 @@ type Loader struct {
 	loading  map[string]bool
 	next     uint64 // vmalloc's next free address in the module area
 	percpu   uint64
+	// maxBlock bounds one block: the simulator's own limit on the memory it
+	// allocates for a module (the fuzzers lower it).
+	maxBlock uint64
 }
+
+// defaultMaxBlock: 256 MiB, far above the largest Debian 6.1 module.
+const defaultMaxBlock = 256 << 20
 
 // NewLoader returns a loader adding modules to k (whose vmlinux symbols
 // resolve the modules' undefined ones). Modules already in k are kept;
@@ -82,7 +88,7 @@ func NewLoader(k *image.Kernel, opt Options) *Loader {
 		opt.LoadOffset = DefaultLoadOffset
 	}
 	l := &Loader{k: k, opt: opt, vmlinux: vmlinuxSymbols(k), byName: map[string]*Loaded{}, loading: map[string]bool{},
-		next: ModulesVaddr + opt.LoadOffset, percpu: PercpuBase}
+		next: ModulesVaddr + opt.LoadOffset, percpu: PercpuBase, maxBlock: defaultMaxBlock}
 	for _, m := range k.Modules {
 		for _, r := range []*image.Region{m.Text, m.Init} {
 			if r != nil && r.End() > l.next && r.Start >= ModulesVaddr {
@@ -224,6 +230,9 @@ func (l *Loader) moduleAlloc(o *object, size uint64) (uint64, error) {
 	base := l.next
 	if size > ModulesEnd-base {
 		return 0, o.errorf("module area full: %d bytes do not fit below MODULES_END (module_alloc: -ENOMEM)", size)
+	}
+	if size > l.maxBlock {
+		return 0, o.errorf("a %d-byte block is more than kpsim models (%d bytes)", size, l.maxBlock)
 	}
 	l.next = base + pageAlign(size) + PageSize
 	return base, nil
