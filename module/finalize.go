@@ -3,6 +3,8 @@ package module
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/kpsim/kpsim/alternative"
 )
 
 // sites reads a table of s32 self-relative addresses (.return_sites,
@@ -20,20 +22,71 @@ func (o *object) sites(mem *Memory, name string) []uint64 {
 }
 
 // moduleFinalize patches the module's text as x86's module_finalize does,
-// as far as kpsim models boot-time patching: the return thunks, when the
-// image's own returns are patched (a CPU that needs no return thunk).
+// for the CPU vmlinux was booted for (k.Config.CPU, the --cpu of the
+// image): apply_paravirt over .parainstructions, apply_retpolines over
+// .retpoline_sites, apply_returns over .return_sites, apply_alternatives
+// over .altinstructions, all on the relocated tables and text (package
+// alternative). IBT sealing is a no-op (CONFIG_X86_KERNEL_IBT is off in
+// Debian 6.1, no module has .ibt_endbr_seal); SMP-lock patching happens
+// only on a uniprocessor boot; ITS thunks come from the static array (the
+// per-module its_allocate_thunk pages are not modelled: neither named CPU
+// has the ITS bug). An image not boot-patched (--cpu none) gets only the
+// return-thunk rewrite of image.ApplyReturns, when its returns are patched.
 // It returns one line per step for the notes.
 //
-// Models arch/x86/kernel/module.c:module_finalize (apply_returns; see the
-// notes for what is not modelled yet).
-func (l *Loader) moduleFinalize(o *object, lm *Loaded) []string {
-	var out []string
-	if l.k.Config.ReturnsPatched {
+// Models arch/x86/kernel/module.c:module_finalize.
+func (l *Loader) moduleFinalize(o *object, lm *Loaded) ([]string, error) {
+	if cpu := l.k.Config.CPU; cpu == "" || cpu == alternative.CPUNone {
+		if !l.k.Config.ReturnsPatched {
+			return nil, nil
+		}
 		sites := o.sites(lm.mem, ".return_sites")
 		n := applyReturns(lm.mem, sites, l.vmlinux["__x86_return_thunk"])
-		out = append(out, fmt.Sprintf("apply_returns: %d of %d return-thunk jumps rewritten to ret; int3", n, len(sites)))
+		return []string{fmt.Sprintf("apply_returns: %d of %d return-thunk jumps rewritten to ret; int3", n, len(sites))}, nil
 	}
-	return out
+	if l.env == nil {
+		env, cpu, err := alternative.KernelEnv(l.k)
+		if err != nil {
+			return nil, o.errorf("module_finalize: %v", err)
+		}
+		l.env, l.cpu = env, cpu
+	}
+	var t alternative.Tables
+	var err error
+	if _, b, e := o.entries(lm.mem, ".parainstructions", ParaSiteSize); e != nil {
+		return nil, e
+	} else if t.Para, err = alternative.ParseParaInstructions(b); err != nil {
+		return nil, o.errorf("%v", err)
+	}
+	for _, tb := range []struct {
+		name string
+		dst  *[]uint64
+	}{{".retpoline_sites", &t.Retpolines}, {".return_sites", &t.Returns}} {
+		at, b, e := o.entries(lm.mem, tb.name, SiteSize)
+		if e != nil {
+			return nil, e
+		}
+		if *tb.dst, err = alternative.ParseSites(tb.name, b, at); err != nil {
+			return nil, o.errorf("%v", err)
+		}
+	}
+	if at, b, e := o.entries(lm.mem, ".altinstructions", AltInstrSize); e != nil {
+		return nil, e
+	} else if t.Alternatives, err = alternative.ParseAltInstructions(b, at); err != nil {
+		return nil, o.errorf("%v", err)
+	}
+	if len(t.Para) > 0 && len(l.env.PVOps) == 0 {
+		return nil, o.errorf("module_finalize: %d .parainstructions sites but the image has no pv_ops", len(t.Para))
+	}
+	p := &alternative.Patcher{CPU: l.cpu, Env: l.env, Mem: lm.mem}
+	if err := p.ModuleFinalize(&t); err != nil {
+		return nil, o.errorf("module_finalize for %s: %v", l.cpu.Name, err)
+	}
+	lm.Patch = p.Stats
+	s := &p.Stats
+	return []string{fmt.Sprintf("module_finalize (%s): paravirt %d (%d direct, %d nop), retpolines %d (%d indirect, %d kept), returns %d (%d ret, %d thunk), alternatives %d (%d replaced)",
+		l.cpu.Name, s.Paravirt.Sites, s.Paravirt.Direct, s.Paravirt.Nop, s.Retpolines.Sites, s.Retpolines.Indirect, s.Retpolines.Kept,
+		s.Returns.Sites, s.Returns.Ret, s.Returns.Thunk, s.Alternatives.Sites, s.Alternatives.Replaced)}, nil
 }
 
 // applyReturns rewrites "jmp __x86_return_thunk" (e9 rel32) at each site to

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/image"
 )
 
@@ -24,8 +25,10 @@ type Loaded struct {
 	Depends  []string  // .modinfo depends=
 	Uses     []*Loaded // modules it links against (ref_module)
 	Counts   Counts
-	// Finalize says what module_finalize did to the text.
+	// Finalize says what module_finalize did to the text; Patch counts it
+	// per table (zero when the image was not boot-patched for a CPU).
 	Finalize []string
+	Patch    alternative.Stats
 
 	exports map[string]uint64
 	mem     *Memory
@@ -72,6 +75,8 @@ type Loader struct {
 	loading  map[string]bool
 	next     uint64 // vmalloc's next free address in the module area
 	percpu   uint64
+	env      *alternative.Env // module_finalize's view of vmlinux
+	cpu      *alternative.CPU
 	// maxBlock bounds one block: the simulator's own limit on the memory it
 	// allocates for a module (the fuzzers lower it).
 	maxBlock uint64
@@ -326,7 +331,9 @@ func (l *Loader) load(o *object) (*Loaded, error) {
 		return nil, err
 	}
 	m.Symbols = o.coreKallsyms(&lay, o.name, plain)
-	lm.Finalize = l.moduleFinalize(o, lm)
+	if lm.Finalize, err = l.moduleFinalize(o, lm); err != nil {
+		return nil, err
+	}
 	l.ftraceModuleInit(lm)
 
 	// do_init_module: LIVE, then the init block is freed and kallsyms

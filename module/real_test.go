@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/load"
 	"github.com/kpsim/kpsim/sim"
@@ -262,6 +263,65 @@ func TestRelocatedTables(t *testing.T) {
 				t.Errorf("%s bug entry %#x (%s:%d): %x, want ud2", name, b.Addr, b.File, b.Line, ud)
 			}
 		}
+	}
+}
+
+// TestModuleFinalize: on the booted Debian kernel (load.Open boots it for
+// alternative.DefaultCPU) every module paravirt and alternative site
+// decodes instruction by instruction to exactly its length, and no
+// paravirt site is left as the indirect "call *pv_ops" (ff 15).
+func TestModuleFinalize(t *testing.T) {
+	k, dir := realKernel(t)
+	if k.Config.CPU == "" || k.Config.CPU == alternative.CPUNone {
+		t.Skip("kernel not boot-patched")
+	}
+	l := NewLoader(k, Options{Dir: dir})
+	c := sim.NewCounters(false)
+	walk := func(name string, m *Loaded, addr uint64, n int) {
+		b := m.mem.Text(addr, n)
+		if len(b) != n {
+			t.Errorf("%s site %#x: %d bytes mapped, want %d", name, addr, len(b), n)
+			return
+		}
+		for off := 0; off < n; {
+			in, err := x86.Decode(c, b[off:])
+			if err != nil || off+in.Len > n {
+				t.Errorf("%s site %#x+%d: %x: %v (len %d of %d)", name, addr, off, b, err, in.Len, n)
+				return
+			}
+			off += in.Len
+		}
+	}
+	for _, name := range []string{"kvm", "kvm_intel", "kvm_amd", "xfs", "ext4"} {
+		m, err := l.Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, ok := m.Section(".parainstructions"); ok {
+			sites, err := alternative.ParseParaInstructions(m.mem.Text(p.Addr, int(p.Size)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Patch.Paravirt.Sites != len(sites) || m.Patch.Paravirt.Sites == 0 {
+				t.Errorf("%s: %d paravirt sites patched of %d", name, m.Patch.Paravirt.Sites, len(sites))
+			}
+			for _, s := range sites {
+				walk(name+" paravirt", m, s.Instr, int(s.Len))
+				if b := m.mem.Text(s.Instr, 2); b[0] == 0xff && b[1] == 0x15 {
+					t.Errorf("%s paravirt site %#x still call *pv_ops", name, s.Instr)
+				}
+			}
+		}
+		if a, ok := m.Section(".altinstructions"); ok {
+			alts, err := alternative.ParseAltInstructions(m.mem.Text(a.Addr, int(a.Size)), a.Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range alts {
+				walk(name+" alternative", m, s.Instr, int(s.InstrLen))
+			}
+		}
+		t.Logf("%s: %s", name, strings.Join(m.Finalize, "; "))
 	}
 }
 

@@ -25,6 +25,23 @@ func (m *Memory) at(addr uint64, n int) []byte {
 	return nil
 }
 
+// Text returns up to n bytes at addr in one block, aliasing it (the
+// alternative.Memory the module_finalize patcher writes through); nil when
+// addr is in neither block.
+func (m *Memory) Text(addr uint64, n int) []byte {
+	for _, b := range []struct {
+		base uint64
+		mem  []byte
+	}{{m.CoreBase, m.Core}, {m.InitBase, m.Init}} {
+		if len(b.mem) > 0 && addr >= b.base && addr-b.base < uint64(len(b.mem)) {
+			off := addr - b.base
+			end := min(off+uint64(max(n, 0)), uint64(len(b.mem)))
+			return b.mem[off:end]
+		}
+	}
+	return nil
+}
+
 // RelocError is a relocation apply_relocate_add refuses.
 type RelocError struct {
 	Section string // the RELA section

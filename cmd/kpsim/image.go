@@ -34,7 +34,7 @@ func runImage(args []string, stdout, stderr io.Writer) error {
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\t\n", k, v) }
-	fmt.Fprintf(stdout, "kernel image: %s\n\n", s.Name)
+	fmt.Fprintf(stdout, "kernel image: %s\nboot CPU: %s\n\n", s.Name, s.CPU)
 	row("functions", s.Functions)
 	row("  in .init.text", s.InitFunctions)
 	row("symbols", s.Symbols)
@@ -68,8 +68,8 @@ func runImage(args []string, stdout, stderr io.Writer) error {
 		tw.Flush()
 	}
 	c := s.Config
-	fmt.Fprintf(stdout, "\nconfig: ibt=%v retpoline=%v rethunk=%v returns_patched=%v kprobes_on_ftrace=%v bug_verbose=%v\n",
-		c.IBT, c.Retpoline, c.RetThunk, c.ReturnsPatched, c.KprobesOnFtrace, c.BugVerbose)
+	fmt.Fprintf(stdout, "\nconfig: ibt=%v retpoline=%v rethunk=%v returns_patched=%v kprobes_on_ftrace=%v bug_verbose=%v cpu=%s\n",
+		c.IBT, c.Retpoline, c.RetThunk, c.ReturnsPatched, c.KprobesOnFtrace, c.BugVerbose, s.CPU)
 	for _, n := range s.Notes {
 		fmt.Fprintf(stdout, "note: %s\n", n)
 	}

@@ -22,9 +22,9 @@ type moduleFlags struct {
 	dir      string
 }
 
-// moduleFinalizeNote says which of module_finalize's text patches kpsim applies.
-const moduleFinalizeNote = "module text: relocated, __fentry__ calls NOPed (ftrace_module_init), returns patched only with --returns-patched; " +
-	"paravirt, alternatives and retpolines of module_finalize are not applied, jump labels and static calls keep their built bytes (same lengths)"
+// moduleFinalizeNote says which text patches a loaded module gets.
+const moduleFinalizeNote = "module text: relocated; module_finalize for the boot CPU (paravirt, retpolines, returns, alternatives; no ITS thunk pages, IBT off); " +
+	"__fentry__ calls NOPed (ftrace_module_init); jump labels and static calls keep their built bytes (COMING rewrites are same-length)"
 
 // synthCheck refuses a module list for the generator.
 func (m *moduleFlags) synthCheck() error {
@@ -150,7 +150,7 @@ func (f *imageFlags) loadModules(k *image.Kernel) error {
 		len(l.Loaded()), dir, len(names), uint64(module.ModulesVaddr+module.DefaultLoadOffset)))
 	k.Notes = append(k.Notes, moduleFinalizeNote)
 	if len(fin) > 0 {
-		k.Notes = append(k.Notes, fmt.Sprintf("module_finalize: %d steps, e.g. %s", len(fin), fin[0]))
+		k.Notes = append(k.Notes, fmt.Sprintf("module_finalize over %d modules, e.g. %s", len(fin), fin[0]))
 	}
 	if err := k.Validate(); err != nil {
 		return usagef("--modules: %v", err)
