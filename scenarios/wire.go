@@ -89,6 +89,7 @@ func DefaultWiring(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *si
 	if err != nil {
 		return kprobes.Deps{}, nil, err
 	}
+	bt.FinalizeModules(c) // module_bug_finalize at each module's load (module-bug-index)
 	bl, err := blacklist.New(c, k, sw, faults, syms)
 	if err != nil {
 		return kprobes.Deps{}, nil, err

@@ -27,6 +27,7 @@ const (
 	BlacklistIndex                     // beyond the series
 	KallsymsOffsetIndex                // kallsyms series: 3-byte kallsyms_names_offsets
 	KallsymsTokenCmp                   // kallsyms series: on-the-fly compressed compare
+	ModuleBugIndex                     // beyond the series
 	numSwitches
 )
 
@@ -53,6 +54,7 @@ var switchInfo = [numSwitches]SwitchInfo{
 	BlacklistIndex:       {"blacklist-index", "", nil, "within_kprobe_blacklist: address index instead of the list walk (beyond the series)"},
 	KallsymsOffsetIndex:  {"kallsyms-offset-index", "", nil, "kallsyms: 3-byte kallsyms_names_offsets index instead of marker walks (the kallsyms series)"},
 	KallsymsTokenCmp:     {"kallsyms-token-cmp", "", nil, "kallsyms: compare names on the fly from the compressed tokens (the kallsyms series)"},
+	ModuleBugIndex:       {"module-bug-index", "", nil, "module_find_bug: per-module address index of each module's bug table, built at module load (beyond the series)"},
 }
 
 // Info returns the switch's description.
