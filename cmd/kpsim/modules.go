@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/module"
 )
@@ -140,17 +141,30 @@ func (f *imageFlags) loadModules(k *image.Kernel) error {
 		}
 	}
 	k.Notes = notes
-	var fin []string
+	var tot alternative.Stats
 	for _, m := range l.Loaded() {
-		for _, s := range m.Finalize {
-			fin = append(fin, m.Module.Name+": "+s)
-		}
+		p := &m.Patch
+		tot.Paravirt.Sites += p.Paravirt.Sites
+		tot.Paravirt.Direct += p.Paravirt.Direct
+		tot.Paravirt.Nop += p.Paravirt.Nop
+		tot.Retpolines.Sites += p.Retpolines.Sites
+		tot.Retpolines.Indirect += p.Retpolines.Indirect
+		tot.Retpolines.Kept += p.Retpolines.Kept
+		tot.Returns.Sites += p.Returns.Sites
+		tot.Returns.Ret += p.Returns.Ret
+		tot.Returns.Thunk += p.Returns.Thunk
+		tot.Returns.Tramp += p.Returns.Tramp
+		tot.Alternatives.Sites += p.Alternatives.Sites
+		tot.Alternatives.Replaced += p.Alternatives.Replaced
 	}
-	k.Notes = append(k.Notes, fmt.Sprintf("%d modules loaded from %s (%d named, the rest their dependencies), LIVE, init text freed; module area from %#x (MODULES_VADDR + one page)",
-		len(l.Loaded()), dir, len(names), uint64(module.ModulesVaddr+module.DefaultLoadOffset)))
+	k.Notes = append(k.Notes, fmt.Sprintf("%d modules loaded from %s (%d named, %d more as their dependencies), LIVE, init text freed; module area from %#x (MODULES_VADDR + one page)",
+		len(l.Loaded()), dir, len(names), len(l.Loaded())-len(names), uint64(module.ModulesVaddr+module.DefaultLoadOffset)))
 	k.Notes = append(k.Notes, moduleFinalizeNote)
-	if len(fin) > 0 {
-		k.Notes = append(k.Notes, fmt.Sprintf("module_finalize over %d modules, e.g. %s", len(fin), fin[0]))
+	if c := k.Config.CPU; c != "" && c != alternative.CPUNone {
+		s := &tot
+		k.Notes = append(k.Notes, fmt.Sprintf("module_finalize (%s), all modules: paravirt %d (%d direct calls, %d nops), retpolines %d (%d call/jmp *%%reg, %d kept), returns %d (%d ret, %d thunk, %d static-call trampolines), alternatives %d (%d replaced)",
+			c, s.Paravirt.Sites, s.Paravirt.Direct, s.Paravirt.Nop, s.Retpolines.Sites, s.Retpolines.Indirect, s.Retpolines.Kept,
+			s.Returns.Sites, s.Returns.Ret, s.Returns.Thunk, s.Returns.Tramp, s.Alternatives.Sites, s.Alternatives.Replaced))
 	}
 	if err := k.Validate(); err != nil {
 		return usagef("--modules: %v", err)
