@@ -84,6 +84,7 @@ const DefaultCPU = "sapphire-rapids"
 var cpus = map[string]func() *CPU{
 	"sapphire-rapids": sapphireRapids,
 	"genoa":           genoa,
+	"milan":           milan,
 }
 
 // CPUNames lists the named CPUs, sorted.

@@ -57,10 +57,15 @@ func TestCPUs(t *testing.T) {
 				t.Errorf("%s lacks %v", name, must)
 			}
 		}
-		for _, never := range []Feature{X86_FEATURE_XENPV, X86_FEATURE_HYPERVISOR, X86_FEATURE_PVUNLOCK, X86_FEATURE_VCPUPREEMPT, X86_FEATURE_RETPOLINE} {
+		for _, never := range []Feature{X86_FEATURE_XENPV, X86_FEATURE_HYPERVISOR, X86_FEATURE_PVUNLOCK, X86_FEATURE_VCPUPREEMPT, X86_FEATURE_RETPOLINE_LFENCE} {
 			if c.Has(never) {
-				t.Errorf("%s (bare metal, eIBRS) has %v", name, never)
+				t.Errorf("%s (bare metal) has %v", name, never)
 			}
+		}
+		// spectre_v2=auto: eIBRS when the CPU has it, else retpolines.
+		eibrs, _ := FeatureByName("X86_FEATURE_IBRS_ENHANCED")
+		if c.Has(eibrs) == c.Has(X86_FEATURE_RETPOLINE) {
+			t.Errorf("%s: IBRS_ENHANCED %v and RETPOLINE %v", name, c.Has(eibrs), c.Has(X86_FEATURE_RETPOLINE))
 		}
 	}
 	spr, _ := LookupCPU("sapphire-rapids")
@@ -71,6 +76,10 @@ func TestCPUs(t *testing.T) {
 	srso, _ := FeatureByName("X86_FEATURE_SRSO_ALIAS")
 	if !genoa.WantsRethunk() || genoa.ReturnThunk != "srso_alias_return_thunk" || !genoa.Has(srso) {
 		t.Errorf("genoa: rethunk %v via %s", genoa.WantsRethunk(), genoa.ReturnThunk)
+	}
+	milan, _ := LookupCPU("milan")
+	if milan.SpectreV2Mode() != "retpoline" || !milan.WantsRethunk() || milan.ReturnThunk != "srso_alias_return_thunk" {
+		t.Errorf("milan: spectre_v2 %s, rethunk %v via %s", milan.SpectreV2Mode(), milan.WantsRethunk(), milan.ReturnThunk)
 	}
 	if _, err := LookupCPU("pentium"); err == nil || !strings.Contains(err.Error(), "genoa") {
 		t.Errorf("unknown CPU error: %v", err)

@@ -16,15 +16,25 @@ func runImage(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	format := fs.String("format", "table", "output format: table or json")
+	sites := fs.String("boot-sites", "", "with --kernel: write every site boot patching visited (TSV: table, address, symbol+offset, action, bytes before, bytes after) to FILE")
 	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
 	if *format != "table" && *format != "json" {
 		return usagef("--format: want table or json, got %q", *format)
 	}
+	if *sites != "" && imf.synthetic() {
+		return usagef("--boot-sites: needs --kernel (the generator's text is not boot-patched)")
+	}
+	imf.record = *sites != ""
 	k, _, err := imf.load()
 	if err != nil {
 		return err
+	}
+	if *sites != "" {
+		if err := writeBootSites(*sites, k, imf.booted); err != nil {
+			return err
+		}
 	}
 	s := k.Summarize()
 	if *format == "json" {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/image/elfload"
 	"github.com/kpsim/kpsim/image/load"
 	"github.com/kpsim/kpsim/image/synth"
 )
@@ -22,7 +23,10 @@ type imageFlags struct {
 	profile string
 	cpu     string
 	fs      *flag.FlagSet
-	mods    moduleFlags // --modules, --modules-dir (modules.go)
+	// record keeps the boot-patched sites of a --kernel image in booted.
+	record bool
+	booted *elfload.Booted
+	mods   moduleFlags // --modules, --modules-dir (modules.go)
 }
 
 // explicit reports whether the flag was given on the command line.
@@ -123,6 +127,13 @@ func addImageFlagsProfile(fs *flag.FlagSet, base synth.Config) *imageFlags {
 	fs.IntVar(&c.ProbeTargets, "probe-targets", c.ProbeTargets, "add N generated probe-target functions (the batch kprobe sample)")
 	fs.BoolVar(&c.ProbeTargetsTraced, "probe-targets-traced", c.ProbeTargetsTraced, "build the probe targets with __fentry__ calls")
 	fs.Float64Var(&c.ProbeTargetsAt, "probe-targets-at", c.ProbeTargetsAt, "place the probe targets after this fraction of .text's functions (link order; 1 = after _etext)")
+	fs.IntVar(&c.SampleFunctions, "sample-functions", c.SampleFunctions, "functions the batch sample (kernel/kprobes_many.c) adds to vmlinux; run many probes --n of them")
+	fs.Float64Var(&c.ObjectFunctionsMedian, "object-functions-median", c.ObjectFunctionsMedian, "median functions per object file (gas NOPs pad inside an object, the linker's int3 between)")
+	fs.Float64Var(&c.ObjectFunctionsSigma, "object-functions-sigma", c.ObjectFunctionsSigma, "log-normal shape of the functions-per-object distribution")
+	fs.Func("padding", "gap fill: toolchain (gas NOPs inside an object, linker int3 between) or int3 (everywhere; a counterfactual)", func(s string) error {
+		c.Padding = synth.Padding(s)
+		return nil
+	})
 	return f
 }
 
@@ -150,10 +161,11 @@ func (f *imageFlags) load() (*image.Kernel, *synth.Truth, error) {
 				return nil, nil, usagef("--returns-patched=%v: with --kernel the boot CPU decides the returns, and --cpu %s %s", f.cfg.ReturnsPatched, name, returnsOf(cpu))
 			}
 		}
-		r, err := load.OpenWith(f.kernel, load.Options{CPU: name})
+		r, err := load.OpenWith(f.kernel, load.Options{CPU: name, Record: f.record})
 		if err != nil {
 			return nil, nil, usagef("--kernel: %v", err)
 		}
+		f.booted = r.Booted
 		if err := f.loadModules(r.Kernel); err != nil {
 			return nil, nil, err
 		}
