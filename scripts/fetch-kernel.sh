@@ -25,8 +25,13 @@ mkdir -p "$cache"
 tmp=$(mktemp -d "$cache/.fetch.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
-if [ -s "$deb" ]; then
+if [ -s "$deb" ] && [ "$(sha256sum "$deb" | cut -d' ' -f1)" = "$SHA256" ]; then
 	cp "$deb" .
+else
+	rm -f "$deb" # absent or not the pinned package: download it
+fi
+if ls ./*.deb >/dev/null 2>&1; then
+	:
 elif ! apt-get download "$PKG=$VER" >/dev/null 2>&1; then
 	apt-get update -qq >/dev/null 2>&1 || true
 	apt-get download "$PKG=$VER" >/dev/null 2>&1 || {
