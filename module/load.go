@@ -60,23 +60,92 @@ type Options struct {
 	Dir string
 	// LoadOffset is the modelled get_module_load_offset (0: DefaultLoadOffset).
 	LoadOffset uint64
+	// Tree, when set, is Dir already indexed (OpenTree).
+	Tree *Tree
+}
+
+// Tree is a module directory indexed by module name.
+type Tree struct {
+	dir   string
+	files map[string]string
+}
+
+// OpenTree indexes dir (see indexTree).
+func OpenTree(dir string) (*Tree, error) {
+	f, err := indexTree(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Tree{dir: dir, files: f}, nil
+}
+
+// Path resolves a module name to its .ko file.
+func (t *Tree) Path(name string) (string, error) {
+	p, ok := t.files[NormalizeName(name)]
+	if !ok {
+		return "", fmt.Errorf("module %s: no %s.ko in %s", name, strings.TrimSuffix(name, ".ko"), t.dir)
+	}
+	return p, nil
+}
+
+// Check reads every named module and, recursively, the modules its
+// depends= names, and runs the ELF checks load_module starts with, without
+// loading anything: the errors Load would give for a missing, unreadable
+// or malformed file or a missing dependency, before any kernel is read.
+func (t *Tree) Check(names []string) error {
+	seen := map[string]bool{}
+	var visit func(n string) error
+	visit = func(n string) error {
+		n = NormalizeName(n)
+		if seen[n] {
+			return nil
+		}
+		seen[n] = true
+		path, err := t.Path(n)
+		if err != nil {
+			return err
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("%s: %v", path, errors.Unwrap(err))
+		}
+		o, err := parseObject(path, raw)
+		if err != nil {
+			return err
+		}
+		for _, d := range o.depends() {
+			if _, err := t.Path(d); err != nil {
+				return fmt.Errorf("%s: depends on %s, which is not in %s", path, d, t.dir)
+			}
+			if err := visit(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, n := range names {
+		if err := visit(n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Loader loads modules into one image, in order. Not safe for concurrent use.
 type Loader struct {
-	k        *image.Kernel
-	opt      Options
-	vmlinux  map[string]uint64
-	tramps   map[uint64]uint64
-	files    map[string]string // module name -> path
-	filesErr error
-	loaded   []*Loaded // oldest first
-	byName   map[string]*Loaded
-	loading  map[string]bool
-	next     uint64 // vmalloc's next free address in the module area
-	percpu   uint64
-	env      *alternative.Env // module_finalize's view of vmlinux
-	cpu      *alternative.CPU
+	k       *image.Kernel
+	opt     Options
+	vmlinux map[string]uint64
+	tramps  map[uint64]uint64
+	tree    *Tree
+	treeErr error
+	loaded  []*Loaded // oldest first
+	byName  map[string]*Loaded
+	loading map[string]bool
+	next    uint64 // vmalloc's next free address in the module area
+	percpu  uint64
+	env     *alternative.Env // module_finalize's view of vmlinux
+	cpu     *alternative.CPU
 	// maxBlock bounds one block: the simulator's own limit on the memory it
 	// allocates for a module (the fuzzers lower it).
 	maxBlock uint64
@@ -115,17 +184,15 @@ func (l *Loader) Lookup(name string) (*Loaded, bool) {
 
 // Path resolves a module name to its .ko file in the tree.
 func (l *Loader) Path(name string) (string, error) {
-	if l.files == nil && l.filesErr == nil {
-		l.files, l.filesErr = indexTree(l.opt.Dir)
+	if l.tree == nil && l.treeErr == nil {
+		if l.tree = l.opt.Tree; l.tree == nil {
+			l.tree, l.treeErr = OpenTree(l.opt.Dir)
+		}
 	}
-	if l.filesErr != nil {
-		return "", l.filesErr
+	if l.treeErr != nil {
+		return "", l.treeErr
 	}
-	p, ok := l.files[NormalizeName(name)]
-	if !ok {
-		return "", fmt.Errorf("module %s: no %s.ko in %s", name, strings.TrimSuffix(name, ".ko"), l.opt.Dir)
-	}
-	return p, nil
+	return l.tree.Path(name)
 }
 
 // indexTree maps module names to files: modules.dep's first fields when
@@ -208,7 +275,7 @@ func (l *Loader) Load(name string) (*Loaded, error) {
 	defer delete(l.loading, n)
 	for _, d := range o.depends() {
 		if _, err := l.Path(d); err != nil {
-			return nil, fmt.Errorf("%s: depends on %s, which is not in %s", path, d, l.opt.Dir)
+			return nil, fmt.Errorf("%s: depends on %s, which is not in %s", path, d, l.tree.dir)
 		}
 		if _, err := l.Load(d); err != nil {
 			return nil, err

@@ -270,6 +270,13 @@ func TestDependencies(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "dummy.ko: depends on crc, which is not in "+dir) {
 		t.Errorf("missing dependency: %v", err)
 	}
+	tr, err := OpenTree(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Check([]string{"dummy"}); err == nil || !strings.Contains(err.Error(), "dummy.ko: depends on crc, which is not in "+dir) {
+		t.Errorf("Check, missing dependency: %v", err)
+	}
 	_, err = NewLoader(k, Options{Dir: dir}).Load("nosuchmod")
 	if err == nil || err.Error() != "module nosuchmod: no nosuchmod.ko in "+dir {
 		t.Errorf("unknown module: %v", err)

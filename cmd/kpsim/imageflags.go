@@ -161,6 +161,9 @@ func (f *imageFlags) load() (*image.Kernel, *synth.Truth, error) {
 				return nil, nil, usagef("--returns-patched=%v: with --kernel the boot CPU decides the returns, and --cpu %s %s", f.cfg.ReturnsPatched, name, returnsOf(cpu))
 			}
 		}
+		if err := f.preflight(); err != nil { // --modules, before the kernel is read (modules.go)
+			return nil, nil, err
+		}
 		r, err := load.OpenWith(f.kernel, load.Options{CPU: name, Record: f.record})
 		if err != nil {
 			return nil, nil, usagef("--kernel: %v", err)

@@ -21,6 +21,11 @@ type moduleFlags struct {
 	countSet bool   // --modules N given
 	list     string // NAME,... or @FILE; "" when a count was given
 	dir      string
+
+	// set by preflight
+	names   []string
+	tree    *module.Tree
+	treeDir string
 }
 
 // moduleFinalizeNote says which text patches a loaded module gets.
@@ -105,30 +110,57 @@ func (m *moduleFlags) moduleNames() ([]string, error) {
 	return module.ParseNames(m.list)
 }
 
-// loadModules loads the --modules list into the real kernel k. Every error
-// is a usage error (exit 2) naming the file and the problem.
-func (f *imageFlags) loadModules(k *image.Kernel) error {
-	if f.mods.list == "" {
-		if f.mods.countSet && *f.mods.count != 0 {
-			return usagef("--modules %d: a module count applies to the synthetic kernel; with --kernel give NAME,... or @FILE", *f.mods.count)
+// preflight checks --modules and --modules-dir for a --kernel image before
+// the kernel is read: the list, the tree, every named module's file and
+// its dependencies (module.Tree.Check). Every error is a usage error
+// (exit 2) naming the file and the problem.
+func (f *imageFlags) preflight() error {
+	m := &f.mods
+	if m.list == "" {
+		if m.countSet && *m.count != 0 {
+			return usagef("--modules %d: a module count applies to the synthetic kernel; with --kernel give NAME,... or @FILE", *m.count)
 		}
-		if f.mods.dir != "" {
+		if m.dir != "" {
 			return usagef("--modules-dir needs --modules NAME,...|@FILE")
 		}
 		return nil
 	}
-	names, err := f.mods.moduleNames()
+	names, err := m.moduleNames()
 	if err != nil {
 		return usagef("--modules: %v", err)
 	}
-	dir := f.mods.dir
+	dir := m.dir
 	if dir == "" {
 		dir = defaultModulesDir(f.kernel)
 		if st, err := os.Stat(dir); dir == "" || err != nil || !st.IsDir() {
 			return usagef("--modules: no module tree beside %s (want lib/modules/KVER there: run `make real-kernel`, or give --modules-dir)", f.kernel)
 		}
 	}
-	l := module.NewLoader(k, module.Options{Dir: dir})
+	tree, err := module.OpenTree(dir)
+	if err != nil {
+		return usagef("--modules: %v", err)
+	}
+	if err := tree.Check(names); err != nil {
+		return usagef("--modules: %v", err)
+	}
+	m.names, m.tree, m.treeDir = names, tree, dir
+	return nil
+}
+
+// loadModules loads the --modules list (checked by preflight) into the
+// real kernel k. Every error is a usage error (exit 2) naming the file and
+// the problem.
+func (f *imageFlags) loadModules(k *image.Kernel) error {
+	if f.mods.list == "" {
+		return nil
+	}
+	if f.mods.tree == nil {
+		if err := f.preflight(); err != nil {
+			return err
+		}
+	}
+	names, dir := f.mods.names, f.mods.treeDir
+	l := module.NewLoader(k, module.Options{Dir: dir, Tree: f.mods.tree})
 	for _, n := range names {
 		if _, err := l.Load(n); err != nil {
 			return usagef("--modules: %v", err)

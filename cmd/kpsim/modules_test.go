@@ -60,6 +60,9 @@ func TestModulesRealKernel(t *testing.T) {
 	} {
 		oneLineExit2(t, tc.want, append([]string{"image", "--kernel", k}, tc.args...)...)
 	}
+	if raceEnabled {
+		t.Skip("-race: one real --kernel load costs minutes; the module package's real tests cover loading")
+	}
 	out, errs, code := runKpsim("image", "--kernel", k, "--modules", "kvm-intel")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
