@@ -258,6 +258,39 @@ func TestRelocatedTables(t *testing.T) {
 				t.Errorf("%s jump entry %#x: opcode size %d (%v), decoded %d (%v), bytes %x", name, e.Code, op, err1, dec, err2, text[:min(len(text), 5)])
 			}
 		}
+		// Jump targets and exception fixups are module text; every
+		// static-call key is a __SCK__ symbol of the module or of vmlinux
+		// (trampoline keys replaced as static_call_add_module does) of vmlinux
+		// or a loaded module.
+		inText := func(a uint64) bool {
+			return (a >= m.Core.Base && a < m.Core.Base+m.Core.TextSize) || (a >= m.Init.Base && a < m.Init.Base+m.Init.TextSize)
+		}
+		for _, e := range mod.JumpEntries {
+			if !inText(e.Target) {
+				t.Errorf("%s jump entry %#x: target %#x outside the module's text", name, e.Code, e.Target)
+			}
+		}
+		for _, e := range mod.ExTable {
+			if !inText(e.Insn) || !inText(e.Fixup) {
+				t.Errorf("%s exception entry %#x -> %#x outside the module's text", name, e.Insn, e.Fixup)
+			}
+		}
+		keys := map[uint64]string{}
+		for _, lm := range l.Loaded() { // kvm_intel calls kvm's static calls
+			for _, s := range lm.Module.Symbols {
+				keys[s.Addr] = s.Name
+			}
+		}
+		for _, s := range k.Symbols {
+			if strings.HasPrefix(s.Name, "__SCK__") {
+				keys[s.Addr] = s.Name
+			}
+		}
+		for _, s := range mod.StaticCallSites {
+			if !strings.HasPrefix(keys[s.Key], "__SCK__") {
+				t.Errorf("%s static-call site %#x: key %#x (%q) is not a static_call_key", name, s.Addr, s.Key, keys[s.Key])
+			}
+		}
 		for _, b := range mod.BugEntries {
 			if ud := m.mem.at(b.Addr, 2); !bytes.Equal(ud, []byte{0x0f, 0x0b}) {
 				t.Errorf("%s bug entry %#x (%s:%d): %x, want ud2", name, b.Addr, b.File, b.Line, ud)
