@@ -202,6 +202,17 @@ func TestBadInput(t *testing.T) {
 				binary.LittleEndian.PutUint64(b[off+8:], info&^0xffffffff|uint64(elf.R_X86_64_GOTPCREL))
 			})
 		}, "R_X86_64_GOTPCREL: unhandled relocation type 9"},
+		{"empty symbol table", func(t *testing.T) []byte {
+			return corrupt(t, func(b []byte) {
+				f, _ := elf.NewFile(bytes.NewReader(b))
+				shoff := binary.LittleEndian.Uint64(b[40:])
+				for i, s := range f.Sections {
+					if s.Type == elf.SHT_SYMTAB {
+						binary.LittleEndian.PutUint64(b[shoff+uint64(i)*64+32:], 0)
+					}
+				}
+			})
+		}, "symbol index"},
 		{"nonzero target", func(t *testing.T) []byte {
 			return corrupt(t, func(b []byte) {
 				f, _ := elf.NewFile(bytes.NewReader(b))

@@ -191,7 +191,10 @@ func (o *object) elfType(s *sym) byte {
 // do_init_module switches to) and kernel/kallsyms.c:s_show's case rule.
 func (o *object) coreKallsyms(l *layout, name string, exports map[string]uint64) []image.Symbol {
 	out := make([]image.Symbol, 0, len(l.coreSyms))
-	for _, i := range l.coreSyms[1:] {
+	for j, i := range l.coreSyms {
+		if j == 0 {
+			continue // the null symbol (find_kallsyms_symbol starts at 1)
+		}
 		s := &o.syms[i]
 		t := o.elfType(s)
 		if a, ok := exports[s.name]; ok && a == s.value {
