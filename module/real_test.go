@@ -181,6 +181,14 @@ func TestReadelfCounts(t *testing.T) {
 			t.Errorf("%s: counts %v, reference %v", name, got, want)
 		}
 	}
+	// Core kallsyms (modules-bootpatch.md §1.7 counts include symtab
+	// entry 0, which Module.Symbols leaves out).
+	for name, want := range map[string]int{"kvm": 5335, "kvm_intel": 664, "xfs": 8041, "ext4": 2986} {
+		m, _ := l.Lookup(name)
+		if got := len(m.Module.Symbols) + 1; got != want {
+			t.Errorf("%s: %d core symbols (with entry 0), reference %d", name, got, want)
+		}
+	}
 	if err := k.Validate(); err != nil {
 		t.Fatal(err)
 	}
