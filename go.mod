@@ -10,6 +10,8 @@ require (
 	pgregory.net/rapid v1.3.0
 )
 
+require github.com/google/btree v1.1.3
+
 require (
 	github.com/BurntSushi/toml v1.4.1-0.20240526193622-a339e1f7089c // indirect
 	github.com/klauspost/compress v1.20.4

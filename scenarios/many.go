@@ -561,12 +561,16 @@ func digest(rs []ProbeResult) string {
 // AblationSpecs returns the runs --ablation adds: every switch alone (an
 // iterator switch with the kprobe-tree it needs) and, for the series'
 // switches, the series minus that switch (minus kprobe-tree drops the
-// iterators too).
+// iterators too); then every alternative design on top of the series.
 func AblationSpecs() []RunSpec {
 	var out []RunSpec
 	for _, s := range sim.AllSwitches() {
 		set := s.Closure()
-		out = append(out, RunSpec{Name: set.Name(), Switches: set})
+		name := set.Name()
+		if len(s.Rules().RequiresAny) > 0 {
+			name = s.String() + "+indexes" // every index it can change
+		}
+		out = append(out, RunSpec{Name: name, Switches: set})
 	}
 	for _, s := range sim.PresetSeries.Set.List() {
 		set := sim.PresetSeries.Set.Without(s)
@@ -574,6 +578,14 @@ func AblationSpecs() []RunSpec {
 			set = set.Without(d)
 		}
 		out = append(out, RunSpec{Name: "series-" + s.String(), Switches: set})
+	}
+	// The alternative designs alone (above) and on top of the series.
+	for _, s := range sim.DesignSwitches() {
+		set := sim.PresetSeries.Set.With(s)
+		if set.Validate() != nil {
+			continue
+		}
+		out = append(out, RunSpec{Name: set.Name(), Switches: set})
 	}
 	return out
 }

@@ -172,11 +172,11 @@ func (r *ManyReport) phaseTable(w io.Writer) {
 	fmt.Fprintln(w)
 }
 
-// memSum adds up a run's modelled kernel memory (bytes_per_entry figures excluded).
+// memSum adds up a run's modelled kernel memory (bytes_per_entry, peak and height figures excluded).
 func memSum(r *RunResult) int64 {
 	var t int64
 	for k, v := range r.KernelMem {
-		if !strings.HasSuffix(k, "_per_entry") {
+		if !strings.HasSuffix(k, "_per_entry") && !strings.HasSuffix(k, ".peak_bytes") && !strings.HasSuffix(k, ".height") {
 			t += v
 		}
 	}
