@@ -101,8 +101,8 @@ type Table[T any] struct {
 	tbl     *bucketTable[T]
 	nelems  int
 	Faults  *sim.Faults // the fault plan bucket_table_alloc consults (may be nil)
-	rnd     uint64 // get_random_u32's stream (deterministic)
-	pending bool   // run_work is queued
+	rnd     uint64      // get_random_u32's stream (deterministic)
+	pending bool        // run_work is queued
 
 	// Grows, Shrinks: completed resizes; FailedAllocs: bucket tables that
 	// could not be allocated. Simulator-side statistics.

@@ -257,7 +257,7 @@ func ExampleParseSwitches() {
 }
 
 func FuzzParseSwitches(f *testing.F) {
-	for _, s := range []string{"none", "series", "all", "series,bug-index", "kprobe-tree,iter-can-probe", "iter-can-probe", ""} {
+	for _, s := range []string{"none", "series", "all", "series,bug-index", "kprobe-tree,iter-can-probe", "iter-can-probe", "", "series,kprobe-hash-bits=12", "kprobe-rhashtable,kprobe-hash-bits=7", "series,kprobe-btree,reservation-btree"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, spec string) {
