@@ -32,10 +32,10 @@
 //     mtree_range_walk does) and the slot taken: pivots occupy bytes 8-127
 //     (lines 0-1), slots bytes 128-255 (lines 2-3). The first line is priced
 //     with the node; every further line counts one maple.line.
-//   - Steps: a cursor step to the next or previous entry in the same node
-//     counts maple.slot (plus maple.line on entering a new line); moving to
-//     another node counts maple.node per node entered, as mas_next climbs
-//     and descends.
+//   - Steps: a cursor step from a leaf counts maple.slot (the next slot, or
+//     the check that the node ends there), plus maple.line on entering a new
+//     line; moving to another node counts maple.node per node entered, as
+//     mas_next climbs and descends.
 //
 // The package reads google/btree's node structure (read-only) to walk it
 // and count; mirror types checked against the library's own at init keep
@@ -388,8 +388,8 @@ func (cur *Cursor[T]) Next(c *sim.Counters) bool {
 	}
 	top := &cur.p.f[cur.p.depth-1]
 	if len(top.n.children) == 0 {
+		c.Inc(opSlot) // the next slot, or the node's end
 		if top.i+1 < len(top.n.items) {
-			c.Inc(opSlot)
 			stepLines(c, top.i, top.i+1)
 			top.i++
 			return true
@@ -417,8 +417,8 @@ func (cur *Cursor[T]) Prev(c *sim.Counters) bool {
 	}
 	top := &cur.p.f[cur.p.depth-1]
 	if len(top.n.children) == 0 {
+		c.Inc(opSlot) // the previous slot, or the node's start
 		if top.i > 0 {
-			c.Inc(opSlot)
 			stepLines(c, top.i, top.i-1)
 			top.i--
 			return true
