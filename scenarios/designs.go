@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/kpsim/kpsim/kprobes"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -132,6 +133,11 @@ func (r *ManyReport) WriteDesignTable(w io.Writer) error {
 	fmt.Fprintf(w, "\n Cycles in millions (counts x weights, kpsim list). \"same\": the phases every design spends alike (%s).\n", strings.Join(same, ", "))
 	fmt.Fprintln(w, " probe index B: kprobe_table heads or the rhashtable (peak: old and new table during a rehash), plus the tree (rb_node per entry or B-tree nodes).")
 	fmt.Fprintln(w, " reservation B: the late-init static-call, jump-label, bug and blacklist indexes (sorted arrays, or B-trees with reservation-btree).")
+	for _, run := range r.Runs[1:] {
+		if line := FirstDifference(base, run); line != "" {
+			fmt.Fprintln(w, " "+line)
+		}
+	}
 	r.designDetail(w)
 	return nil
 }
@@ -180,3 +186,30 @@ func (r *ManyReport) designDetail(w io.Writer) {
 }
 
 func mcyc(v float64) string { return fmt.Sprintf("%.1f", v/1e6) }
+
+// FirstDifference names the first probe whose outcome differs between two
+// runs ("" when none does): a design must never change a decision, and
+// when a fault plan makes one (an allocation only the design makes), the
+// report says which.
+func FirstDifference(a, b *RunResult) string {
+	i, same := SameDecisions(a, b)
+	if same {
+		return ""
+	}
+	if i >= len(a.Results) || i >= len(b.Results) {
+		return fmt.Sprintf("DIFFERENT: %s has %d probe results, %s %d", b.Name, len(b.Results), a.Name, len(a.Results))
+	}
+	x, y := a.Results[i], b.Results[i]
+	return fmt.Sprintf("DIFFERENT: %s first differs from %s at probe %d (%#x): %s optimized=%v vs %s optimized=%v",
+		b.Name, a.Name, i, x.Addr, codeName(y.Code), y.Optimized, codeName(x.Code), x.Optimized)
+}
+
+func codeName(code int) string {
+	switch code {
+	case 0:
+		return "registered"
+	case -1:
+		return "rolled back"
+	}
+	return "-" + kprobes.Errno(code).Name()
+}
