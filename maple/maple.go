@@ -82,7 +82,8 @@ var FaultNodeAlloc = sim.NewFaultPoint("maple.node.alloc",
 type gnode[T any] struct {
 	items    []T
 	children []*gnode[T]
-	cow      *struct{}
+	//lint:ignore U1000 mirrors google/btree's node layout
+	cow *struct{}
 }
 
 type gtree[T any] struct {

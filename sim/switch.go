@@ -321,13 +321,13 @@ func (ss Switches) Validate() error {
 			}
 		}
 		if len(rules.RequiresAny) > 0 {
-			any := false
+			found := false
 			var names []string
 			for _, r := range rules.RequiresAny {
-				any = any || ss.Has(r)
+				found = found || ss.Has(r)
 				names = append(names, r.String())
 			}
-			if !any {
+			if !found {
 				return fmt.Errorf("patch switch %s needs one of %s (it changes how those indexes are kept)", s, strings.Join(names, ", "))
 			}
 		}

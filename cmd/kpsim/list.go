@@ -30,11 +30,22 @@ func runList(args []string, stdout, stderr io.Writer) error {
 		for _, r := range info.Requires {
 			req = append(req, r.String())
 		}
+		rules := s.Rules()
+		if len(rules.RequiresAny) > 0 {
+			req = append(req, fmt.Sprintf("one of %d indexes", len(rules.RequiresAny)))
+		}
 		patch := info.Patch
-		if patch == "" {
+		switch {
+		case rules.Design:
+			patch = "design"
+		case patch == "":
 			patch = "beyond"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", info.Name, patch, strings.Join(req, ","), info.Doc)
+		name := info.Name
+		if rules.Param != "" {
+			name += "=" + rules.Param
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", name, patch, strings.Join(req, ","), info.Doc)
 	}
 	fmt.Fprintln(tw, "\nPRESETS")
 	for _, p := range sim.Presets() {
