@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -23,7 +24,8 @@ const (
 // B=10 and B=16, the rhashtable; the B-tree needs the tree so it comes
 // with kprobe-tree), and the series with each alternative; last the
 // series plus the indexes beyond it, with and without B-trees for the
-// reservation indexes.
+// reservation indexes. Two more rows put the series' first three patches
+// with a bigger hash or an rhashtable in place of the tree and iterators.
 func CompareDesignSpecs() []RunSpec {
 	series := sim.PresetSeries.Set
 	small := sim.Switches(0).WithHashBits(CompareHashBitsSmall)
@@ -43,7 +45,14 @@ func CompareDesignSpecs() []RunSpec {
 	for i, ss := range sets {
 		out[i] = RunSpec{Name: ss.Name(), Switches: ss}
 	}
-	return out
+	// The reviewer's alternative to the tree and its iterators: the
+	// series' first three patches (the reservation indexes and the jump
+	// size from the opcode) with a bigger hash or an rhashtable instead of
+	// P4-P12.
+	p13 := sim.Switches(0).With(sim.StaticCallIndex).With(sim.JumpLabelIndex).With(sim.JumpSizeOpcode)
+	return slices.Insert(out, 10,
+		RunSpec{Name: "P1-P3+kprobe-hash-bits=16", Switches: p13.WithHashBits(CompareHashBitsBig)},
+		RunSpec{Name: "P1-P3+kprobe-rhashtable", Switches: p13.With(sim.KprobeRhashtable)})
 }
 
 // probeIndexBytes: the kprobe index beyond the probes (hash heads or
