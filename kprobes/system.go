@@ -107,6 +107,8 @@ type Kprobes struct {
 	entryText  image.Range
 	thunks     image.Range
 	hasThunks  bool
+
+	kretBlacklist *uint64 // kretprobe_blacklist[0].addr, resolved once
 }
 
 // New builds the kprobes state for deps with the given switches. c may be nil.

@@ -331,9 +331,6 @@ func imageProbes(k *image.Kernel, o ManyOptions) []ProbeSpec {
 	return out
 }
 
-// Wiring builds the subsystems one run's kernel uses; scenarios share it.
-type Wiring func(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults) (kprobes.Deps, func() error, error)
-
 // RunMany runs every spec on the setup and returns the report.
 func RunMany(s *ManySetup, specs []RunSpec, wire Wiring, costs *sim.CostTable, faults string, prog Progress) (*ManyReport, error) {
 	rep := &ManyReport{Scenario: "many", Kernel: s.Kernel.Name, N: s.Opts.N, Params: s.params()}
@@ -500,9 +497,6 @@ func afterRegistration(kp *kprobes.Kprobes, i, every int, prog Progress, sample 
 		sample()
 	}
 }
-
-// PhaseLateInit holds the late_initcall work (building the indexes).
-var PhaseLateInit = sim.NewPhase("late_init", "late_initcall: building the address indexes of the series")
 
 func (r *RunResult) finish(costs *sim.CostTable) {
 	c := r.Counters
