@@ -2,7 +2,9 @@ package maple
 
 import (
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -198,6 +200,36 @@ func BenchmarkInsert50k(b *testing.B) {
 		tr := New(ident, nil)
 		for k := uint64(0); k < 50000; k++ {
 			_ = tr.Insert(k*4096, nil)
+		}
+	}
+}
+
+// TestGeometryMatchesKernelHeader reads include/linux/maple_tree.h from
+// the kernel source (KPSIM_LINUX_SRC, else the machines' extracted
+// linux-source-6.1): the 64-bit maple_range_64 has 16 slots in a 256-byte
+// node. Skips without the source.
+func TestGeometryMatchesKernelHeader(t *testing.T) {
+	src := os.Getenv("KPSIM_LINUX_SRC")
+	if src == "" {
+		src = "/work/src/usr/src/linux-source-6.1"
+	}
+	b, err := os.ReadFile(src + "/include/linux/maple_tree.h")
+	if err != nil {
+		t.Skip("no kernel source:", err)
+	}
+	s := string(b)
+	// The first definitions are the 64-bit ones (#if defined(CONFIG_64BIT)).
+	i := strings.Index(s, "#if defined(CONFIG_64BIT)")
+	if i < 0 {
+		t.Fatal("no CONFIG_64BIT branch in maple_tree.h")
+	}
+	s = s[i:]
+	for _, want := range []string{
+		fmt.Sprintf("#define MAPLE_RANGE64_SLOTS\t%d\t/* %d bytes */", Slots, NodeBytes),
+		fmt.Sprintf("/* %d bytes including ->parent */", NodeBytes),
+	} {
+		if j := strings.Index(s, want); j < 0 || j > strings.Index(s, "#else") {
+			t.Errorf("maple_tree.h's 64-bit branch lacks %q", want)
 		}
 	}
 }

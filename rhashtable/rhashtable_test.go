@@ -29,7 +29,14 @@ func total(c *sim.Counters, name string) uint64 {
 	return c.Total(op)
 }
 
-const kernelSrc = "/work/src/usr/src/linux-source-6.1"
+// kernelSrc is the Linux 6.1 source tree: KPSIM_LINUX_SRC, else the
+// machines' extracted Debian linux-source-6.1.
+var kernelSrc = func() string {
+	if s := os.Getenv("KPSIM_LINUX_SRC"); s != "" {
+		return s
+	}
+	return "/work/src/usr/src/linux-source-6.1"
+}()
 
 // TestJhash2MatchesKernel compiles include/linux/jhash.h from the kernel
 // source with the system C compiler and compares jhash2 of 8-byte keys.
@@ -315,6 +322,31 @@ func BenchmarkInsert50k(b *testing.B) {
 		t := New(KprobeParams, keyOf, nil, 1, nil)
 		for k := uint64(0); k < 50000; k++ {
 			_ = t.Insert(&obj{k * 4096}, nil)
+		}
+	}
+}
+
+// TestConstantsMatchKernel reads lib/rhashtable.c and
+// include/linux/rhashtable.h: HASH_DEFAULT_SIZE, HASH_MIN_SIZE and
+// RHT_ELASTICITY as modelled. Skips without the source.
+func TestConstantsMatchKernel(t *testing.T) {
+	c, err1 := os.ReadFile(filepath.Join(kernelSrc, "lib/rhashtable.c"))
+	h, err2 := os.ReadFile(filepath.Join(kernelSrc, "include/linux/rhashtable.h"))
+	if err1 != nil || err2 != nil {
+		t.Skip("no kernel source")
+	}
+	for _, tc := range []struct {
+		src  []byte
+		want string
+	}{
+		{c, fmt.Sprintf("#define HASH_DEFAULT_SIZE\t%dUL", HashDefaultSize)},
+		{c, fmt.Sprintf("#define HASH_MIN_SIZE\t\t%dU", HashMinSize)},
+		{h, fmt.Sprintf("#define RHT_ELASTICITY\t%du", Elasticity)},
+		{h, "return atomic_read(&ht->nelems) > (tbl->size / 4 * 3) &&"},
+		{h, "return atomic_read(&ht->nelems) < (tbl->size * 3 / 10) &&"},
+	} {
+		if !bytes.Contains(tc.src, []byte(tc.want)) {
+			t.Errorf("kernel source lacks %q", tc.want)
 		}
 	}
 }
