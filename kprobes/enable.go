@@ -1,6 +1,8 @@
 package kprobes
 
 import (
+	"fmt"
+
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -22,12 +24,19 @@ func (kp *Kprobes) EnableKprobe(p *Kprobe) error {
 	c := kp.C
 	prev := c.Enter(PhaseEnable)
 	defer c.Enter(prev)
+	p.refused = Reason{}
 	ap := kp.Reg.GetValidKprobe(p, c)
 	if ap == nil {
+		p.refused = Reason{Check: "enable_kprobe: __get_valid_kprobe", Detail: "the probe is not registered"}
 		return EINVAL
 	}
 	if p.Gone() {
+		p.refused = Reason{Check: "enable_kprobe", Detail: "the probe is gone (KPROBE_FLAG_GONE: its module went away)"}
 		return EINVAL
+	}
+	if kp.tracing() {
+		kp.open("enable_kprobe", kp.symPlus(p.Addr), "")
+		defer kp.close()
 	}
 	if p != ap {
 		p.Flags &^= KprobeFlagDisabled
@@ -42,6 +51,7 @@ func (kp *Kprobes) EnableKprobe(p *Kprobe) error {
 			if p != ap {
 				p.Flags |= KprobeFlagDisabled
 			}
+			p.refused = kp.why
 			return err
 		}
 	}
@@ -110,31 +120,47 @@ func (rp *Kretprobe) Instances() int { return rp.instances }
 // rethook_alloc and maxactive instance allocations before register_kprobe.
 // The pre handler is pre_handler_kretprobe, there is no post handler.
 func (kp *Kprobes) RegisterKretprobe(rp *Kretprobe) error {
+	p := &rp.Kp
+	p.refused, kp.why = Reason{}, Reason{}
+	err := kp.registerKretprobe(rp)
+	if err != nil && p.refused.IsZero() {
+		p.refused = kp.why
+		if p.refused.IsZero() {
+			p.refused = Reason{Check: "register_kretprobe", Detail: "failed with " + errName(err)}
+		}
+	}
+	return err
+}
+
+func (kp *Kprobes) registerKretprobe(rp *Kretprobe) error {
 	c := kp.C
 	prev := c.Enter(PhaseNameLookup)
 	defer c.Enter(prev)
 	p := &rp.Kp
-	if err := kp.KprobeOnFuncEntry(p.Addr, p.SymbolName, p.Offset); err != nil {
+	if _, onEntry, err := kp.kprobeAddr(&Kprobe{Addr: p.Addr, SymbolName: p.SymbolName, Offset: p.Offset}); err != nil {
 		return err
+	} else if !onEntry {
+		return kp.refuse(EINVAL, "register_kretprobe: kprobe_on_func_entry", "not a function entry: "+kp.probeArgs(p))
 	}
 	if p.Addr != 0 {
 		c.Enter(PhaseRereg)
 		if kp.Reg.GetValidKprobe(p, c) != nil {
-			return EINVAL
+			return kp.refuse(EINVAL, "register_kretprobe: warn_kprobe_rereg", "this kretprobe is already registered")
 		}
 		c.Enter(PhaseNameLookup)
 	}
 	// kretprobe_blacklist_size is 1 on x86: kprobe_addr and one compare.
 	addr, err := kp.KprobeAddr(p.Addr, p.SymbolName, p.Offset)
 	if err != nil {
+		p.refused = kp.why
 		return err
 	}
 	c.Inc(opConst)
 	if sw := kp.switchTo(); sw != 0 && addr == sw {
-		return EINVAL
+		return kp.refuse(EINVAL, "register_kretprobe: kretprobe_blacklist", "__switch_to switches stacks")
 	}
 	if rp.DataSize > KretprobeMaxDataSize {
-		return E2BIG
+		return kp.refuse(E2BIG, "register_kretprobe", fmt.Sprintf("data_size %d is above KRETPROBE_MAX_DATA_SIZE", rp.DataSize))
 	}
 	p.HasPostHandler = false
 	if rp.MaxActive <= 0 {
