@@ -139,6 +139,7 @@ type ManyReport struct {
 	Scenario string         `json:"scenario"`
 	Kernel   string         `json:"kernel"`
 	N        int            `json:"n"`
+	Weights  string         `json:"weights"`
 	Params   map[string]any `json:"params"`
 	Runs     []*RunResult   `json:"runs"`
 }
@@ -336,7 +337,7 @@ type Wiring func(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.
 
 // RunMany runs every spec on the setup and returns the report.
 func RunMany(s *ManySetup, specs []RunSpec, wire Wiring, costs *sim.CostTable, faults string, prog Progress) (*ManyReport, error) {
-	rep := &ManyReport{Scenario: "many", Kernel: s.Kernel.Name, N: s.Opts.N, Params: s.params()}
+	rep := &ManyReport{Scenario: "many", Kernel: s.Kernel.Name, N: s.Opts.N, Weights: costs.Describe(), Params: s.params()}
 	for _, spec := range specs {
 		r, err := runOne(s, spec, wire, costs, faults, prog)
 		if err != nil {

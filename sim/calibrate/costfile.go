@@ -1,0 +1,122 @@
+package calibrate
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kpsim/kpsim/sim"
+)
+
+// FormatVersion is the "#: format:" header of the cost files written here.
+const FormatVersion = "kpsim-costs 1"
+
+// Kind says how an op's weight is obtained.
+type Kind int
+
+// The kinds of op.
+const (
+	Uncovered  Kind = iota // registered, but neither measured nor documented here
+	Measured               // a benchmark times it
+	Documented             // user space cannot reach it: the registered value stays
+	Metric                 // not an operation: never priced
+)
+
+func (k Kind) String() string {
+	return [...]string{"uncovered", "measured", "documented", "metric"}[k]
+}
+
+// Classify says how op's weight is calibrated, and by which benchmark (or
+// why not).
+func Classify(o sim.OpInfo) (Kind, string) {
+	switch {
+	case o.Metric:
+		return Metric, ""
+	case measured[o.Name].Bench != "":
+		return Measured, measured[o.Name].Bench
+	case documented[o.Name] != "":
+		return Documented, documented[o.Name]
+	}
+	return Uncovered, ""
+}
+
+// UncoveredOps lists the registered ops this package has no rule for.
+func UncoveredOps() []string {
+	var out []string
+	for _, o := range sim.Ops() {
+		if k, _ := Classify(o); k == Uncovered {
+			out = append(out, o.Name)
+		}
+	}
+	return out
+}
+
+func fmtW(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+
+// WriteCostFile writes res's regime as a cost file: the header, then one
+// line per registered op (metrics as comments). Measured ops carry the
+// benchmark's median; documented and uncovered ops their registered value,
+// marked so.
+func WriteCostFile(w io.Writer, res *Result, regime string) error {
+	ms, ok := res.Measures[regime]
+	if !ok {
+		return fmt.Errorf("calibrate: no %s measurements", regime)
+	}
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "# kpsim cost file: cycles per counted op, for kpsim run --costs FILE.\n")
+	fmt.Fprintf(bw, "# Written by kpsim calibrate. Lines are \"OP CYCLES\"; '#' starts a comment;\n")
+	fmt.Fprintf(bw, "# \"#: key: value\" lines are the header. Measured weights are the median over\n")
+	fmt.Fprintf(bw, "# repetitions of the named C benchmark (sim/calibrate/csrc); documented ones\n")
+	fmt.Fprintf(bw, "# keep the value kpsim registers, because user space cannot time that work.\n")
+	if res.Quick {
+		fmt.Fprintf(bw, "# QUICK RUN: tiny sizes and 3 repetitions, a smoke test, not weights to use.\n")
+	}
+	fmt.Fprintf(bw, "#: %s: %s\n", sim.MetaFormat, FormatVersion)
+	fmt.Fprintf(bw, "#: %s: %s\n", sim.MetaCPU, oneLine(res.CPU))
+	fmt.Fprintf(bw, "#: %s: %s\n", sim.MetaCompiler, oneLine(res.Compiler))
+	fmt.Fprintf(bw, "#: cflags: %s\n", res.CFlags)
+	fmt.Fprintf(bw, "#: %s: %s\n", sim.MetaDate, res.Date.Format(time.RFC3339))
+	fmt.Fprintf(bw, "#: %s: %s\n", sim.MetaRegime, regime)
+	clock := res.Clock
+	if clock == "clock_monotonic" {
+		clock = fmt.Sprintf("clock_monotonic x %.0f MHz (%s; TSC measured %.1f MHz); no perf_event cycle counter", res.MHz, res.MHzSource, res.TSCMHz)
+	} else {
+		clock += fmt.Sprintf(" (Go-timed ops: ns x %.0f MHz, %s)", res.MHz, res.MHzSource)
+	}
+	fmt.Fprintf(bw, "#: %s: %s\n", sim.MetaClock, clock)
+	fmt.Fprintf(bw, "#: l2: %d\n", res.L2)
+	if res.Kallsyms != "" {
+		fmt.Fprintf(bw, "#: kallsyms: %s\n", oneLine(res.Kallsyms))
+	}
+	fmt.Fprintf(bw, "#: quick: %v\n", res.Quick)
+	for _, o := range sim.Ops() {
+		kind, what := Classify(o)
+		switch kind {
+		case Metric:
+			fmt.Fprintf(bw, "# %s: metric, never priced\n", o.Name)
+		case Measured:
+			m, ok := ms[what]
+			if !ok {
+				return fmt.Errorf("calibrate: op %s: benchmark %s produced no %s result", o.Name, what, regime)
+			}
+			why := ""
+			if b := measured[o.Name].Why; b != "" {
+				why = "; " + b
+			}
+			fmt.Fprintf(bw, "%s %s # measured: %s (%s), median of %d, %s-%s cycles/%s; %s%s\n",
+				o.Name, fmtW(m.Median), m.Bench, regime, m.Samples, fmtW(m.Min), fmtW(m.Max), m.Unit, oneLine(m.Params), why)
+		case Documented:
+			fmt.Fprintf(bw, "%s %s # documented: not measurable from user space (%s); %s\n", o.Name, fmtW(o.Cycles), what, oneLine(o.Rationale))
+		default:
+			fmt.Fprintf(bw, "%s %s # uncovered: no calibration benchmark names this op, registered value kept; %s\n", o.Name, fmtW(o.Cycles), oneLine(o.Rationale))
+		}
+	}
+	return bw.Flush()
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "#", "no.")), " ")
+}
