@@ -80,12 +80,16 @@ func WriteCostFile(w io.Writer, res *Result, regime string) error {
 	fmt.Fprintf(bw, "#: cflags: %s\n", res.CFlags)
 	fmt.Fprintf(bw, "#: %s: %s\n", sim.MetaDate, res.Date.Format(time.RFC3339))
 	fmt.Fprintf(bw, "#: %s: %s\n", sim.MetaRegime, regime)
-	clock := res.Clock
-	if clock == "clock_monotonic" {
-		clock = fmt.Sprintf("clock_monotonic x %.0f MHz (%s; TSC measured %.1f MHz); no perf_event cycle counter", res.MHz, res.MHzSource, res.TSCMHz)
-	} else {
-		clock += fmt.Sprintf(" (Go-timed ops: ns x %.0f MHz, %s)", res.MHz, res.MHzSource)
+	var clock string
+	switch res.Clock {
+	case "perf_event_cycles":
+		clock = fmt.Sprintf("perf_event_open cycles (user); Go-timed ops: ns x %.0f MHz (%s)", res.MHz, res.MHzSource)
+	case "thread_cputime":
+		clock = fmt.Sprintf("no perf_event cycle counter: CLOCK_THREAD_CPUTIME_ID ns x %.0f MHz (%s; TSC measured %.1f MHz against CLOCK_MONOTONIC); single calls: rdtsc scaled the same way; Go-timed ops: thread CPU ns x %.0f MHz", res.MHz, res.MHzSource, res.TSCMHz, res.MHz)
+	default:
+		clock = fmt.Sprintf("no perf_event cycle counter, no TSC: CLOCK_MONOTONIC ns x %.0f MHz (%s)", res.MHz, res.MHzSource)
 	}
+	clock += fmt.Sprintf("; repetitions preempted (wall > 1.02 x CPU time) and re-run, at most 3 times each: %d", res.Preempted)
 	fmt.Fprintf(bw, "#: %s: %s\n", sim.MetaClock, clock)
 	fmt.Fprintf(bw, "#: l2: %d\n", res.L2)
 	if res.Kallsyms != "" {

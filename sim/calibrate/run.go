@@ -63,7 +63,8 @@ type Result struct {
 	Compiler  string // first line of CC --version
 	CFlags    string
 	Date      time.Time
-	Clock     string // "perf_event_cycles" or "clock_monotonic"
+	Clock     string // "perf_event_cycles" or "thread_cputime"
+	Preempted int    // repetitions re-run because the machine preempted them
 	MHz       float64
 	MHzSource string
 	TSCMHz    float64
@@ -247,6 +248,8 @@ func Run(o Options) (*Result, error) {
 			return nil, err
 		}
 		res.Clock = hdr["clock"]
+		p, _ := strconv.Atoi(hdr["preempted"])
+		res.Preempted += p
 		res.TSCMHz, _ = strconv.ParseFloat(hdr["tsc_mhz"], 64)
 		if res.MHz <= 0 {
 			res.MHz, _ = strconv.ParseFloat(hdr["mhz"], 64)

@@ -97,7 +97,7 @@ void bench_ftrace_hash(void)
 		q[i] = miss[pick[i]];
 	}
 	free(miss);
-	for (int r = 0; r < R; r++) {
+	for (int r = 0; r < R; r += clean()) {
 		long calls = 0, nodes = 0;
 		double t0 = now_cycles();
 		for (int k = 0; k < rounds * 4; k++)
@@ -106,7 +106,7 @@ void bench_ftrace_hash(void)
 		s[r] = (now_cycles() - t0) / calls;
 	}
 	report("fh_lookup", "call", s, R, "buckets=4096 empty");
-	for (int r = 0; r < R; r++) {
+	for (int r = 0; r < R; r += clean()) {
 		long nodes = 0;
 		double t0 = now_cycles();
 		for (int k = 0; k < rounds; k++)
@@ -115,7 +115,7 @@ void bench_ftrace_hash(void)
 		s[r] = (now_cycles() - t0) / nodes;
 	}
 	report("fh_node", "node", s, R, "entries=%zu buckets=4096 obj=32", n);
-	for (int r = 0; r < R; r++) {
+	for (int r = 0; r < R; r += clean()) {
 		int passes = cfg->quick ? 2 : 64;
 		double t0 = now_cycles();
 		for (int p = 0; p < passes; p++)
@@ -124,7 +124,7 @@ void bench_ftrace_hash(void)
 		s[r] = (now_cycles() - t0) / ((double)passes * nb);
 	}
 	report("fh_bucket", "bucket", s, R, "buckets=4096 sequential");
-	for (int r = 0; r < R; r++) {
+	for (int r = 0; r < R; r += clean()) {
 		int passes = cfg->quick ? 2 : 64;
 		double t0 = now_cycles();
 		for (int p = 0; p < passes; p++) {
@@ -134,8 +134,10 @@ void bench_ftrace_hash(void)
 		s[r] = (now_cycles() - t0) / ((double)passes * nb);
 	}
 	report("fh_bucket_init", "bucket", s, R, "memset of 4096 x 8 bytes");
-	for (int r = 0; r < R; r++) {
-		struct hlist_head *from = r % 2 ? h2 : h, *to = r % 2 ? h : h2;
+	int flip = 0;
+	for (int r = 0; r < R; r += clean()) {
+		struct hlist_head *from = flip ? h2 : h, *to = flip ? h : h2;
+		flip ^= 1;
 		long moved = 0;
 		double t0 = now_cycles();
 		if (cfg->hot) {

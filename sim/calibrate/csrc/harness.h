@@ -26,8 +26,21 @@ struct cfg {
 extern const struct cfg *cfg;
 
 /* Cycles elapsed: a user-space cycle counter (perf_event_open) if the
- * kernel gives one, else CLOCK_MONOTONIC nanoseconds times cfg->mhz. */
+ * kernel gives one, else this thread's CPU time (CLOCK_THREAD_CPUTIME_ID:
+ * time spent preempted on a shared machine is not counted) times
+ * cfg->mhz. Each call also reads the wall clock for clean(). */
 double now_cycles(void);
+/* clean: 1 if the interval between the last two now_cycles() calls ran
+ * without being preempted (wall time within 2% of thread CPU time), else
+ * 0, so "for (r = 0; r < R; r += clean())" re-runs a disturbed
+ * repetition (at most 3 times: then its CPU-time figure is kept). */
+int clean(void);
+extern long preempted;
+/* For intervals of a few hundred cycles: the cycle counter, else the TSC
+ * scaled to cfg->mhz, else CLOCK_MONOTONIC (callers drop outliers). */
+double now_fine(void);
+/* An interval longer than this is a preemption or interrupt, not work. */
+#define FINE_OUTLIER 20000.0
 
 /* timer_overhead: median cycles between two back-to-back now_cycles(). */
 double timer_overhead(void);

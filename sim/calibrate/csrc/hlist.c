@@ -122,7 +122,7 @@ void bench_hlist(void)
 	double *s = xmalloc(R * sizeof(*s));
 	int rounds = cfg->quick ? 1 : 4;
 
-	for (int r = 0; r < R; r++) {
+	for (int r = 0; r < R; r += clean()) {
 		long visits = 0;
 		struct kprobe *f;
 		double t0 = now_cycles();
@@ -137,7 +137,7 @@ void bench_hlist(void)
 
 	/* The per-call part, on an empty table so no node is visited. */
 	static struct hlist_head empty[KPROBE_TABLE_SIZE];
-	for (int r = 0; r < R; r++) {
+	for (int r = 0; r < R; r += clean()) {
 		struct kprobe *f;
 		long calls = 0;
 		double t0 = now_cycles();
@@ -150,7 +150,7 @@ void bench_hlist(void)
 	}
 	report("hlist_lookup", "call", s, R, "buckets=64 empty");
 
-	for (int r = 0; r < R; r++) {
+	for (int r = 0; r < R; r += clean()) {
 		long ops = 0;
 		double t0 = now_cycles();
 		for (int k = 0; k < rounds; k++)

@@ -88,7 +88,7 @@ void bench_misc(void)
 	for (int i = 0; i < NQ; i++)
 		q[i] = 0xffffffff81000000ul + (cfg->hot ? (uintptr_t)(i % 8) * 4096 : rnd(&seed) % (16u << 20));
 
-	for (int r = 0; r < R; r++) {
+	for (int r = 0; r < R; r += clean()) {
 		double t0 = now_cycles();
 		for (int k = 0; k < rounds; k++)
 			for (int i = 0; i < NQ; i++)
@@ -97,7 +97,7 @@ void bench_misc(void)
 	}
 	report("call_const", "call", s, R, "noinline, 2 compares on globals");
 	tree_slot = &acc;
-	for (int r = 0; r < R; r++) {
+	for (int r = 0; r < R; r += clean()) {
 		double t0 = now_cycles();
 		for (int k = 0; k < rounds; k++)
 			for (int i = 0; i < NQ; i++)
@@ -105,7 +105,7 @@ void bench_misc(void)
 		s[r] = (now_cycles() - t0) / ((double)rounds * NQ);
 	}
 	report("call_dep2", "call", s, R, "noinline, 2 dependent loads, nesting inc/dec");
-	for (int r = 0; r < R; r++) {
+	for (int r = 0; r < R; r += clean()) {
 		double t0 = now_cycles();
 		for (int k = 0; k < rounds; k++)
 			for (int i = 0; i < NQ; i++)
@@ -130,7 +130,7 @@ void bench_misc(void)
 	}
 	for (int i = 0; i < NQ; i++)
 		q[i] = mods[cfg->hot ? (uint64_t)(i % 8) : rnd(&seed) % 8].base + (cfg->hot ? 64u : rnd(&seed) % (256u << 10));
-	for (int r = 0; r < R; r++) {
+	for (int r = 0; r < R; r += clean()) {
 		double t0 = now_cycles();
 		for (int k = 0; k < rounds; k++)
 			for (int i = 0; i < NQ; i++)

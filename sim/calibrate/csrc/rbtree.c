@@ -384,7 +384,7 @@ void bench_rbtree(void)
 	struct rb_node *f;
 
 	long calls = 0, visits = 0;
-	for (int r = 0; r < R; r++) {
+	for (int r = 0; r < R; r += clean()) {
 		long v = 0;
 		double t0 = now_cycles();
 		for (int k = 0; k < rounds; k++)
@@ -399,7 +399,7 @@ void bench_rbtree(void)
 	report("rb_visit", "node", s, R, "nodes=%zu obj=192 rb_node@128 addr@40 depth=%.1f", n, (double)visits / calls);
 
 	static struct rb_root empty;
-	for (int r = 0; r < R; r++) {
+	for (int r = 0; r < R; r += clean()) {
 		long calls = 0;
 		double t0 = now_cycles();
 		for (int k = 0; k < rounds * 8; k++)
@@ -409,7 +409,7 @@ void bench_rbtree(void)
 	}
 	report("rb_search", "call", s, R, "empty tree");
 
-	for (int r = 0; r < R; r++) {
+	for (int r = 0; r < R; r += clean()) {
 		long steps = 0;
 		double t0 = now_cycles();
 		for (int k = 0; k < rounds; k++)
@@ -428,31 +428,33 @@ void bench_rbtree(void)
 	 * (counted as visits, not timed); then rb_link_node + rb_insert_color. */
 	double *se = xmalloc(R * sizeof(*se));
 	double ovh = timer_overhead();
-	for (int r = 0; r < R; r++) {
+	for (int r = 0; r < R; r++) { /* fine-timed: outliers dropped */
 		double te = 0, ti = 0;
 		long ops = 0;
 		for (int i = 0; i < NQ; i++) {
 			struct tkprobe *p = kp[pick[i]];
-			double t0 = now_cycles();
+			double t0 = now_fine();
 			rb_erase(&p->rb, &tree);
-			double t1 = now_cycles();
+			double t1 = now_fine();
 			struct rb_node **link = &tree.node, *parent = NULL;
 			while (*link) {
 				parent = *link;
 				link = p->addr < TK(parent)->addr ? &parent->left : &parent->right;
 			}
-			double t2 = now_cycles();
+			double t2 = now_fine();
 			rb_link_node(&p->rb, parent, link);
 			rb_insert_color(&p->rb, &tree);
-			double t3 = now_cycles();
+			double t3 = now_fine();
+			if (t1 - t0 > FINE_OUTLIER || t3 - t2 > FINE_OUTLIER)
+				continue; /* preempted or interrupted: not this op's cost */
 			te += t1 - t0 - ovh;
 			ti += t3 - t2 - ovh;
 			ops++;
 		}
-		se[r] = te / ops;
-		s[r] = ti / ops;
+		se[r] = ops ? te / ops : 0;
+		s[r] = ops ? ti / ops : 0;
 	}
-	for (int r = 0; r < R; r++) {
+	for (int r = 0; r < R; r += clean()) {
 		if (se[r] < 0)
 			se[r] = 0;
 		if (s[r] < 0)
@@ -464,7 +466,7 @@ void bench_rbtree(void)
 	report("rb_insert", "op", s, R, "nodes=%zu rb_link_node + rb_insert_color timed apart from the descent, timer overhead %.0f removed", n, ovh);
 
 	struct tkprobe *spare = xcalloc(1, sizeof(*spare));
-	for (int r = 0; r < R; r++) {
+	for (int r = 0; r < R; r += clean()) {
 		long ops = 0;
 		double t0 = now_cycles();
 		for (int k = 0; k < rounds; k++)
