@@ -63,6 +63,12 @@ func (t *CostTable) Clone() *CostTable {
 	return &c
 }
 
+// Set gives op a weight with its source and note (calibration fills
+// ops a cost file has no line for).
+func (t *CostTable) Set(op Op, cycles float64, source, note string) {
+	t.w[op], t.src[op], t.note[op] = cycles, source, note
+}
+
 // Note returns the comment a cost file gave op's weight ("" for defaults).
 func (t *CostTable) Note(op Op) string {
 	if int(op) < len(t.note) {

@@ -69,7 +69,8 @@ func runCalibrate(args []string, stdout, stderr io.Writer) error {
 	if err := calibrate.CheckCompiler(*cc); err != nil {
 		return usagef("%v", err)
 	}
-	opt := calibrate.Options{CC: *cc, Regimes: regimes, Quick: *quick, Check: *check, Progress: stderr}
+	opt := calibrate.Options{CC: *cc, Regimes: regimes, Quick: *quick, Check: *check, Progress: stderr,
+		Command: strings.TrimSpace("kpsim calibrate " + strings.Join(args, " "))}
 	var syms []ktab.Symbol
 	if *symbols != "" {
 		f, err := os.Open(*symbols)
@@ -165,6 +166,7 @@ func (c *costFlags) load(stderr io.Writer, cmd string) (*sim.CostTable, error) {
 	if err != nil {
 		return nil, usagef("--costs: %s", err.Error())
 	}
+	calibrate.FillFromBenches(t)
 	if w := t.ForeignCPU(sim.LocalCPU()); w != "" {
 		fmt.Fprintf(stderr, "kpsim %s: %s\n", cmd, w)
 	}

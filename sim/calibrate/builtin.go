@@ -57,6 +57,7 @@ func Builtin(regime string) (*sim.CostTable, error) {
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %s: %w", name, err)
 	}
+	FillFromBenches(t)
 	if builtin.t == nil {
 		builtin.t = map[string]*sim.CostTable{}
 	}

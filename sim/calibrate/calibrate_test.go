@@ -39,11 +39,18 @@ func cBenchNames(t *testing.T) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	re := regexp.MustCompile(`(?:report|SCAN_BENCH)\("([a-z0-9_]+)"`)
+	// Every quoted word on a report( or SCAN_BENCH( line: a superset of
+	// the result names (units too), enough to catch a misspelt binding.
+	re := regexp.MustCompile(`"([a-z0-9_]+)"`)
 	out := map[string]bool{}
 	for _, b := range src {
-		for _, m := range re.FindAllSubmatch(b, -1) {
-			out[string(m[1])] = true
+		for _, l := range strings.Split(string(b), "\n") {
+			if !strings.Contains(l, "report(") && !strings.Contains(l, "SCAN_BENCH(") {
+				continue
+			}
+			for _, m := range re.FindAllStringSubmatch(l, -1) {
+				out[m[1]] = true
+			}
 		}
 	}
 	if len(out) < 30 {

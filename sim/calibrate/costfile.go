@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -96,6 +97,20 @@ func WriteCostFile(w io.Writer, res *Result, regime string) error {
 		fmt.Fprintf(bw, "#: kallsyms: %s\n", oneLine(res.Kallsyms))
 	}
 	fmt.Fprintf(bw, "#: quick: %v\n", res.Quick)
+	if res.Command != "" {
+		fmt.Fprintf(bw, "#: command: %s\n", oneLine(res.Command))
+	}
+	// Every benchmark's median, so ops registered later and mapped to one
+	// of these benchmarks get a calibrated weight from this file too.
+	var names []string
+	for name := range ms {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		m := ms[name]
+		fmt.Fprintf(bw, "#: %s%s: %s cycles/%s (median of %d, %s-%s; %s)\n", BenchKey, name, fmtW(m.Median), m.Unit, m.Samples, fmtW(m.Min), fmtW(m.Max), oneLine(m.Params))
+	}
 	for _, o := range sim.Ops() {
 		kind, what := Classify(o)
 		switch kind {
@@ -123,4 +138,37 @@ func WriteCostFile(w io.Writer, res *Result, regime string) error {
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "#", "no.")), " ")
+}
+
+// BenchKey prefixes the header lines that carry one benchmark's median.
+const BenchKey = "bench."
+
+// FillFromBenches gives every measured op that t's file has no line for
+// (an op registered after the file was written) the median of its
+// benchmark, when the file's header carries it; it returns the ops so
+// filled.
+func FillFromBenches(t *sim.CostTable) []string {
+	var filled []string
+	for i, o := range sim.Ops() {
+		op := sim.Op(i)
+		kind, bench := Classify(o)
+		if kind != Measured || strings.HasPrefix(t.Source(op), t.Name+":") {
+			continue // not measured, or the file has its own line
+		}
+		v, ok := t.Meta.Extra[BenchKey+bench]
+		if !ok {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			continue
+		}
+		w, err := strconv.ParseFloat(f[0], 64)
+		if err != nil || w < 0 || w != w || w > 1e12 {
+			continue
+		}
+		t.Set(op, w, t.Name+" header "+BenchKey+bench, "measured: "+bench+" ("+t.Meta.Regime+"), from the file's benchmark line")
+		filled = append(filled, o.Name)
+	}
+	return filled
 }

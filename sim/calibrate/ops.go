@@ -104,6 +104,29 @@ var measured = map[string]binding{
 	"ftrace.hash.bucket":      {"fh_bucket", ""},
 	"ftrace.hash.bucket.init": {"fh_bucket_init", ""},
 	"ftrace.hash.move":        {"fh_move", ""},
+	// The alternative designs (issue 13's kprobe-hash-bits, kprobe-rhashtable,
+	// kprobe-btree, reservation-btree): hlist.c, rhashtable.c, btree.c.
+	"kprobe.hash.head.l2":      {"hlist_head_l2", ""},
+	"kprobe.hash.head.l3":      {"hlist_head_l3", ""},
+	"rhashtable.lookup":        {"rht_lookup", ""},
+	"rhashtable.head.l2":       {"hlist_head_l2", "the extra latency of a bigger bucket array, as kprobe_table's"},
+	"rhashtable.head.l3":       {"hlist_head_l3", "the extra latency of a bigger bucket array, as kprobe_table's"},
+	"rhashtable.visit":         {"hlist_visit", "a chain node inside a slab-allocated struct kprobe, as kprobe_table's"},
+	"rhashtable.insert":        {"rht_insert", ""},
+	"rhashtable.remove":        {"rht_insert", "remove half of a remove+insert pair"},
+	"rhashtable.replace":       {"rht_insert", "jhash2, bucket lock and one pointer store, as an insert"},
+	"rhashtable.bucket.init":   {"fh_bucket_init", "one 8-byte store per bucket, streaming"},
+	"rhashtable.rehash.bucket": {"rht_rehash_bucket", ""},
+	"rhashtable.rehash.move":   {"rht_rehash_move", ""},
+	"rhashtable.rehash.visit":  {"l1_line", "re-walking nodes the previous walk just loaded: L1 dependent loads"},
+	"maple.search":             {"rb_search", "the walk's start: a call and the root load"},
+	"maple.node":               {"bt_node", ""},
+	"maple.line":               {"l1_line", ""},
+	"maple.slot":               {"bt_slot", ""},
+	"maple.store":              {"bt_store", ""},
+	"maple.slot.store":         {"bt_slot", "one pointer store to a line the walk just loaded"},
+	"maple.erase":              {"bt_store", "the leaf rewrite of an erase, as a store"},
+	"image.bench.probe":        {"idx_jump_probe", "a halving-search step over an index of table pointers"},
 }
 
 // documented are the ops user space cannot time: they keep the value and
@@ -126,4 +149,7 @@ var documented = map[string]string{
 	"ftrace.ops.register":             "trampoline allocation, set_memory_* and text_poke_bp",
 	"ftrace.ops.unregister":           "text_poke_bp",
 	"ftrace.update_trace_func":        "text_poke_bp and an IPI round",
+	"rhashtable.worker":               "schedule_work and a kworker wake-up (the scheduler)",
+	"rhashtable.tbl.alloc":            "kvzalloc: the kernel's page or slab allocator",
+	"maple.split":                     "kmem_cache_alloc of a maple node dominates",
 }

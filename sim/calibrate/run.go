@@ -47,6 +47,8 @@ type Options struct {
 	Text []byte
 	// Progress, if set, gets one line per step.
 	Progress io.Writer
+	// Command is the command line, recorded in the file's header.
+	Command string
 }
 
 // Measure is one benchmark result: cycles per unit.
@@ -71,6 +73,7 @@ type Result struct {
 	L2        int64
 	Quick     bool
 	Kallsyms  string
+	Command   string
 	// Measures by regime, then bench name.
 	Measures map[string]map[string]Measure
 }
@@ -221,7 +224,7 @@ func Run(o Options) (*Result, error) {
 	}
 	res := &Result{
 		CPU: sim.LocalCPU(), Compiler: ver, CFlags: CFlags, Date: time.Now().UTC().Truncate(time.Second),
-		L2: l2Size(), Quick: o.Quick, Kallsyms: o.TablesName,
+		L2: l2Size(), Quick: o.Quick, Kallsyms: o.TablesName, Command: o.Command,
 		Measures: map[string]map[string]Measure{},
 	}
 	res.MHz, res.MHzSource = nominalMHz()

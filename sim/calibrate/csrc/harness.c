@@ -284,6 +284,10 @@ int main(int argc, char **argv)
 		bench_ftrace_hash();
 	if (wanted(only, "misc"))
 		bench_misc();
+	if (wanted(only, "rhashtable"))
+		bench_rhashtable();
+	if (wanted(only, "btree"))
+		bench_btree();
 	printf("C preempted %ld\n", preempted);
 	printf("C done\n");
 	return 0;

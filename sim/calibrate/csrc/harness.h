@@ -73,6 +73,8 @@ void bench_kallsyms(void);
 void bench_tables(void);
 void bench_ftrace_hash(void);
 void bench_misc(void);
+void bench_rhashtable(void);
+void bench_btree(void);
 
 /* Used by the module-tree benchmark in misc.c. */
 struct rb_node {

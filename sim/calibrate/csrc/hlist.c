@@ -15,6 +15,10 @@
  *   hlist_lookup   cycles per get_kprobe call on an empty table: hash_ptr
  *                  and the bucket-head load
  *   hlist_add_del  cycles per hlist_add_head / hlist_del (half a pair)
+ *   hlist_head_l2  extra cycles of a bucket-head load from a 2^14-bucket
+ *                  (128 KB) table over hlist_lookup's 64-bucket one
+ *   hlist_head_l3  the same from a 2^20-bucket (8 MB) table (the
+ *                  kprobe-hash-bits=B and rhashtable designs' big arrays)
  *
  * hot: 8 addresses repeated; cold: a distinct random address per call
  * over all N probes.
@@ -149,6 +153,47 @@ void bench_hlist(void)
 		s[r] = (now_cycles() - t0) / calls;
 	}
 	report("hlist_lookup", "call", s, R, "buckets=64 empty");
+	double base_lookup = s[R / 2];
+
+	/* Bigger tables: the same call with more hash bits. */
+	for (int bits = 14; bits <= 20; bits += 6) {
+		size_t nb = (size_t)1 << bits;
+		struct hlist_head *big = page_alloc(nb * sizeof(*big));
+		for (int r = 0; r < R; r += clean()) {
+			long calls = 0;
+			double t0 = now_cycles();
+			for (int k = 0; k < rounds * 16; k++)
+				for (int i = 0; i < NQ; i++, calls++) {
+					/* cold: a new address each round, so the heads
+					 * touched exceed L2 like the design's table */
+					uintptr_t a = (uintptr_t)q[i] + (cfg->hot ? 0 : (uintptr_t)k * 0x1357100);
+					struct hlist_node *nd = __atomic_load_n(&big[(a * GOLDEN_RATIO_64) >> (64 - bits)].first, __ATOMIC_CONSUME);
+					sink += (uintptr_t)nd;
+				}
+			s[r] = (now_cycles() - t0) / calls;
+		}
+		/* Minus the same inline loop over the 64-bucket table. */
+		double *s2 = xmalloc(R * sizeof(*s2));
+		for (int r = 0; r < R; r += clean()) {
+			long calls = 0;
+			double t0 = now_cycles();
+			for (int k = 0; k < rounds * 16; k++)
+				for (int i = 0; i < NQ; i++, calls++) {
+					/* cold: a new address each round, so the heads
+					 * touched exceed L2 like the design's table */
+					uintptr_t a = (uintptr_t)q[i] + (cfg->hot ? 0 : (uintptr_t)k * 0x1357100);
+					struct hlist_node *nd = __atomic_load_n(&empty[(a * GOLDEN_RATIO_64) >> (64 - KPROBE_HASH_BITS)].first, __ATOMIC_CONSUME);
+					sink += (uintptr_t)nd;
+				}
+			s2[r] = (now_cycles() - t0) / calls;
+		}
+		double small = median(s2, R);
+		for (int r = 0; r < R; r++)
+			s[r] = s[r] > small ? s[r] - small : 0;
+		report(bits == 14 ? "hlist_head_l2" : "hlist_head_l3", "load", s, R, "buckets=2^%d (%zu KB) minus buckets=64; base lookup %.1f", bits, nb * 8 / 1024, base_lookup);
+		free(s2);
+		free(big);
+	}
 
 	for (int r = 0; r < R; r += clean()) {
 		long ops = 0;

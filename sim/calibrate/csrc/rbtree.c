@@ -17,8 +17,8 @@
  *                addresses that miss, as the reservation checks' queries)
  *   rb_search    cycles per descent call on an empty tree (root load)
  *   rb_step      cycles per rb_next from a random node
- *   rb_insert    cycles of rb_link_node + rb_insert_color per insert,
- *                the descent's node visits taken out (rb_visit)
+ *   rb_insert    cycles of rb_link_node + rb_insert_color per insert
+ *                (an insert batch minus the same batch's descents)
  *   rb_erase     cycles per rb_erase by node pointer
  *   rb_replace   cycles per rb_replace_node
  *
@@ -423,47 +423,63 @@ void bench_rbtree(void)
 	}
 	report("rb_step", "step", s, R, "nodes=%zu 4 rb_next per start", n);
 
-	/* Erase and re-insert, each part timed on its own (less the timer's
-	 * own overhead): rb_erase; then the descent to the insertion point
-	 * (counted as visits, not timed); then rb_link_node + rb_insert_color. */
+	/* Erase and re-insert in batches of distinct nodes (hot: the same 64
+	 * neighbours in key order, a small warm subtree; cold: 256 random),
+	 * each batch timed whole with the fine clock (less its overhead):
+	 * the erases; then the batch's descents alone (after an untimed pass,
+	 * so they are as warm as the insert's own); then descent + rb_link_node
+	 * + rb_insert_color. Insert rebalancing = the third minus the second. */
 	double *se = xmalloc(R * sizeof(*se));
 	double ovh = timer_overhead();
-	for (int r = 0; r < R; r++) { /* fine-timed: outliers dropped */
+	size_t B = cfg->hot ? 64 : 256;
+	uint32_t *perm = xmalloc(n * sizeof(*perm));
+	for (size_t i = 0; i < n; i++)
+		perm[i] = (uint32_t)i;
+	shuffle(perm, n, &seed);
+	struct tkprobe **batch = xmalloc(B * sizeof(*batch));
+	size_t nbatches = cfg->quick ? 4 : 64;
+	for (int r = 0; r < R; r++) { /* fine-timed: preempted batches dropped */
 		double te = 0, ti = 0;
 		long ops = 0;
-		for (int i = 0; i < NQ; i++) {
-			struct tkprobe *p = kp[pick[i]];
+		for (size_t bi = 0; bi < nbatches; bi++) {
+			for (size_t j = 0; j < B; j++)
+				batch[j] = kp[cfg->hot ? n / 2 + j : perm[((size_t)r * nbatches * B + bi * B + j) % n]];
 			double t0 = now_fine();
-			rb_erase(&p->rb, &tree);
+			for (size_t j = 0; j < B; j++)
+				rb_erase(&batch[j]->rb, &tree);
 			double t1 = now_fine();
-			struct rb_node **link = &tree.node, *parent = NULL;
-			while (*link) {
-				parent = *link;
-				link = p->addr < TK(parent)->addr ? &parent->left : &parent->right;
-			}
+			for (size_t j = 0; j < B; j++)
+				sink += descend(&tree, batch[j]->addr, &f);
 			double t2 = now_fine();
-			rb_link_node(&p->rb, parent, link);
-			rb_insert_color(&p->rb, &tree);
+			for (size_t j = 0; j < B; j++)
+				sink += descend(&tree, batch[j]->addr, &f);
 			double t3 = now_fine();
-			if (t1 - t0 > FINE_OUTLIER || t3 - t2 > FINE_OUTLIER)
-				continue; /* preempted or interrupted: not this op's cost */
+			for (size_t j = 0; j < B; j++) {
+				struct tkprobe *p = batch[j];
+				struct rb_node **link = &tree.node, *parent = NULL;
+				while (*link) {
+					parent = *link;
+					link = p->addr < TK(parent)->addr ? &parent->left : &parent->right;
+				}
+				rb_link_node(&p->rb, parent, link);
+				rb_insert_color(&p->rb, &tree);
+			}
+			double t4 = now_fine();
+			if (t1 - t0 > FINE_OUTLIER * B / 8 || t4 - t3 > FINE_OUTLIER * B / 8 || t3 - t2 > FINE_OUTLIER * B / 8)
+				continue; /* preempted or interrupted: not this work's cost */
 			te += t1 - t0 - ovh;
-			ti += t3 - t2 - ovh;
-			ops++;
+			ti += (t4 - t3) - (t3 - t2);
+			ops += (long)B;
 		}
-		se[r] = ops ? te / ops : 0;
-		s[r] = ops ? ti / ops : 0;
+		se[r] = ops && te > 0 ? te / ops : 0;
+		s[r] = ops && ti > 0 ? ti / ops : 0;
 	}
-	for (int r = 0; r < R; r += clean()) {
-		if (se[r] < 0)
-			se[r] = 0;
-		if (s[r] < 0)
-			s[r] = 0;
-	}
+	free(perm);
+	free(batch);
 	if (cfg->check)
 		verify("erase/insert", n);
-	report("rb_erase", "op", se, R, "nodes=%zu erase by node, each call timed, timer overhead %.0f removed", n, ovh);
-	report("rb_insert", "op", s, R, "nodes=%zu rb_link_node + rb_insert_color timed apart from the descent, timer overhead %.0f removed", n, ovh);
+	report("rb_erase", "op", se, R, "nodes=%zu erase by node pointer, batches of %zu distinct nodes, timer overhead %.0f removed", n, B, ovh);
+	report("rb_insert", "op", s, R, "nodes=%zu rb_link_node + rb_insert_color: insert batch minus the same descents, batches of %zu", n, B);
 
 	struct tkprobe *spare = xcalloc(1, sizeof(*spare));
 	for (int r = 0; r < R; r += clean()) {
