@@ -37,10 +37,10 @@ var (
 	OpIndexSortCmp = sim.NewOp("jump_label.index.sort.cmp", indexProbeNs*ghz,
 		"heapsort compare through two slots (dependent entry loads, scattered like a search step): BenchmarkCostIndexProbe, 1.86 ns at 2.6 GHz",
 		"one comparison (and its swap) of the kernel's sort() ordering the P2 index by code at late init")
-	// OpModuleLookup is the module part's __module_text_address.
+	// OpModuleLookup is one __module_text_address of the module part (two per call).
 	OpModuleLookup = sim.NewOp("jump_label.module.lookup", moduleLookupCy,
 		"hardware fact: latched mod_tree rb-tree descent (or the addr_min/addr_max test that rejects a core address first), ~3 nodes at L2 latency (~14 cycles)",
-		"__module_text_address(start) in __jump_label_mod_text_reserved")
+		"__module_text_address in __jump_label_mod_text_reserved: twice per call (start, and end for the WARN_ON_ONCE)")
 	// OpModuleGet is try_module_get + module_put on the module found.
 	OpModuleGet = sim.NewOp("jump_label.module.get", moduleGetCy,
 		"hardware fact: two uncontended locked atomics on the module refcount (~20 cycles each on current x86-64 cores)",

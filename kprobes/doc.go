@@ -38,6 +38,23 @@
 // resumes iteration by re-descending from the root: its counts would model
 // a different data structure.
 //
+// # Why a probe was refused or left unoptimized
+//
+// Every error RegisterKprobe returns, and every reason a registered probe
+// is not optimized (a post handler, can_optimize or
+// copy_optimized_instructions refusing, an armed probe inside the jump's
+// bytes, a slot allocation failing, a later probe force-unoptimizing it,
+// ftrace), leaves a Reason: the deciding check as the kernel call chain
+// and what it found, offsets relative to the symbol
+// ("check_kprobe_address_safe: jump_label_text_reserved: NOP5 site at
+// +5"). Kprobe.Why returns it and Kprobe.State says where the probe
+// stands. A Reason is derived from the image by the simulator, never
+// through a counted lookup, so it costs no count and is the same under
+// every switch set. Setting Kprobes.Trail to a Recorder records every
+// check in order (the decision trail `kpsim explain` prints); a front door
+// records its own steps to the same Recorder, nesting the core's with
+// Indent.
+//
 // # Concurrency
 //
 // A Registry is not safe for concurrent use: every kernel caller holds

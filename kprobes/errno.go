@@ -16,4 +16,5 @@ const (
 	ERANGE     = errno.ERANGE
 	EILSEQ     = errno.EILSEQ
 	EOPNOTSUPP = errno.EOPNOTSUPP
+	E2BIG      = errno.E2BIG
 )

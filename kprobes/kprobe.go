@@ -82,6 +82,10 @@ type Kprobe struct {
 	// optSlot is op->optinsn.insn, the detour buffer (aggregators).
 	optSlot uint64
 
+	// why is the reason this entry is not optimized (zero when it is);
+	// refused is why the last RegisterKprobe of this struct failed. See Why.
+	why, refused Reason
+
 	// Simulator-side bookkeeping, never used to answer a counted query.
 	owner  *Registry // registry whose table holds p (nil if not hashed)
 	parent *Kprobe   // aggregator whose list holds p (nil if none)

@@ -12,7 +12,14 @@ import (
 func (kp *Kprobes) allocAggrKprobe(p *Kprobe) *Kprobe {
 	kp.C.Inc(opKmalloc)
 	if kp.Faults.Fail(FaultAggrAlloc) {
+		if kp.tracing() {
+			kp.note("alloc_aggr_kprobe", kp.symPlus(p.Addr), "NULL (kzalloc failed)")
+		}
 		return nil
+	}
+	if kp.tracing() {
+		kp.open("alloc_aggr_kprobe", kp.symPlus(p.Addr), "")
+		defer kp.close()
 	}
 	op := &Kprobe{Addr: p.Addr}
 	kp.prepareOptimizedKprobe(op, p)
@@ -20,48 +27,114 @@ func (kp *Kprobes) allocAggrKprobe(p *Kprobe) *Kprobe {
 }
 
 // prepareOptimizedKprobe models kernel/kprobes.c:__prepare_optimized_kprobe.
+// A failure leaves Opt.Size 0 and its reason in op.why.
 func (kp *Kprobes) prepareOptimizedKprobe(op, p *Kprobe) {
-	if !p.Ftrace() {
-		_ = kp.archPrepareOptimizedKprobe(op) // failures leave Opt.Size 0
+	if p.Ftrace() {
+		op.why = ftraceReason
+		return
 	}
+	saved := kp.why // a registration's pending refusal, if any
+	kp.why = Reason{}
+	if err := kp.archPrepareOptimizedKprobe(op); err != nil {
+		op.why = kp.why
+		if op.why.IsZero() {
+			op.why = Reason{Check: "arch_prepare_optimized_kprobe", Detail: "failed with " + errName(err)}
+		}
+	} else {
+		op.why = Reason{}
+	}
+	kp.why = saved
 }
+
+// ftraceReason: a kprobe on an ftrace site is never jump-optimized.
+var ftraceReason = Reason{Check: "try_to_optimize_kprobe", Detail: "a kprobe on ftrace (KPROBE_FLAG_FTRACE): the __fentry__ call site is patched by ftrace, not jump-optimized"}
 
 // tryToOptimizeKprobe models kernel/kprobes.c:try_to_optimize_kprobe.
 func (kp *Kprobes) tryToOptimizeKprobe(p *Kprobe) {
 	if p.Ftrace() {
+		p.why = ftraceReason
+		if kp.tracing() {
+			kp.note("try_to_optimize_kprobe", kp.symPlus(p.Addr), "skipped: kprobe_ftrace(p)")
+		}
 		return
+	}
+	if kp.tracing() {
+		kp.open("try_to_optimize_kprobe", kp.symPlus(p.Addr), "")
+		defer kp.close()
 	}
 	ap := kp.allocAggrKprobe(p)
 	if ap == nil {
+		p.why = Reason{Check: "try_to_optimize_kprobe: alloc_aggr_kprobe", Detail: "kzalloc of the optimized_kprobe failed"}
 		return
 	}
 	if ap.Opt.Size == 0 { // !arch_prepared_optinsn(&op->optinsn)
 		kp.archRemoveOptimizedKprobe(ap, true)
 		kp.C.Inc(opKmalloc) // kfree(op)
+		p.why = ap.why
+		if kp.tracing() {
+			kp.note("try_to_optimize_kprobe", "", "not prepared: the optimized_kprobe is freed, the probe stays int3")
+		}
 		return
 	}
 	ap.ainsn = p.ainsn
 	if err := kp.Reg.InitAggrKprobe(ap, p, kp.C); err != nil {
 		panic(fmt.Sprintf("kprobes: init_aggr_kprobe on a probe just registered: %v", err))
 	}
+	if kp.tracing() {
+		kp.note("init_aggr_kprobe", kp.symPlus(ap.Addr), "the optimized_kprobe replaces the probe in kprobe_table")
+	}
 	kp.optimizeKprobe(ap)
 }
 
 // optimizeKprobe models kernel/kprobes.c:optimize_kprobe: queue an
 // aggregator on optimizing_list (the jump is written by the optimizer).
+// Each refusal leaves its reason in p.why (unless p is not an optprobe).
 func (kp *Kprobes) optimizeKprobe(p *Kprobe) {
-	if !p.OptReady() || !kp.Cfg.AllowOptimization || p.Disabled() || kp.Reg.AllDisarmed {
+	const ck = "optimize_kprobe"
+	refuse := func(detail string) {
+		p.why = Reason{Check: ck, Detail: detail}
+		if kp.tracing() {
+			kp.note(ck, kp.symPlus(p.Addr), "not queued: "+detail)
+		}
+	}
+	switch {
+	case !p.OptReady():
+		// A plain probe (its try_to_optimize_kprobe follows) or an
+		// aggregator whose preparation failed: p.why already says why.
+		if kp.tracing() && p.IsAggr() {
+			kp.note(ck, kp.symPlus(p.Addr), "not queued: not optimization-ready ("+p.why.String()+")")
+		}
+		return
+	case !kp.Cfg.AllowOptimization:
+		refuse("kprobes_allow_optimization is false (sysctl debug.kprobes-optimization = 0)")
+		return
+	case p.Disabled():
+		refuse("the probe is disabled (KPROBE_FLAG_DISABLED)")
+		return
+	case kp.Reg.AllDisarmed:
+		refuse("kprobes_all_disarmed (debugfs kprobes/enabled = 0)")
+		return
+	case p.HasPostHandler:
+		p.why = postHandlerReason
+		if kp.tracing() {
+			kp.note(ck, kp.symPlus(p.Addr), "not queued: "+postHandlerReason.Detail)
+		}
 		return
 	}
-	if p.HasPostHandler {
+	saved := kp.why
+	kp.why = Reason{}
+	err := kp.archCheckOptimizedKprobe(p)
+	p.why, kp.why = kp.why, saved
+	if err != nil {
 		return
 	}
-	if kp.archCheckOptimizedKprobe(p) != nil {
-		return
-	}
+	p.why = Reason{}
 	if p.Optimized() {
 		if kp.optprobeQueuedUnopt(p) {
 			kp.listDel(p)
+			if kp.tracing() {
+				kp.note(ck, kp.symPlus(p.Addr), "taken off unoptimizing_list: the jump stays")
+			}
 		}
 		return
 	}
@@ -71,15 +144,23 @@ func (kp *Kprobes) optimizeKprobe(p *Kprobe) {
 	}
 	kp.listAdd(p, QueueOptimizing)
 	kp.kicked = true
+	if kp.tracing() {
+		kp.note(ck, kp.symPlus(p.Addr), "queued on optimizing_list (KPROBE_FLAG_OPTIMIZED), kick_kprobe_optimizer")
+	}
 }
 
-// unoptimizeKprobe models kernel/kprobes.c:unoptimize_kprobe.
-func (kp *Kprobes) unoptimizeKprobe(p *Kprobe, force bool) {
+// unoptimizeKprobe models kernel/kprobes.c:unoptimize_kprobe. why is the
+// reason the probe is left unoptimized, recorded when it was optimized.
+func (kp *Kprobes) unoptimizeKprobe(p *Kprobe, force bool, why Reason) {
 	if !p.IsAggr() || p.Disarmed() {
 		return
 	}
 	if !p.Optimized() {
 		return
+	}
+	p.why = why
+	if kp.tracing() {
+		kp.note("unoptimize_kprobe", kp.symPlus(p.Addr), why.Detail)
 	}
 	if p.Queue != QueueNone {
 		if kp.optprobeQueuedUnopt(p) {
@@ -236,6 +317,10 @@ func (kp *Kprobes) RunOptimizer() {
 			op := kp.optimizing[i]
 			kp.archOptimizeKprobe(op)
 			op.Queue = QueueNone
+			if kp.tracing() {
+				kp.note("do_optimize_kprobes: arch_optimize_kprobes", kp.symPlus(op.Addr),
+					fmt.Sprintf("JMP32 to the detour buffer written over %d bytes (text_poke_bp)", op.Opt.Size))
+			}
 		}
 		kp.optimizing = kp.optimizing[:0]
 	}
@@ -271,7 +356,7 @@ func (kp *Kprobes) disarmKprobe(p *Kprobe, reopt bool) error {
 		return kp.Ftrace.DisarmKprobeFtrace(kp.C, p.Addr, p.HasPostHandler)
 	}
 	// __disarm_kprobe
-	kp.unoptimizeKprobe(p, kp.Reg.AllDisarmed)
+	kp.unoptimizeKprobe(p, kp.Reg.AllDisarmed, Reason{Check: "__disarm_kprobe: unoptimize_kprobe", Detail: "unoptimized: the probe is being disarmed"})
 	if !p.Queued() {
 		kp.archDisarmKprobe(p)
 		if q := kp.getOptimizedKprobe(p.Addr); q != nil && reopt {

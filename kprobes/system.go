@@ -95,6 +95,9 @@ type Kprobes struct {
 	State  boot.State
 	C      *sim.Counters
 	Faults *sim.Faults
+	// Trail, when not nil, receives the decision trail of every
+	// registration (see Recorder). It never changes a count.
+	Trail Recorder
 
 	optimizing   []*Kprobe // optimizing_list, head at the end (list_add)
 	unoptimizing []*Kprobe // unoptimizing_list, head at the end
@@ -107,6 +110,12 @@ type Kprobes struct {
 	entryText  image.Range
 	thunks     image.Range
 	hasThunks  bool
+
+	kretBlacklist *uint64 // kretprobe_blacklist[0].addr, resolved once
+
+	why      Reason   // the last failing check's reason (see refuse)
+	depth    int      // the trail's current nesting
+	whyCache whyCache // simulator views the reasons read
 }
 
 // New builds the kprobes state for deps with the given switches. c may be nil.

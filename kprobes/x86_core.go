@@ -1,6 +1,8 @@
 package kprobes
 
 import (
+	"fmt"
+
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/x86"
 )
@@ -76,6 +78,9 @@ func (r *recoverer) recoverProbedInstruction(addr uint64) (ftraceSite bool, err 
 	}
 	if found {
 		c.Inc(opCopyInsn)
+		if kp.tracing() {
+			kp.noteSub("__recover_optprobed_insn", kp.symPlus(addr), "the original bytes under an optprobe's jump")
+		}
 		return false, nil
 	}
 	// __recover_probed_insn: get_kprobe(addr) (served by the iterator or
@@ -86,6 +91,13 @@ func (r *recoverer) recoverProbedInstruction(addr uint64) (ftraceSite bool, err 
 	faddr := kp.Ftrace != nil && kp.Ftrace.Location(c, addr) == addr
 	if at != nil || faddr {
 		c.Inc(opCopyInsn)
+		if kp.tracing() {
+			what := "an ftrace site: decoded as the ideal NOP5"
+			if !faddr {
+				what = "the original byte under a kprobe's int3"
+			}
+			kp.noteSub("__recover_probed_insn", kp.symPlus(addr), what)
+		}
 	}
 	return faddr, nil
 }
@@ -107,40 +119,79 @@ func (kp *Kprobes) jumpPatched(q *Kprobe) bool {
 // canProbe models arch/x86/kernel/kprobes/core.c:can_probe in 6.1: walk
 // from the symbol start to paddr recovering and decoding each instruction;
 // true when the walk lands exactly on paddr (6.1 does not decode the
-// instruction at paddr itself).
+// instruction at paddr itself). On false, kp.why says why.
 func (kp *Kprobes) canProbe(paddr uint64) bool {
 	c := kp.C
+	const ck = "arch_prepare_kprobe: can_probe"
 	_, off, ok := kp.Syms.LookupSizeOffset(c, paddr)
 	if !ok {
+		kp.refuse(nil, ck, fmt.Sprintf("%#x is in no kallsyms symbol", paddr))
 		return false
 	}
+	if kp.tracing() {
+		defer kp.hold()()
+	}
 	r := kp.newWalkRecoverer(kp.Sw.Has(sim.IterCanProbe))
-	addr := paddr - off
+	fn := paddr - off
+	addr := fn
+	n := 0
+	var last x86.Insn
 	for addr < paddr {
 		ftraceSite, err := r.recoverProbedInstruction(addr)
 		if err != nil {
+			kp.refuse(nil, ck, "model error: "+err.Error())
 			return false
 		}
 		insn, derr := kp.decodeAt(addr, ftraceSite)
 		if derr != nil {
+			kp.refuse(nil, ck, fmt.Sprintf("the instruction at %s does not decode", kp.rel(fn, addr)))
+			if kp.tracing() {
+				kp.note("can_probe", kp.symPlus(paddr), fmt.Sprintf("false: walked %s, %s does not decode", insns(n), kp.rel(fn, addr)))
+			}
 			return false
 		}
+		last = insn
 		addr += uint64(insn.Len)
+		n++
 	}
-	return addr == paddr
+	if addr != paddr {
+		start := addr - uint64(last.Len)
+		kp.refuse(nil, ck, fmt.Sprintf("%s is not an instruction boundary: the %d-byte %s at %s spans it", kp.rel(fn, paddr), last.Len, kp.insnName(last, start), kp.rel(fn, start)))
+		if kp.tracing() {
+			kp.note("can_probe", kp.symPlus(paddr), fmt.Sprintf("false: walked %s from %s to %s, past %s", insns(n), kp.symPlus(fn), kp.rel(fn, addr), kp.rel(fn, paddr)))
+		}
+		return false
+	}
+	if kp.tracing() {
+		kp.note("can_probe", kp.symPlus(paddr), fmt.Sprintf("true: walked %s from %s, %s is an instruction boundary", insns(n), kp.symPlus(fn), kp.rel(fn, paddr)))
+	}
+	return true
 }
 
 // archPrepareKprobe models arch/x86/kernel/kprobes/core.c:arch_prepare_kprobe.
 func (kp *Kprobes) archPrepareKprobe(p *Kprobe) error {
 	c := kp.C
+	if kp.tracing() {
+		kp.open("arch_prepare_kprobe", kp.symPlus(p.Addr), "")
+		defer kp.close()
+	}
 	c.Inc(opConst) // alternatives_text_reserved: smp_alt_modules empty on SMP
+	if kp.tracing() {
+		kp.note("alternatives_text_reserved", kp.symPlus(p.Addr), "false (SMP: smp_alt_modules is empty)")
+	}
 	if !kp.canProbe(p.Addr) {
 		return EILSEQ
 	}
 	p.ainsn = archInsn{}
 	slot, ok := kp.insnSlots.getInsnSlot(c, kp.Faults, FaultInsnSlot)
 	if !ok {
-		return ENOMEM
+		if kp.tracing() {
+			kp.note("get_insn_slot", "", "NULL: -ENOMEM")
+		}
+		return kp.refuse(ENOMEM, "arch_prepare_kprobe: get_insn_slot", "no insn slot: allocating a new kprobe_insn_page failed")
+	}
+	if kp.tracing() {
+		kp.note("get_insn_slot", "", fmt.Sprintf("%#x", slot))
 	}
 	p.ainsn.slot = slot
 	if err := kp.archCopyKprobe(p); err != nil {
@@ -154,33 +205,33 @@ func (kp *Kprobes) archPrepareKprobe(p *Kprobe) error {
 // copyInstruction models arch/x86/kernel/kprobes/core.c:__copy_instruction:
 // recover, copy MAX_INSN_SIZE bytes, decode, refuse emulate-prefixed,
 // int3 and exception-masking instructions, rebase a RIP-relative
-// displacement to real. It returns the length, or 0.
-func (kp *Kprobes) copyInstruction(r *recoverer, src, real uint64) (x86.Insn, int) {
+// displacement to real. It returns the length, or 0 and what refused it.
+func (kp *Kprobes) copyInstruction(r *recoverer, src, real uint64) (x86.Insn, int, string) {
 	ftraceSite, err := r.recoverProbedInstruction(src)
 	if err != nil {
-		return x86.Insn{}, 0
+		return x86.Insn{}, 0, "model error: " + err.Error()
 	}
 	kp.C.Inc(opCopyInsn)
 	insn, derr := kp.decodeAt(src, ftraceSite)
 	if derr != nil {
-		return insn, 0
+		return insn, 0, "does not decode"
 	}
 	if insn.EmulatePrefixLen > 0 {
-		return insn, 0
+		return insn, 0, "has a Xen/KVM emulate prefix (ud2; .ascii)"
 	}
 	if insn.Opcode[0] == x86.INT3InsnOpcode {
-		return insn, 0
+		return insn, 0, "is an int3 (someone else's breakpoint, or padding)"
 	}
 	if insnMaskingException(insn) {
-		return insn, 0
+		return insn, 0, "masks interrupts for one instruction (mov to %ss / pop %ss)"
 	}
 	if insn.RIPRelative() {
 		newdisp := int64(src) + int64(insn.Disp) - int64(real)
 		if int64(int32(newdisp)) != newdisp {
-			return insn, 0
+			return insn, 0, "is RIP-relative and its target is out of rel32 reach of the slot"
 		}
 	}
-	return insn, insn.Len
+	return insn, insn.Len, ""
 }
 
 // insnMaskingException models arch/x86/include/asm/insn.h:
@@ -190,28 +241,42 @@ func insnMaskingException(i x86.Insn) bool {
 }
 
 // prepareEmulation models arch/x86/kernel/kprobes/core.c:prepare_emulation:
-// the instructions kprobes refuses to single-step or emulate.
-func prepareEmulation(i x86.Insn) error {
+// the instructions kprobes refuses to single-step or emulate. On refusal it
+// also says what the instruction is.
+func prepareEmulation(i x86.Insn) (string, error) {
 	switch op := i.Opcode[0]; {
-	case op == 0x9a, op == 0xea, op == 0xcc, op == 0xcf:
-		return EOPNOTSUPP
+	case op == 0x9a:
+		return "far call (lcall) is not emulated", EOPNOTSUPP
+	case op == 0xea:
+		return "far jmp (ljmp) is not emulated", EOPNOTSUPP
+	case op == 0xcc:
+		return "int3 is not emulated", EOPNOTSUPP
+	case op == 0xcf:
+		return "iret is not emulated", EOPNOTSUPP
 	case op == 0x0f:
 		if i.Opcode[1] == 0x01 && i.ModRMReg() == 0 && i.ModRMMod() == 3 {
-			return EOPNOTSUPP
+			return "VMX instruction (0f 01 /0: vmcall, vmlaunch, ...) is not emulated", EOPNOTSUPP
 		}
 	case op == 0xff:
 		m := i.ModRM
 		if m&0x30 != 0x10 && m&0x30 != 0x20 {
-			return nil
+			return "", nil
+		}
+		what := "indirect call"
+		if m&0x30 == 0x20 {
+			what = "indirect jmp"
 		}
 		if m&0x8 == 0x8 {
-			return EOPNOTSUPP // far call / far jmp
+			return "far " + what + " is not emulated", EOPNOTSUPP // far call / far jmp
 		}
-		if i.AddrBytes != 8 || m>>6 != 3 {
-			return EOPNOTSUPP
+		if i.AddrBytes != 8 {
+			return what + " with a 32-bit address size is not emulated", EOPNOTSUPP
+		}
+		if m>>6 != 3 {
+			return what + " through memory is not emulated", EOPNOTSUPP
 		}
 	}
-	return nil
+	return "", nil
 }
 
 // archCopyKprobe models arch/x86/kernel/kprobes/core.c:arch_copy_kprobe
@@ -219,12 +284,31 @@ func prepareEmulation(i x86.Insn) error {
 func (kp *Kprobes) archCopyKprobe(p *Kprobe) error {
 	c := kp.C
 	r := &recoverer{kp: kp}
-	insn, n := kp.copyInstruction(r, p.Addr, p.ainsn.slot)
-	if n == 0 {
-		return EINVAL
+	flush := func() {}
+	if kp.tracing() {
+		flush = kp.hold()
 	}
-	if err := prepareEmulation(insn); err != nil {
-		return err
+	insn, n, why := kp.copyInstruction(r, p.Addr, p.ainsn.slot)
+	fn := func() uint64 { return kp.fnOf(p.Addr) }
+	if n == 0 {
+		if kp.tracing() {
+			kp.note("__copy_instruction", kp.symPlus(p.Addr), "0: the instruction "+why+": -EINVAL")
+			flush()
+		}
+		return kp.refuse(EINVAL, "arch_copy_kprobe: __copy_instruction", fmt.Sprintf("the instruction at %s %s", kp.rel(fn(), p.Addr), why))
+	}
+	if kp.tracing() {
+		kp.note("__copy_instruction", kp.symPlus(p.Addr), fmt.Sprintf("%d (%s)", n, kp.insnName(insn, p.Addr)))
+		flush()
+	}
+	if why, err := prepareEmulation(insn); err != nil {
+		if kp.tracing() {
+			kp.note("prepare_emulation", kp.insnName(insn, p.Addr), why+": "+errName(err))
+		}
+		return kp.refuse(err, "arch_copy_kprobe: prepare_emulation", why)
+	}
+	if kp.tracing() {
+		kp.note("prepare_emulation", kp.insnName(insn, p.Addr), "0")
 	}
 	p.ainsn.size = insn.Len
 	// prepare_singlestep: boost only without CONFIG_PREEMPTION (and no
@@ -233,11 +317,27 @@ func (kp *Kprobes) archCopyKprobe(p *Kprobe) error {
 	if !kp.Cfg.Preemption && !p.HasPostHandler && kp.canBoost(insn, p.Addr) && x86.MaxInsnSize-n >= x86.JMP32InsnSize {
 		n += x86.JMP32InsnSize
 		p.ainsn.boostable = true
+		if kp.tracing() {
+			kp.note("prepare_singlestep", "", "boosted: a jmp back follows the copy")
+		}
 	} else {
 		if x86.MaxInsnSize-n < x86.INT3InsnSize {
-			return ENOSPC
+			if kp.tracing() {
+				kp.note("prepare_singlestep", "", "no room for the int3: -ENOSPC")
+			}
+			return kp.refuse(ENOSPC, "arch_copy_kprobe: prepare_singlestep", fmt.Sprintf("no room for an int3 after the %d-byte instruction at %s", insn.Len, kp.rel(fn(), p.Addr)))
 		}
 		n += x86.INT3InsnSize
+		if kp.tracing() {
+			why := "CONFIG_PREEMPTION"
+			switch {
+			case !kp.Cfg.Preemption && p.HasPostHandler:
+				why = "post_handler"
+			case !kp.Cfg.Preemption:
+				why = "not boostable, or no room for the jmp back"
+			}
+			kp.note("prepare_singlestep", "", "single-step: an int3 follows the copy (not boosted: "+why+")")
+		}
 	}
 	p.Opcode = kp.Image.Text(p.Addr, 1)[0]
 	p.ainsn.tpLen = n

@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"github.com/kpsim/kpsim/machine"
 	"io"
 	"sort"
 	"strconv"
@@ -69,13 +70,7 @@ type KallsymsReport struct {
 }
 
 // SymbolsOf turns an image's vmlinux symbols into the build's input.
-func SymbolsOf(k *image.Kernel) []ktab.Symbol {
-	out := make([]ktab.Symbol, 0, len(k.Symbols))
-	for _, s := range k.Symbols {
-		out = append(out, ktab.Symbol{Addr: s.Addr, Type: byte(s.Type), Name: s.Name})
-	}
-	return out
-}
+func SymbolsOf(k *image.Kernel) []ktab.Symbol { return machine.SymbolsOf(k) }
 
 // RunKallsyms builds the tables from syms and, for every variant, first
 // validates (hits found at their address, misses not found), then measures

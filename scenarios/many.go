@@ -7,12 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"time"
 
+	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
 	"github.com/kpsim/kpsim/kprobes"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
+	"github.com/kpsim/kpsim/trace"
 	"github.com/kpsim/kpsim/x86"
 )
 
@@ -29,17 +33,57 @@ const (
 	PlaceOffset      Placement = "offset"       // symbol + --offset
 )
 
+// Via is the front door probes are attached through.
+type Via string
+
+// The front doors of --via.
+const (
+	ViaRegisterKprobes Via = "register_kprobes" // one all-or-nothing batch (the sample)
+	ViaRegisterKprobe  Via = "register_kprobe"  // one call per probe
+	ViaKprobeEvents    Via = "kprobe_events"    // tracefs lines, registered disabled
+	ViaPerfKprobe      Via = "perf_kprobe"      // perf_event_open on the kprobe PMU, armed at open
+)
+
+// EnableMode is how kprobe_events probes are enabled after registration.
+type EnableMode string
+
+// The modes of --enable.
+const (
+	EnableNone  EnableMode = "none"  // leave the events disabled
+	EnableEach  EnableMode = "each"  // one write to events/GRP/EVENT/enable per event
+	EnableGroup EnableMode = "group" // one write to events/GRP/enable per group
+)
+
 // ManyOptions parameterise the many scenario.
 type ManyOptions struct {
+	// N is the number of the sample's generated functions probed
+	// (Targets generated).
 	N         int
 	Placement Placement
 	Offset    int
 	// Traced builds the targets with __fentry__ calls; entry probes on them
 	// then take the kprobes-on-ftrace path.
 	Traced bool
-	// AllFunctions probes every function of the image instead of N
-	// generated targets (what "trace everything" tools do).
-	AllFunctions bool
+	// Targets says where the probed functions come from; FileTargets holds
+	// a parsed list for TargetsFile.
+	Targets     TargetKind
+	FileTargets []Target
+	// ByAddress registers all-functions targets by address instead of by
+	// name (every other kind is registered by name, as the front doors do).
+	ByAddress bool
+	// Order is the attach order (sorted, shuffled with Seed, or as listed).
+	Order Order
+	// Via is the front door; "" picks register_kprobes for generated
+	// targets and register_kprobe otherwise.
+	Via Via
+	// Enable, for kprobe_events: how the events are enabled.
+	Enable EnableMode
+	// LinesPerWrite, for kprobe_events: lines per write() (the first
+	// failing line ends its write; the lines after it are lost).
+	LinesPerWrite int
+	// BatchReport, when positive: the cycles per probe of every batch of
+	// that many accepted probes, fitted to a + b·N.
+	BatchReport int
 	// ImageProbes adds probes on the image's own functions (and, in mixed
 	// mode, on every kind of awkward address), interleaved with the targets.
 	ImageProbes int
@@ -49,12 +93,9 @@ type ManyOptions struct {
 	// static-call, bug and ftrace sites, module functions, and addresses
 	// inside another probe's optimized region.
 	Mixed bool
-	// Batch registers with register_kprobes (all or nothing, as the sample
-	// does); otherwise register_kprobe one by one.
-	Batch bool
 	// OptimizeEvery: the deferred optimizer runs (if kicked) after every
-	// this many registrations. A fixed schedule, identical for every
-	// switch setting, stands in for OPTIMIZE_DELAY's 5 jiffies.
+	// this many registrations (or enables). A fixed schedule, identical for
+	// every switch setting, stands in for OPTIMIZE_DELAY's 5 jiffies.
 	OptimizeEvery int
 	Seed          uint64
 	CPUs          int
@@ -64,7 +105,19 @@ type ManyOptions struct {
 // DefaultManyOptions mirrors the kernel's batch sample: 20,000 untraced
 // targets probed at their entry, registered with register_kprobes.
 func DefaultManyOptions() ManyOptions {
-	return ManyOptions{N: 20000, Placement: PlaceEntry, Batch: true, OptimizeEvery: 256, Seed: 1, CPUs: 8, Image: synth.DefaultConfig()}
+	return ManyOptions{N: 20000, Placement: PlaceEntry, Targets: TargetsGenerated, Order: OrderFile,
+		Enable: EnableNone, LinesPerWrite: 1000, OptimizeEvery: 256, Seed: 1, CPUs: 8, Image: synth.DefaultConfig()}
+}
+
+// FrontDoor returns the front door the run uses.
+func (o *ManyOptions) FrontDoor() Via {
+	switch {
+	case o.Via != "":
+		return o.Via
+	case o.Targets == TargetsGenerated || o.Targets == "":
+		return ViaRegisterKprobes
+	}
+	return ViaRegisterKprobe
 }
 
 // Validate checks the options, naming the flag at fault.
@@ -82,11 +135,52 @@ func (o *ManyOptions) Validate() error {
 		return fmt.Errorf("--cpus: must be in [1, 8192] (got %d)", o.CPUs)
 	case o.Offset < 0:
 		return fmt.Errorf("--offset: must not be negative (got %d)", o.Offset)
+	case o.Offset > 1<<32-1:
+		return fmt.Errorf("--offset: at most 2^32-1 (got %d)", o.Offset)
+	case o.LinesPerWrite < 1:
+		return fmt.Errorf("--lines-per-write: must be at least 1 (got %d)", o.LinesPerWrite)
+	case o.BatchReport < 0:
+		return fmt.Errorf("--batch-report: must not be negative (got %d)", o.BatchReport)
 	}
 	switch o.Placement {
 	case PlaceEntry, PlaceAfterFentry, PlaceOffset:
 	default:
 		return fmt.Errorf("--placement: want entry, after-fentry or offset, got %q", o.Placement)
+	}
+	switch o.Targets {
+	case "", TargetsGenerated, TargetsAllFunctions, TargetsTraceable:
+	case TargetsFile:
+		if len(o.FileTargets) == 0 {
+			return fmt.Errorf("--targets: the target list is empty")
+		}
+	default:
+		return fmt.Errorf("--targets: want generated, all-functions, traceable or a file, got %q", o.Targets)
+	}
+	switch o.Order {
+	case "", OrderFile, OrderSorted, OrderShuffle:
+	default:
+		return fmt.Errorf("--order: want file, sorted or shuffle, got %q", o.Order)
+	}
+	via := o.FrontDoor()
+	switch via {
+	case ViaRegisterKprobes, ViaRegisterKprobe, ViaKprobeEvents, ViaPerfKprobe:
+	default:
+		return fmt.Errorf("--via: want register_kprobes, register_kprobe, kprobe_events or perf_kprobe, got %q", via)
+	}
+	switch o.Enable {
+	case "", EnableNone:
+	case EnableEach, EnableGroup:
+		if via != ViaKprobeEvents {
+			return fmt.Errorf("--enable %s: only kprobe_events registers probes disabled (%s arms them itself)", o.Enable, via)
+		}
+	default:
+		return fmt.Errorf("--enable: want none, each or group, got %q", o.Enable)
+	}
+	if o.ByAddress && o.Targets != TargetsAllFunctions {
+		return fmt.Errorf("--by-address: applies to --targets all-functions only")
+	}
+	if o.Mixed && o.ImageProbes == 0 {
+		return fmt.Errorf("--mixed: needs --image-probes")
 	}
 	return nil
 }
@@ -97,11 +191,15 @@ type RunSpec struct {
 	Switches sim.Switches
 }
 
-// ProbeResult is one probe's outcome.
+// ProbeResult is one probe's outcome. Code is 0, the positive errno, or -1
+// for a probe never attempted (a rolled-back batch, a line after a failed
+// write).
 type ProbeResult struct {
 	Addr      uint64
-	Code      int // 0 or the positive errno
+	Code      int
 	Optimized bool
+	State     string
+	Reason    string
 }
 
 // RunResult is what one run did.
@@ -110,8 +208,12 @@ type RunResult struct {
 	Patches    []string          `json:"patches"`
 	Registered int               `json:"registered"`
 	Optimized  int               `json:"optimized"`
+	OnFtrace   int               `json:"on_ftrace"`
 	Rejected   map[string]int    `json:"rejected"`
+	Reasons    map[string]int    `json:"reasons"`
+	NotTried   int               `json:"not_attempted"`
 	Digest     string            `json:"decisions_digest"`
+	WhyDigest  string            `json:"reasons_digest"`
 	Ops        map[string]uint64 `json:"ops"`
 	TotalOps   uint64            `json:"total_ops"`
 	EstCycles  float64           `json:"est_cycles"`
@@ -119,6 +221,7 @@ type RunResult struct {
 	PeakBytes  uint64            `json:"peak_bytes"`
 	Phases     []PhaseResult     `json:"phases"`
 	KernelMem  map[string]int64  `json:"kernel_bytes"`
+	Growth     []*Growth         `json:"growth,omitempty"`
 
 	Results  []ProbeResult `json:"-"`
 	Counters *sim.Counters `json:"-"`
@@ -140,8 +243,12 @@ type ManyReport struct {
 	Kernel   string         `json:"kernel"`
 	N        int            `json:"n"`
 	Weights  string         `json:"weights"`
+	Via      Via            `json:"via"`
 	Params   map[string]any `json:"params"`
 	Runs     []*RunResult   `json:"runs"`
+
+	// Targets are the probes in attach order, for the per-probe report.
+	Targets []Target `json:"-"`
 }
 
 // Progress is told about each run's progress (may be nil).
@@ -151,90 +258,113 @@ type Progress interface {
 	Done()
 }
 
-// ManySetup is the image and probe list a set of runs shares.
+// ManySetup is the image and target list a set of runs shares.
 type ManySetup struct {
-	Opts   ManyOptions
-	Kernel *image.Kernel
-	Probes []ProbeSpec
+	Opts    ManyOptions
+	Kernel  *image.Kernel
+	Targets []Target
 }
 
-// ProbeSpec is one probe to register: by symbol (+offset) or by address.
-type ProbeSpec struct {
-	Symbol string
-	Offset uint32
-	Addr   uint64
-	Post   bool // has a post handler (never optimized)
-}
-
-// PrepareMany builds the image (with the N targets) and the probe list.
+// PrepareMany builds the image (with the sample's targets when they are
+// generated: synth.SampleSize, 50,000 by default as kernel/kprobes_many.c
+// adds, of which the first N are probed) and the target list.
 func PrepareMany(o ManyOptions) (*ManySetup, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	cfg := o.Image
-	cfg.ProbeTargets, cfg.ProbeTargetsTraced = o.N, o.Traced
+	if o.Targets == TargetsGenerated || o.Targets == "" {
+		cfg.ProbeTargets, cfg.ProbeTargetsTraced = synth.SampleSize(cfg, o.N), o.Traced
+	}
 	k, _, err := synth.Generate(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return PrepareManyOn(k, o)
+	return prepareOn(k, o)
 }
 
-// PrepareManyFor builds the setup on a loaded (real) kernel: the N targets
-// are appended to its text, as the sample builds them into vmlinux, or,
-// with AllFunctions, every function is probed at its entry.
+// PrepareManyFor builds the setup on a loaded (real) kernel: generated
+// targets (the sample's synth.SampleSize functions, the first N probed)
+// are appended to its text, as the sample builds them into vmlinux; other
+// kinds are read off the kernel (or the file).
 func PrepareManyFor(k *image.Kernel, o ManyOptions) (*ManySetup, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	if o.AllFunctions {
-		s := &ManySetup{Opts: o, Kernel: k}
-		for _, f := range k.Functions() {
-			if f.Size > 0 {
-				s.Probes = append(s.Probes, ProbeSpec{Addr: f.Addr})
-			}
+	if o.Targets == TargetsGenerated || o.Targets == "" {
+		if err := synth.AddSample(k, o.Image, o.N, o.Traced, o.Seed); err != nil {
+			return nil, err
 		}
-		s.Opts.N = len(s.Probes)
-		return s, nil
 	}
-	if _, err := synth.AddProbeTargets(k, nil, o.N, o.Traced, o.Seed); err != nil {
-		return nil, err
-	}
-	return PrepareManyOn(k, o)
+	return prepareOn(k, o)
 }
 
-// PrepareManyOn builds the probe list on an image that already holds the
-// targets (synth.ProbeTargetName(0..N-1)).
+// PrepareManyOn builds the target list on an image that already holds
+// the generated targets (synth.ProbeTargetName(0..N-1)).
 func PrepareManyOn(k *image.Kernel, o ManyOptions) (*ManySetup, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	return prepareOn(k, o)
+}
+
+func prepareOn(k *image.Kernel, o ManyOptions) (*ManySetup, error) {
 	s := &ManySetup{Opts: o, Kernel: k}
-	var off uint32
-	switch o.Placement {
-	case PlaceAfterFentry:
-		if k.Config.IBT {
-			off += 4
+	switch o.Targets {
+	case TargetsGenerated, "":
+		for i := 0; i < o.N; i++ {
+			n := synth.ProbeTargetName(i)
+			s.Targets = append(s.Targets, Target{Raw: n, Symbol: n, Source: "generated"})
 		}
-		if o.Traced {
-			off += 5
+	case TargetsAllFunctions:
+		s.Targets = AllFunctionTargets(k, o.ByAddress)
+	case TargetsTraceable:
+		m, err := machine.New(k, machine.Config{Counters: sim.NewCounters(false)})
+		if err != nil {
+			return nil, err
 		}
-	case PlaceOffset:
-		off = uint32(o.Offset)
+		s.Targets = TraceableTargets(m)
+	case TargetsFile:
+		s.Targets = append([]Target(nil), o.FileTargets...)
 	}
-	for i := 0; i < o.N; i++ {
-		s.Probes = append(s.Probes, ProbeSpec{Symbol: synth.ProbeTargetName(i), Offset: off})
-	}
+	PlaceTargets(s.Targets, k, o.Placement, o.Offset)
 	if o.ImageProbes > 0 {
 		extra := imageProbes(k, o)
+		for i := range extra {
+			t := &extra[i]
+			t.Source = "image-probes"
+			switch {
+			case t.Symbol == "":
+				t.Raw = fmt.Sprintf("0x%x", t.Addr)
+			case t.Offset != 0:
+				t.Raw, t.OwnOffset = fmt.Sprintf("%s+%d", t.Symbol, t.Offset), true
+			default:
+				t.Raw = t.Symbol
+			}
+		}
 		// Interleave deterministically.
 		rng := sim.NewRNG(o.Seed, "scenario.many.interleave")
-		all := append(s.Probes, extra...)
+		all := append(s.Targets, extra...)
 		rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
-		s.Probes = all
+		s.Targets = all
 	}
+	OrderTargets(s.Targets, o.Order, o.Seed)
+	if len(s.Targets) == 0 {
+		return nil, fmt.Errorf("--targets %s: the image has no such functions", o.Targets)
+	}
+	if o.FrontDoor() == ViaRegisterKprobes {
+		for _, t := range s.Targets {
+			if t.Return {
+				return nil, fmt.Errorf("--via register_kprobes: %s is a return probe (register_kprobes takes none; use --via register_kprobe)", t.Source)
+			}
+		}
+	}
+	s.Opts.N = len(s.Targets)
 	return s, nil
 }
 
 // imageProbes draws probes on the image's own text.
-func imageProbes(k *image.Kernel, o ManyOptions) []ProbeSpec {
+func imageProbes(k *image.Kernel, o ManyOptions) []Target {
 	rng := sim.NewRNG(o.Seed, "scenario.many.image-probes")
 	var funcs []image.Symbol
 	names := map[string]int{}
@@ -251,7 +381,7 @@ func imageProbes(k *image.Kernel, o ManyOptions) []ProbeSpec {
 			funcs = append(funcs, f)
 		}
 	}
-	var out []ProbeSpec
+	var out []Target
 	pick := func() image.Symbol { return funcs[rng.IntN(len(funcs))] }
 	boundary := func(f image.Symbol) uint64 {
 		// a random instruction boundary (simulator decode, uncounted)
@@ -270,17 +400,17 @@ func imageProbes(k *image.Kernel, o ManyOptions) []ProbeSpec {
 	for len(out) < o.ImageProbes {
 		if !o.Mixed {
 			f := pick()
-			out = append(out, ProbeSpec{Symbol: f.Name})
+			out = append(out, Target{Symbol: f.Name})
 			continue
 		}
 		switch rng.IntN(12) {
 		case 0: // function entry by name
-			out = append(out, ProbeSpec{Symbol: pick().Name})
+			out = append(out, Target{Symbol: pick().Name})
 		case 1: // mid-function instruction boundary, by address
-			out = append(out, ProbeSpec{Addr: boundary(pick())})
+			out = append(out, Target{Addr: boundary(pick())})
 		case 2: // mid-function byte, often not a boundary (-EILSEQ)
 			f := pick()
-			out = append(out, ProbeSpec{Symbol: f.Name, Offset: uint32(rng.IntN(int(f.Size)))})
+			out = append(out, Target{Symbol: f.Name, Offset: uint32(rng.IntN(int(f.Size)))})
 		case 3: // a second probe at an earlier probe's address (aggregation)
 			if len(out) > 0 {
 				prev := out[rng.IntN(len(out))]
@@ -289,29 +419,29 @@ func imageProbes(k *image.Kernel, o ManyOptions) []ProbeSpec {
 			}
 		case 4: // blacklisted
 			if len(k.Blacklist) > 0 {
-				out = append(out, ProbeSpec{Addr: k.Blacklist[rng.IntN(len(k.Blacklist))]})
+				out = append(out, Target{Addr: k.Blacklist[rng.IntN(len(k.Blacklist))]})
 			}
 		case 5: // a jump-label site (reserved), or a byte inside one
 			j := k.JumpEntries[rng.IntN(len(k.JumpEntries))]
-			out = append(out, ProbeSpec{Addr: j.Code + uint64(rng.IntN(2))})
+			out = append(out, Target{Addr: j.Code + uint64(rng.IntN(2))})
 		case 6: // a static-call site
 			s := k.StaticCallSites[rng.IntN(len(k.StaticCallSites))]
-			out = append(out, ProbeSpec{Addr: s.Addr})
+			out = append(out, Target{Addr: s.Addr})
 		case 7: // a bug site
 			b := k.BugEntries[rng.IntN(len(k.BugEntries))]
-			out = append(out, ProbeSpec{Addr: b.Addr})
+			out = append(out, Target{Addr: b.Addr})
 		case 8: // an ftrace site (kprobe on ftrace), with or without post handler
 			m := k.McountLocs[rng.IntN(len(k.McountLocs))]
-			out = append(out, ProbeSpec{Addr: m, Post: rng.IntN(2) == 0})
+			out = append(out, Target{Addr: m, Post: rng.IntN(2) == 0})
 		case 9: // a module function, by name or mid-function address
 			if len(k.Modules) > 0 {
 				m := k.Modules[rng.IntN(len(k.Modules))]
 				s := m.Symbols[rng.IntN(len(m.Symbols))]
 				if s.IsText() && s.Size > 0 {
 					if rng.IntN(2) == 0 {
-						out = append(out, ProbeSpec{Symbol: s.Name})
+						out = append(out, Target{Symbol: s.Name})
 					} else {
-						out = append(out, ProbeSpec{Addr: boundary(s)})
+						out = append(out, Target{Addr: boundary(s)})
 					}
 				}
 			}
@@ -319,25 +449,22 @@ func imageProbes(k *image.Kernel, o ManyOptions) []ProbeSpec {
 			if len(out) > 0 {
 				prev := out[rng.IntN(len(out))]
 				if prev.Addr != 0 {
-					out = append(out, ProbeSpec{Addr: prev.Addr + 1 + uint64(rng.IntN(6))})
+					out = append(out, Target{Addr: prev.Addr + 1 + uint64(rng.IntN(6))})
 				} else {
 					prev.Offset += uint32(1 + rng.IntN(8))
 					out = append(out, prev)
 				}
 			}
 		case 11: // a probe with a post handler (never optimized)
-			out = append(out, ProbeSpec{Symbol: pick().Name, Post: true})
+			out = append(out, Target{Symbol: pick().Name, Post: true})
 		}
 	}
 	return out
 }
 
-// Wiring builds the subsystems one run's kernel uses; scenarios share it.
-type Wiring func(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults) (kprobes.Deps, func() error, error)
-
 // RunMany runs every spec on the setup and returns the report.
 func RunMany(s *ManySetup, specs []RunSpec, wire Wiring, costs *sim.CostTable, faults string, prog Progress) (*ManyReport, error) {
-	rep := &ManyReport{Scenario: "many", Kernel: s.Kernel.Name, N: s.Opts.N, Weights: costs.Describe(), Params: s.params()}
+	rep := &ManyReport{Scenario: "many", Kernel: s.Kernel.Name, N: s.Opts.N, Weights: costs.Describe(), Via: s.Opts.FrontDoor(), Params: s.params(), Targets: s.Targets}
 	for _, spec := range specs {
 		r, err := runOne(s, spec, wire, costs, faults, prog)
 		if err != nil {
@@ -350,12 +477,54 @@ func RunMany(s *ManySetup, specs []RunSpec, wire Wiring, costs *sim.CostTable, f
 
 func (s *ManySetup) params() map[string]any {
 	o := s.Opts
-	return map[string]any{
+	p := map[string]any{
 		"placement": string(o.Placement), "offset": o.Offset, "traced": o.Traced,
-		"image_probes": o.ImageProbes, "mixed": o.Mixed, "batch": o.Batch,
-		"optimize_every": o.OptimizeEvery, "seed": o.Seed, "cpus": o.CPUs, "probes": len(s.Probes),
-		"targets": map[bool]string{true: "all-functions", false: "generated"}[o.AllFunctions],
+		"image_probes": o.ImageProbes, "mixed": o.Mixed, "via": string(o.FrontDoor()),
+		"optimize_every": o.OptimizeEvery, "seed": o.Seed, "cpus": o.CPUs, "probes": len(s.Targets),
+		"targets": string(o.Targets), "order": string(o.Order),
 	}
+	if o.Targets == "" {
+		p["targets"] = string(TargetsGenerated)
+	}
+	if o.FrontDoor() == ViaKprobeEvents {
+		p["enable"], p["lines_per_write"] = string(o.Enable), o.LinesPerWrite
+	}
+	if o.ByAddress {
+		p["by_address"] = true
+	}
+	if o.BatchReport > 0 {
+		p["batch_report"] = o.BatchReport
+	}
+	if o.Targets == TargetsGenerated || o.Targets == "" {
+		p["sample_functions"] = synth.SampleSize(o.Image, o.N) // functions kprobes_many.c adds
+	}
+	return p
+}
+
+// attachment is one target's probe, whichever front door made it.
+type attachment struct {
+	kp     *kprobes.Kprobe
+	rp     *kprobes.Kretprobe
+	tk     *trace.TraceKprobe
+	pe     *trace.PerfEvent
+	code   int // 0, errno, -1 not attempted
+	reason string
+	addr   uint64
+}
+
+// run is one run's state while it attaches and tears down.
+type run struct {
+	s     *ManySetup
+	m     *machine.Machine
+	tr    *trace.Tracing
+	c     *sim.Counters
+	costs *sim.CostTable
+	at    []attachment
+	prog  Progress
+	peak  func()
+
+	growth   *growthRecorder
+	accepted int
 }
 
 func runOne(s *ManySetup, spec RunSpec, wire Wiring, costs *sim.CostTable, faultSpec string, prog Progress) (*RunResult, error) {
@@ -364,17 +533,12 @@ func runOne(s *ManySetup, spec RunSpec, wire Wiring, costs *sim.CostTable, fault
 		return nil, err
 	}
 	c := sim.NewCounters(true)
-	deps, lateInit, err := wire(s.Kernel, spec.Switches, c, faults)
+	kcfg := kprobes.DefaultConfig()
+	kcfg.CPUs = s.Opts.CPUs
+	m, err := machine.New(s.Kernel, machine.Config{Switches: spec.Switches, Faults: faults, Kprobes: kcfg, Counters: c, Wiring: wire})
 	if err != nil {
 		return nil, err
 	}
-	cfg := kprobes.DefaultConfig()
-	cfg.CPUs = s.Opts.CPUs
-	kp, err := kprobes.New(deps, cfg, spec.Switches, c)
-	if err != nil {
-		return nil, err
-	}
-	kp.Faults = faults
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -386,106 +550,429 @@ func runOne(s *ManySetup, spec RunSpec, wire Wiring, costs *sim.CostTable, fault
 	start := time.Now()
 	// Late init: the indexes of the series are built here (before it the
 	// linear scans answer). Its cost is reported in its own phase.
-	if lateInit != nil {
-		prev := c.Enter(PhaseLateInit)
-		if err := lateInit(); err != nil {
-			return nil, err
-		}
-		c.Enter(prev)
+	if err := m.LateInit(); err != nil {
+		return nil, err
 	}
-
-	probes := make([]*kprobes.Kprobe, len(s.Probes))
-	for i, ps := range s.Probes {
-		probes[i] = &kprobes.Kprobe{SymbolName: ps.Symbol, Offset: ps.Offset, Addr: ps.Addr, HasPostHandler: ps.Post}
+	r := &run{s: s, m: m, c: c, costs: costs, at: make([]attachment, len(s.Targets)), prog: prog, peak: sample}
+	via := s.Opts.FrontDoor()
+	if via == ViaKprobeEvents || via == ViaPerfKprobe {
+		r.tr = trace.New(trace.Deps{KP: m.KP, Syms: m.Syms, Ftrace: m.Ftrace, Image: s.Kernel, C: c, Faults: faults}, trace.ConfigFor(s.Kernel))
 	}
-	res := &RunResult{Name: spec.Name, Patches: spec.Switches.Names(), Rejected: map[string]int{}, Switches: spec.Switches, Counters: c}
-	res.Results = make([]ProbeResult, len(probes))
+	if s.Opts.BatchReport > 0 {
+		r.growth = newGrowthRecorder(costs, c, s.Opts.BatchReport)
+	}
+	res := &RunResult{Name: spec.Name, Patches: spec.Switches.Names(), Rejected: map[string]int{}, Reasons: map[string]int{}, Switches: spec.Switches, Counters: c}
 	if prog != nil {
-		prog.Start(spec.Name, len(probes))
+		prog.Start(spec.Name, len(s.Targets))
 	}
-	codeOf := func(err error) (int, error) {
-		if err == nil {
-			return 0, nil
-		}
-		var e kprobes.Errno
-		if errors.As(err, &e) {
-			return int(e), nil
-		}
-		return 0, err // a kernel BUG or a model fault: the run stops
+	switch via {
+	case ViaRegisterKprobes:
+		err = r.registerBatch()
+	case ViaRegisterKprobe:
+		err = r.registerEach()
+	case ViaKprobeEvents:
+		err = r.kprobeEvents()
+	case ViaPerfKprobe:
+		err = r.perfOpen()
 	}
-	var registered []*kprobes.Kprobe
-	if s.Opts.Batch {
-		// register_kprobes: the optimizer still runs on its schedule, so
-		// the batch is registered in steps of OptimizeEvery probes with
-		// the optimizer in between; the first failure unregisters all.
-		failAt, failErr := -1, error(nil)
-		for i := 0; i < len(probes) && failAt < 0; i++ {
-			if err := kp.RegisterKprobe(probes[i]); err != nil {
-				failAt, failErr = i, err
-				break
-			}
-			afterRegistration(kp, i, s.Opts.OptimizeEvery, prog, sample)
+	if err != nil {
+		return nil, err
+	}
+	if r.growth != nil {
+		r.growth.finish("attach")
+	}
+	if via == ViaKprobeEvents && s.Opts.Enable != EnableNone {
+		if r.growth != nil {
+			r.growth.start()
 		}
-		if failAt >= 0 {
-			code, err := codeOf(failErr)
-			if err != nil {
-				return nil, err
-			}
-			kp.UnregisterKprobes(probes[:failAt])
-			for i := range probes {
-				res.Results[i] = ProbeResult{Addr: probes[i].Addr}
-				if i >= failAt {
-					res.Results[i].Code = -1 // not attempted / rolled back
-				}
-			}
-			res.Results[failAt].Code = code
-			res.Rejected[kprobes.Errno(code).Name()]++
-		} else {
-			registered = probes
-		}
-	} else {
-		for i, p := range probes {
-			code, err := codeOf(kp.RegisterKprobe(p))
-			if err != nil {
-				return nil, fmt.Errorf("probe %d (%s+%d @%#x): %w", i, p.SymbolName, p.Offset, p.Addr, err)
-			}
-			res.Results[i] = ProbeResult{Addr: p.Addr, Code: code}
-			if code == 0 {
-				registered = append(registered, p)
-			} else {
-				res.Rejected[kprobes.Errno(code).Name()]++
-			}
-			afterRegistration(kp, i, s.Opts.OptimizeEvery, prog, sample)
+		r.enableEvents(true)
+		if r.growth != nil {
+			r.growth.finish("enable")
 		}
 	}
-	kp.Drain()
+	m.KP.Drain()
 	sample()
-	for i, p := range probes {
-		if s.Opts.Batch && res.Results[i].Code != 0 {
-			continue
-		}
-		res.Results[i].Addr = p.Addr
-		res.Results[i].Optimized = p.Optimized() || (p.Parent() != nil && p.Parent().Optimized())
-		if res.Results[i].Code == 0 {
+	res.Results = make([]ProbeResult, len(r.at))
+	for i := range r.at {
+		res.Results[i] = r.result(i)
+		pr := res.Results[i]
+		switch {
+		case pr.Code == 0:
 			res.Registered++
-			if res.Results[i].Optimized {
+			if pr.Optimized {
 				res.Optimized++
 			}
+			if pr.State == kprobes.StateFtrace.String() {
+				res.OnFtrace++
+			}
+		case pr.Code < 0:
+			res.NotTried++
+		default:
+			res.Rejected[errno.Errno(pr.Code).Name()]++
+		}
+		if pr.Reason != "" {
+			res.Reasons[ReasonClass(pr.Reason)]++
 		}
 	}
-	for _, nb := range kp.Bytes() {
+	for _, nb := range m.KP.Bytes() {
 		c.SetBytes(nb.Name, nb.Bytes)
 	}
-	kp.UnregisterKprobes(registered)
-	kp.Drain()
+	if err := r.teardown(); err != nil {
+		return nil, err
+	}
+	m.KP.Drain()
 	sample()
 	res.WallNS = time.Since(start).Nanoseconds()
 	res.PeakBytes = peak - min(base, peak)
 	if prog != nil {
 		prog.Done()
 	}
+	if r.growth != nil {
+		res.Growth = r.growth.series
+	}
 	res.finish(costs)
 	return res, nil
+}
+
+// ReasonClass is the part of a reason that names the deciding check
+// (without the detail), for the report's refusal classes.
+func ReasonClass(reason string) string {
+	// "check: sub-check: detail" → the checks; details start after the
+	// last ": " that is followed by a lower-case word or a digit.
+	parts := strings.Split(reason, ": ")
+	n := len(parts)
+	for n > 1 && !isCheckName(parts[n-1]) {
+		n--
+	}
+	return strings.Join(parts[:n], ": ")
+}
+
+// isCheckName: a kernel function or chain element (identifier characters
+// only), not a detail in words.
+func isCheckName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if !(b == '_' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// codeOf splits a registration error into the errno a caller sees and a
+// model failure (a kernel BUG or a model fault) that stops the run.
+func codeOf(err error) (int, error) {
+	if err == nil {
+		return 0, nil
+	}
+	var e kprobes.Errno
+	if errors.As(err, &e) {
+		return int(e), nil
+	}
+	return 0, err
+}
+
+func (r *run) newKprobe(t Target) (*kprobes.Kprobe, *kprobes.Kretprobe) {
+	if t.Return {
+		rp := &kprobes.Kretprobe{}
+		rp.Kp = kprobes.Kprobe{SymbolName: t.Symbol, Offset: t.Offset, Addr: t.Addr}
+		return &rp.Kp, rp
+	}
+	return &kprobes.Kprobe{SymbolName: t.Symbol, Offset: t.Offset, Addr: t.Addr, HasPostHandler: t.Post}, nil
+}
+
+// step runs after the i-th target was handled: the optimizer on its
+// schedule, progress, memory sampling, and the growth batches.
+func (r *run) step(i int, accepted bool) {
+	if accepted {
+		r.accepted++
+		if r.growth != nil {
+			r.growth.accept()
+		}
+	}
+	afterRegistration(r.m.KP, i, r.s.Opts.OptimizeEvery, r.prog, r.peak)
+}
+
+// registerBatch models the sample's register_kprobes: the optimizer
+// still runs on its schedule, so the batch is registered in steps of
+// OptimizeEvery probes with the optimizer in between; the first failure
+// unregisters all.
+func (r *run) registerBatch() error {
+	kp := r.m.KP
+	probes := make([]*kprobes.Kprobe, len(r.s.Targets))
+	for i, t := range r.s.Targets {
+		probes[i], _ = r.newKprobe(t)
+		r.at[i].kp = probes[i]
+	}
+	failAt, failErr := -1, error(nil)
+	for i := 0; i < len(probes) && failAt < 0; i++ {
+		if err := kp.RegisterKprobe(probes[i]); err != nil {
+			failAt, failErr = i, err
+			break
+		}
+		r.step(i, true)
+	}
+	if failAt < 0 {
+		return nil
+	}
+	code, err := codeOf(failErr)
+	if err != nil {
+		return err
+	}
+	kp.UnregisterKprobes(probes[:failAt])
+	why := fmt.Sprintf("register_kprobes: rolled back: probe %d failed with %s", failAt, kprobes.Errno(code).Name())
+	for i := range r.at {
+		r.at[i].code, r.at[i].reason, r.at[i].addr = -1, why, probes[i].Addr
+	}
+	r.at[failAt].code = code
+	r.at[failAt].reason = probes[failAt].Why().String()
+	return nil
+}
+
+// registerEach: register_kprobe (register_kretprobe) one probe at a time.
+func (r *run) registerEach() error {
+	kp := r.m.KP
+	for i, t := range r.s.Targets {
+		p, rp := r.newKprobe(t)
+		a := &r.at[i]
+		a.kp, a.rp = p, rp
+		var err error
+		if rp != nil {
+			err = kp.RegisterKretprobe(rp)
+		} else {
+			err = kp.RegisterKprobe(p)
+		}
+		code, ferr := codeOf(err)
+		if ferr != nil {
+			return fmt.Errorf("probe %d (%s): %w", i, t.Raw, ferr)
+		}
+		a.code, a.addr = code, p.Addr
+		if code != 0 {
+			a.reason = p.Why().String()
+		}
+		r.step(i, code == 0)
+	}
+	return nil
+}
+
+// kprobeEvents writes the targets' lines to kprobe_events,
+// LinesPerWrite lines a write; a failed line loses the rest of its write.
+func (r *run) kprobeEvents() error {
+	r.tr.OpenKprobeEvents()
+	k := r.s.Opts.LinesPerWrite
+	ts := r.s.Targets
+	for lo := 0; lo < len(ts); lo += k {
+		hi := min(lo+k, len(ts))
+		var b strings.Builder
+		for _, t := range ts[lo:hi] {
+			line := t.EventLine()
+			if strings.ContainsAny(line, "\n") {
+				line = strings.ReplaceAll(line, "\n", " ")
+			}
+			b.WriteString(line)
+			b.WriteByte('\n')
+		}
+		outs, werr := r.tr.WriteKprobeEvents(b.String())
+		if len(outs) != hi-lo {
+			return fmt.Errorf("kprobe_events: %d outcomes for %d lines", len(outs), hi-lo)
+		}
+		failed := -1
+		for j, o := range outs {
+			a := &r.at[lo+j]
+			a.tk = o.TK
+			switch {
+			case !o.Attempted:
+				a.code = -1
+				a.reason = fmt.Sprintf("trace_parse_run_command: not reached: line %d of this write failed with %s", failed+1, errnoName(werr))
+			case o.Code != 0:
+				a.code, a.reason, a.addr = int(o.Code), o.Reason.String(), o.Addr
+				failed = j
+			default:
+				a.addr = o.Addr
+				if o.TK != nil {
+					a.kp = o.TK.Kp
+				}
+				if !o.Reason.IsZero() {
+					a.reason = o.Reason.String()
+				}
+			}
+			r.step(lo+j, o.Attempted && o.Code == 0)
+		}
+	}
+	return nil
+}
+
+func errnoName(err error) string {
+	if e, ok := err.(errno.Errno); ok {
+		return e.Name()
+	}
+	if err == nil {
+		return "0"
+	}
+	return err.Error()
+}
+
+// enableEvents enables (or disables) the events of the accepted lines:
+// one write per event, or one per group.
+func (r *run) enableEvents(enable bool) {
+	seen := map[*trace.Event]bool{}
+	byEvent := map[*trace.Event][]int{}
+	var order []*trace.Event
+	for i, a := range r.at {
+		if a.code != 0 || a.tk == nil {
+			continue
+		}
+		ev := a.tk.Event()
+		byEvent[ev] = append(byEvent[ev], i)
+		if !seen[ev] {
+			seen[ev] = true
+			order = append(order, ev)
+		}
+	}
+	failed := func(ev *trace.Event, err error) {
+		code, reason, ok := trace.Refusal(err)
+		if !ok {
+			return
+		}
+		for _, i := range byEvent[ev] {
+			r.at[i].code, r.at[i].reason = int(code), "enable: "+reason.String()
+		}
+	}
+	switch r.s.Opts.Enable {
+	case EnableEach:
+		for n, ev := range order {
+			if err := r.tr.EnableEvent(ev, enable); err != nil && enable {
+				failed(ev, err)
+			}
+			if enable {
+				r.step(n, true)
+			}
+		}
+	case EnableGroup:
+		var groups []string
+		gs := map[string]bool{}
+		for _, ev := range order {
+			if !gs[ev.Group] {
+				gs[ev.Group] = true
+				groups = append(groups, ev.Group)
+			}
+		}
+		for _, g := range groups {
+			var f func(*trace.Event, error)
+			if enable {
+				f = failed
+			}
+			_ = r.tr.EnableGroup(g, enable, f)
+		}
+		if enable {
+			for n := range order {
+				r.step(n, true)
+			}
+		}
+	}
+}
+
+// perfOpen opens one perf kprobe event per target (armed at open).
+func (r *run) perfOpen() error {
+	for i, t := range r.s.Targets {
+		a := &r.at[i]
+		var pe *trace.PerfEvent
+		var err error
+		if t.Symbol != "" {
+			pe, err = r.tr.PerfKprobeOpen(t.Symbol, uint64(t.Offset), t.Return)
+		} else {
+			pe, err = r.tr.PerfKprobeOpen("", t.Addr, t.Return)
+		}
+		if err != nil {
+			code, reason, addr, ok := trace.RefusalAt(err)
+			if !ok {
+				return fmt.Errorf("probe %d (%s): %w", i, t.Raw, err)
+			}
+			a.code, a.reason, a.addr = int(code), reason.String(), addr
+			r.step(i, false)
+			continue
+		}
+		a.pe, a.tk, a.kp, a.addr = pe, pe.TK, pe.TK.Kp, pe.TK.Kp.Addr
+		r.step(i, true)
+	}
+	return nil
+}
+
+// result is target i's outcome after the optimizer drained.
+func (r *run) result(i int) ProbeResult {
+	a := r.at[i]
+	pr := ProbeResult{Addr: a.addr, Code: a.code, Reason: a.reason, State: "-"}
+	if a.code != 0 {
+		return pr
+	}
+	if a.tk != nil && a.tk.Pending() {
+		pr.State = "pending"
+		return pr
+	}
+	if a.kp == nil {
+		return pr
+	}
+	pr.Addr = a.kp.Addr
+	st := a.kp.State()
+	pr.State = st.String()
+	pr.Optimized = st == kprobes.StateOptimized
+	if !pr.Optimized && a.reason == "" {
+		pr.Reason = a.kp.Why().String()
+	}
+	return pr
+}
+
+// teardown undoes the attach the way its front door does: one
+// unregister_kprobes batch; disabling and deleting every event with -:
+// lines; closing every perf event.
+func (r *run) teardown() error {
+	kp := r.m.KP
+	switch r.s.Opts.FrontDoor() {
+	case ViaRegisterKprobes, ViaRegisterKprobe:
+		var ps []*kprobes.Kprobe
+		var rps []*kprobes.Kretprobe
+		for _, a := range r.at {
+			if a.code != 0 || a.kp == nil {
+				continue
+			}
+			if a.rp != nil {
+				rps = append(rps, a.rp)
+			} else {
+				ps = append(ps, a.kp)
+			}
+		}
+		if len(ps) > 0 {
+			kp.UnregisterKprobes(ps)
+		}
+		if len(rps) > 0 {
+			kp.UnregisterKretprobes(rps)
+		}
+	case ViaKprobeEvents:
+		if r.s.Opts.Enable != EnableNone {
+			r.enableEvents(false)
+		}
+		evs := r.tr.Events()
+		k := r.s.Opts.LinesPerWrite
+		for lo := 0; lo < len(evs); lo += k {
+			var b strings.Builder
+			for _, ev := range evs[lo:min(lo+k, len(evs))] {
+				fmt.Fprintf(&b, "-:%s/%s\n", ev.Group, ev.Name)
+			}
+			if _, err := r.tr.WriteKprobeEvents(b.String()); err != nil {
+				return fmt.Errorf("deleting the events: %v", err)
+			}
+		}
+	case ViaPerfKprobe:
+		for _, a := range r.at {
+			if a.pe != nil {
+				r.tr.PerfKprobeClose(a.pe)
+			}
+		}
+	}
+	return nil
 }
 
 func afterRegistration(kp *kprobes.Kprobes, i, every int, prog Progress, sample func()) {
@@ -501,9 +988,6 @@ func afterRegistration(kp *kprobes.Kprobes, i, every int, prog Progress, sample 
 		sample()
 	}
 }
-
-// PhaseLateInit holds the late_initcall work (building the indexes).
-var PhaseLateInit = sim.NewPhase("late_init", "late_initcall: building the address indexes of the series")
 
 func (r *RunResult) finish(costs *sim.CostTable) {
 	c := r.Counters
@@ -540,6 +1024,7 @@ func (r *RunResult) finish(costs *sim.CostTable) {
 		r.KernelMem[nb.Name] = nb.Bytes
 	}
 	r.Digest = digest(r.Results)
+	r.WhyDigest = whyDigest(r.Results)
 }
 
 // digest hashes every probe's address, result code and optimized flag in
@@ -555,6 +1040,16 @@ func digest(rs []ProbeResult) string {
 			b[16] = 1
 		}
 		h.Write(b[:])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// whyDigest hashes every probe's state and reason in registration order:
+// the proof that a switch changed no reason.
+func whyDigest(rs []ProbeResult) string {
+	h := sha256.New()
+	for _, r := range rs {
+		fmt.Fprintf(h, "%s\x00%s\x00", r.State, r.Reason)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -137,7 +137,7 @@ func TestAblationSameDecisionsMixed(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			o := DefaultManyOptions()
-			o.N, o.ImageProbes, o.Mixed, o.Batch, o.Seed, o.OptimizeEvery = 150, 450, true, false, seed, 17
+			o.N, o.ImageProbes, o.Mixed, o.Via, o.Seed, o.OptimizeEvery = 150, 450, true, ViaRegisterKprobe, seed, 17
 			o.Image = smallImage(seed)
 			s := mustSetup(t, o)
 			rep := checkSameDecisions(t, s, allSpecs(), "")
@@ -242,7 +242,7 @@ func TestAblationSameDecisionsDefaultImage(t *testing.T) {
 	if r := rep.Runs[0]; r.Registered != 2000 || r.Optimized != 2000 {
 		t.Fatalf("default batch: registered %d optimized %d, want 2000 and 2000", r.Registered, r.Optimized)
 	}
-	o.ImageProbes, o.Mixed, o.Batch = 500, true, false
+	o.ImageProbes, o.Mixed, o.Via = 500, true, ViaRegisterKprobe
 	s = mustSetupOn(t, s, o)
 	checkSameDecisions(t, s, allSpecs(), "")
 }
@@ -268,13 +268,13 @@ func TestAllFunctionsSameDecisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := DefaultManyOptions()
-	o.AllFunctions, o.Batch = true, false
+	o.Targets, o.Via = TargetsAllFunctions, ViaRegisterKprobe
 	s, err := PrepareManyFor(k, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Probes) < 2500 {
-		t.Fatalf("%d probes for an image of 2500+ functions", len(s.Probes))
+	if len(s.Targets) < 2500 {
+		t.Fatalf("%d probes for an image of 2500+ functions", len(s.Targets))
 	}
 	rep := checkSameDecisions(t, s, []RunSpec{{"none", 0}, {"series", sim.PresetSeries.Set}, {"all", sim.PresetAll.Set}}, "")
 	r := rep.Runs[0]

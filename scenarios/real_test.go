@@ -44,16 +44,16 @@ func TestRealKernelSameDecisions(t *testing.T) {
 		t.Fatalf("targets on the real kernel: registered %d optimized %d", r.Registered, r.Optimized)
 	}
 	k = realKernel(t)
-	o.AllFunctions, o.Batch = true, false
+	o.Targets, o.Via = TargetsAllFunctions, ViaRegisterKprobe
 	all, err := PrepareManyFor(k, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sample []ProbeSpec
-	for i := 0; i < len(all.Probes); i += 7 {
-		sample = append(sample, all.Probes[i])
+	var sample []Target
+	for i := 0; i < len(all.Targets); i += 7 {
+		sample = append(sample, all.Targets[i])
 	}
-	all.Probes = sample
+	all.Targets = sample
 	rep = checkSameDecisions(t, all, []RunSpec{{"none", 0}, {"series", sim.PresetSeries.Set}, {"all", sim.PresetAll.Set}}, "")
 	if r := rep.Runs[0]; r.Rejected["EINVAL"] == 0 || r.Optimized == 0 {
 		t.Fatalf("every-function sample: registered %d optimized %d rejected %v", r.Registered, r.Optimized, r.Rejected)

@@ -83,6 +83,8 @@ func (r *ManyReport) WriteTable(w io.Writer) error {
 			signed(memSum(run)-memSum(base)), mib(run.PeakBytes), run.Digest[:12], same)
 	}
 	tw.Flush()
+	r.decisionsTable(w)
+	r.growthTable(w)
 	if len(r.Runs) > 4 {
 		fmt.Fprintln(w, "\n (kernel bytes +: modelled kernel memory beyond the first run's; per-table figures with --format json, or with at most 4 runs)")
 		fmt.Fprintln(w, "\n Counts are exact and repeatable; cycles are counts x weights (kpsim list); wall time is this machine's, compare it only as a ratio within one run.")
@@ -232,4 +234,96 @@ func group(n uint64) string {
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// decisionsTable prints what the runs decided beyond the counts: probes on
+// ftrace, lines never attempted, and the refusals and non-optimizations by
+// deciding check. The reasons are the same in every run when the reasons
+// digests agree, so they print once.
+func (r *ManyReport) decisionsTable(w io.Writer) {
+	base := r.Runs[0]
+	same := true
+	for _, run := range r.Runs[1:] {
+		same = same && run.WhyDigest == base.WhyDigest && run.Digest == base.Digest
+	}
+	runs := r.Runs
+	if same {
+		runs = runs[:1]
+	}
+	fmt.Fprintln(w)
+	for _, run := range runs {
+		label := run.Name
+		if same {
+			label = "every run"
+			if len(r.Runs) == 1 {
+				label = run.Name
+			}
+		}
+		fmt.Fprintf(w, " decisions (%s, via %s): %d registered, %d optimized, %d on ftrace, %d refused (%s), %d not attempted; reasons digest %s\n",
+			label, r.Via, run.Registered, run.Optimized, run.OnFtrace, refusedCount(run), rejected(run.Rejected), run.NotTried, run.WhyDigest[:12])
+		type kv struct {
+			k string
+			v int
+		}
+		var cls []kv
+		for k, v := range run.Reasons {
+			cls = append(cls, kv{k, v})
+		}
+		sort.Slice(cls, func(i, j int) bool {
+			if cls[i].v != cls[j].v {
+				return cls[i].v > cls[j].v
+			}
+			return cls[i].k < cls[j].k
+		})
+		for i, c := range cls {
+			if i == 12 {
+				fmt.Fprintf(w, "   ... %d more classes (--probes FILE lists every probe's reason)\n", len(cls)-i)
+				break
+			}
+			fmt.Fprintf(w, "   %8s  %s\n", group(uint64(c.v)), c.k)
+		}
+	}
+	if !same {
+		fmt.Fprintln(w, " REASONS DIFFER between runs: a switch changed a decision (--probes FILE per run shows which)")
+	}
+}
+
+func refusedCount(run *RunResult) int {
+	n := 0
+	for _, v := range run.Rejected {
+		n += v
+	}
+	return n
+}
+
+// growthTable prints each run's per-batch growth fits (--batch-report).
+func (r *ManyReport) growthTable(w io.Writer) {
+	for _, run := range r.Runs {
+		for _, g := range run.Growth {
+			f := g.Fit
+			fmt.Fprintf(w, "\n growth (%s, %s pass, batches of %d): cycles/probe c(N) = %.0f + %.4f·N, R² %.3f; b·N is %.1f%% of c at N = %d; first→last batch %.2fx\n",
+				run.Name, g.Pass, g.K, f.A, f.B, f.R2, 100*f.Share, f.NMax, f.Growth)
+			type kv struct {
+				k string
+				f Fit
+			}
+			var ps []kv
+			for k, pf := range g.Phases {
+				ps = append(ps, kv{k, pf})
+			}
+			sort.Slice(ps, func(i, j int) bool {
+				bi, bj := ps[i].f.B*float64(ps[i].f.NMax), ps[j].f.B*float64(ps[j].f.NMax)
+				if bi != bj {
+					return bi > bj
+				}
+				return ps[i].k < ps[j].k
+			})
+			for i, p := range ps {
+				if i == 5 || p.f.B*float64(p.f.NMax) < 1 {
+					break
+				}
+				fmt.Fprintf(w, "   %-22s c(N) = %.0f + %.4f·N (R² %.3f, b·N %.1f%% of the phase at N_max)\n", p.k, p.f.A, p.f.B, p.f.R2, 100*p.f.Share)
+			}
+		}
+	}
 }

@@ -36,10 +36,10 @@ var (
 	OpIndexSortCmp = sim.NewOp("static_call.index.sort.cmp", indexProbeNs*ghz,
 		"heapsort compare through two slots (dependent loads, scattered like a search step): BenchmarkCostIndexProbe, 1.46 ns at 2.6 GHz",
 		"one comparison (and its swap) of the kernel's sort() ordering the P1 index by address at late init")
-	// OpModuleLookup is the module part's __module_text_address.
+	// OpModuleLookup is one __module_text_address of the module part (two per call).
 	OpModuleLookup = sim.NewOp("static_call.module.lookup", moduleLookupCy,
 		"hardware fact: latched mod_tree rb-tree descent (or the addr_min/addr_max test rejecting a core address), ~3 nodes at L2 latency (~14 cycles)",
-		"__module_text_address(start) in __static_call_mod_text_reserved")
+		"__module_text_address in __static_call_mod_text_reserved: twice per call (start, and end for the WARN_ON_ONCE)")
 	// OpModuleGet is try_module_get + module_put on the module found.
 	OpModuleGet = sim.NewOp("static_call.module.get", moduleGetCy,
 		"hardware fact: two uncontended locked atomics on the module refcount (~20 cycles each)",

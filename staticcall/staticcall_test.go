@@ -206,6 +206,26 @@ func TestCounts(t *testing.T) {
 	}
 }
 
+// TestModuleLookupCounts: __static_call_mod_text_reserved looks the module
+// up twice (start, then end for its WARN_ON_ONCE), on a core address as on
+// a module one, and takes one module reference only for a module address.
+func TestModuleLookupCounts(t *testing.T) {
+	k := defaultImage(t)
+	st := boot.Running
+	tb := tables(t, k, &st)[0]
+	for _, tc := range []struct {
+		name string
+		addr uint64
+		gets uint64
+	}{{"core", k.Functions()[1000].Addr, 0}, {"module", k.Modules[0].Text.Start, 1}} {
+		c := sim.NewCounters(false)
+		tb.TextReserved(c, tc.addr, tc.addr)
+		if c.Total(OpModuleLookup) != 2 || c.Total(OpModuleGet) != tc.gets {
+			t.Errorf("%s: %d module lookups (want 2), %d gets (want %d)", tc.name, c.Total(OpModuleLookup), c.Total(OpModuleGet), tc.gets)
+		}
+	}
+}
+
 func TestIndexAndErrors(t *testing.T) {
 	k := smallImage(t, 4)
 	idx := sim.Switches(0).With(sim.StaticCallIndex)

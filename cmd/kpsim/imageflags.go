@@ -107,6 +107,13 @@ func addImageFlagsProfile(fs *flag.FlagSet, base synth.Config) *imageFlags {
 	fs.IntVar(&c.ProbeTargets, "probe-targets", c.ProbeTargets, "add N generated probe-target functions (the batch kprobe sample)")
 	fs.BoolVar(&c.ProbeTargetsTraced, "probe-targets-traced", c.ProbeTargetsTraced, "build the probe targets with __fentry__ calls")
 	fs.Float64Var(&c.ProbeTargetsAt, "probe-targets-at", c.ProbeTargetsAt, "place the probe targets after this fraction of .text's functions (link order; 1 = after _etext)")
+	fs.IntVar(&c.SampleFunctions, "sample-functions", c.SampleFunctions, "functions the batch sample (kernel/kprobes_many.c) adds to vmlinux; run many probes --n of them")
+	fs.Float64Var(&c.ObjectFunctionsMedian, "object-functions-median", c.ObjectFunctionsMedian, "median functions per object file (gas NOPs pad inside an object, the linker's int3 between)")
+	fs.Float64Var(&c.ObjectFunctionsSigma, "object-functions-sigma", c.ObjectFunctionsSigma, "log-normal shape of the functions-per-object distribution")
+	fs.Func("padding", "gap fill: toolchain (gas NOPs inside an object, linker int3 between) or int3 (everywhere; a counterfactual)", func(s string) error {
+		c.Padding = synth.Padding(s)
+		return nil
+	})
 	return f
 }
 

@@ -39,6 +39,7 @@ func init() {
 		{"run", "kpsim run many [image flags] [--n N] [--patches LIST]... [--ablation] [--format table|json|csv] [--out FILE]", "run a scenario under one or more patch sets", runRun},
 		{"kallsyms", "kpsim kallsyms dump --symbols FILE [--all-symbols] [--absolute-percpu] [--base-relative] [--what tokens|stats]", "build the compressed kallsyms tables from a symbol list and dump them", runKallsyms},
 		calibrateCommand,
+		{"explain", explainUsage, "print the decision trail of one probe: every check, what it looked at and what it decided", runExplain},
 		{"list", "kpsim list", "list scenarios, patch switches, presets, fault points, counted ops and phases", runList},
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -48,16 +49,23 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	o := scenarios.DefaultManyOptions()
-	fs.IntVar(&o.N, "n", o.N, "number of generated probe-target functions, one kprobe each")
-	placement := fs.String("placement", string(o.Placement), "where each probe sits: entry, after-fentry or offset")
+	fs.IntVar(&o.N, "n", o.N, "with --targets generated: number of generated probe-target functions, one kprobe each")
+	placement := fs.String("placement", string(o.Placement), "where each probe sits (every target kind; a target's own +OFF wins): entry, after-fentry or offset")
 	fs.IntVar(&o.Offset, "offset", 0, "with --placement offset: the byte offset into each target")
-	fs.BoolVar(&o.Traced, "traced", false, "build the targets with __fentry__ calls (entry probes then use kprobes on ftrace)")
+	fs.BoolVar(&o.Traced, "traced", false, "build the generated targets with __fentry__ calls (entry probes then use kprobes on ftrace)")
 	fs.IntVar(&o.ImageProbes, "image-probes", 0, "also probe this many of the image's own functions")
 	fs.BoolVar(&o.Mixed, "mixed", false, "draw the image probes from every awkward class (mid-function, aggregated, blacklisted, reserved, ftrace, module, inside optimized regions)")
-	single := fs.Bool("single", false, "register with register_kprobe one by one instead of register_kprobes (all or nothing)")
-	fs.IntVar(&o.OptimizeEvery, "optimize-every", o.OptimizeEvery, "run the deferred optimizer after every N registrations")
+	single := fs.Bool("single", false, "register with register_kprobe one by one (the same as --via register_kprobe)")
+	fs.IntVar(&o.OptimizeEvery, "optimize-every", o.OptimizeEvery, "run the deferred optimizer after every N registrations (or enables)")
 	fs.IntVar(&o.CPUs, "cpus", o.CPUs, "online CPUs (each text_poke_sync IPIs them all)")
-	targets := fs.String("targets", "generated", "generated (N sample functions added to the image) or all-functions (a probe on every function of the image, one by one)")
+	targets := fs.String("targets", "generated", "generated (N sample functions added to the image), all-functions (every function), traceable (available_filter_functions, one line per ftrace record), or a FILE of targets (- for stdin): SYM, SYM+OFF, kprobe_events lines, available_filter_functions lines")
+	fs.BoolVar(&o.ByAddress, "by-address", false, "with --targets all-functions: register by address instead of by name")
+	order := fs.String("order", "file", "attach order: file (as listed), sorted (C-locale strcmp) or shuffle (Fisher-Yates with --seed)")
+	via := fs.String("via", "", "front door: register_kprobes (default for generated targets), register_kprobe (default otherwise), kprobe_events (tracefs) or perf_kprobe (perf kprobe PMU)")
+	enable := fs.String("enable", "none", "with --via kprobe_events: enable the events after registration: none, each (one write per event) or group (events/GRP/enable)")
+	fs.IntVar(&o.LinesPerWrite, "lines-per-write", o.LinesPerWrite, "with --via kprobe_events: lines per write() (a failing line ends its write; the lines after it are lost, as in the kernel)")
+	fs.IntVar(&o.BatchReport, "batch-report", 0, "report the cycles per probe of every batch of K accepted probes, fitted to a + b·N")
+	probes := fs.String("probes", "", "write one line per target to FILE: target, address, symbol+offset, result, state and the deciding check (TSV; JSON lines with --format json)")
 	var patches patchList
 	fs.Var(&patches, "patches", "a run: a preset (none, series, all) or comma-separated switches; repeatable (default: none and series)")
 	ablation := fs.Bool("ablation", false, "add, for every switch, a run with it alone and a run with the series minus it")
@@ -68,19 +76,45 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	o.Placement = scenarios.Placement(*placement)
-	o.Batch = !*single
-	switch *targets {
-	case "generated":
-	case "all-functions":
-		o.AllFunctions, o.Batch = true, false
-	default:
-		return usagef("--targets: want generated or all-functions, got %q", *targets)
+	o.Order = scenarios.Order(*order)
+	o.Enable = scenarios.EnableMode(*enable)
+	o.Via = scenarios.Via(*via)
+	if *single {
+		if o.Via != "" && o.Via != scenarios.ViaRegisterKprobe {
+			return usagef("--single: conflicts with --via %s", o.Via)
+		}
+		o.Via = scenarios.ViaRegisterKprobe
+	}
+	kind, path := scenarios.ParseTargetKind(*targets)
+	o.Targets = kind
+	if kind != scenarios.TargetsGenerated {
+		if set["n"] {
+			return usagef("--n: applies to --targets generated only (the list gives %s's targets)", *targets)
+		}
+		if set["traced"] {
+			return usagef("--traced: applies to --targets generated only")
+		}
+	}
+	if set["offset"] && o.Placement != scenarios.PlaceOffset {
+		return usagef("--offset: applies with --placement offset only")
+	}
+	if set["lines-per-write"] && o.FrontDoor() != scenarios.ViaKprobeEvents {
+		return usagef("--lines-per-write: applies to --via kprobe_events only")
 	}
 	switch *format {
 	case "table", "json", "csv":
 	default:
 		return usagef("--format: want table, json or csv, got %q", *format)
+	}
+	if kind == scenarios.TargetsFile {
+		ts, err := scenarios.ReadTargetFile(path, os.Stdin)
+		if err != nil {
+			return usagef("--targets: %s", err.Error())
+		}
+		o.FileTargets = ts
 	}
 	if err := o.Validate(); err != nil {
 		return usagef("%s", err.Error())
@@ -106,14 +140,21 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 	if *ablation {
 		specs = append(specs, scenarios.AblationSpecs()...)
 	}
-	// Check --out before the work, so a bad path costs nothing.
-	var sink *atomicFile
+	// Check the outputs before the work, so a bad path costs nothing.
+	var sink, probeSink *atomicFile
 	if *out != "" {
 		var err error
 		if sink, err = newAtomicFile(*out); err != nil {
 			return usagef("--out: %s", err.Error())
 		}
 		defer sink.abort()
+	}
+	if *probes != "" {
+		var err error
+		if probeSink, err = newAtomicFile(*probes); err != nil {
+			return usagef("--probes: %s", err.Error())
+		}
+		defer probeSink.abort()
 	}
 
 	imf.cfg.Seed = imf.seed
@@ -127,15 +168,6 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 	var setup *scenarios.ManySetup
 	switch {
 	case !imf.synthetic():
-		k, _, err := imf.load()
-		if err != nil {
-			return err
-		}
-		if setup, err = scenarios.PrepareManyFor(k, o); err != nil {
-			return usagef("%s", err.Error())
-		}
-	case o.AllFunctions:
-		o.Image.ProbeTargets = 0
 		k, _, err := imf.load()
 		if err != nil {
 			return err
@@ -167,6 +199,15 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		return err
+	}
+	if probeSink != nil {
+		var pb bytes.Buffer
+		if err := rep.WriteProbes(&pb, setup.Kernel, *format == "json"); err != nil {
+			return err
+		}
+		if err := probeSink.commit(pb.Bytes()); err != nil {
+			return err
+		}
 	}
 	if sink != nil {
 		return sink.commit(buf.Bytes())

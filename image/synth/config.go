@@ -90,7 +90,52 @@ type Config struct {
 	// core text. The kernel's sample lives in kernel/, which the x86 link
 	// order puts after head, init and arch code: early in .text.
 	ProbeTargetsAt float64
+	// SampleFunctions is how many functions the batch sample
+	// (kernel/kprobes_many.c, kprobes.md §3 P13) adds to vmlinux: 50,000,
+	// of which the scenario probes --n (SampleSize).
+	SampleFunctions int
+
+	// ObjectFunctionsMedian and ObjectFunctionsSigma shape how many
+	// functions one object file (translation unit) holds: log-normal,
+	// at least one. Gaps inside an object are gas's NOPs, gaps between
+	// objects the linker's fill (int3 in vmlinux .text). Measured on the
+	// Debian 6.1 vmlinux as built (TestRealKernelObjectSizes): of 47,001
+	// .text functions, the gaps before a 16-byte-aligned successor are
+	// 2,203 int3-only (object boundaries), 37,735 NOP-only (gas), 3,210
+	// empty, 238 an int3 then NOPs (an asm "ret; int3", then gas);
+	// functions per object between int3 gaps: median 9, p10 1, p25 4, p75
+	// 21, p90 46, p99 163, max 364, mean 19.7. Median 9 and shape 1.27
+	// (ln(46/9)/z(0.9), fitted to p50 and p90 only) give p25 3.8, p99 173
+	// and mean 20.
+	ObjectFunctionsMedian float64
+	ObjectFunctionsSigma  float64
+	// Padding is how gaps are filled: PaddingToolchain (gas NOPs inside an
+	// object, the linker's fill between) or PaddingInt3 (int3 everywhere,
+	// kpsim's generator before it modelled the toolchain: a counterfactual
+	// that measures what int3 padding costs can_optimize).
+	Padding Padding
 }
+
+// Padding names a gap-fill model (--padding).
+type Padding string
+
+const (
+	PaddingToolchain Padding = "toolchain"
+	PaddingInt3      Padding = "int3"
+)
+
+func (p Padding) validate() error {
+	switch p {
+	case PaddingToolchain, PaddingInt3, "": // "" is the zero Config's toolchain
+		return nil
+	}
+	return cfgErr("padding", "want toolchain or int3, got %q", string(p))
+}
+
+// SampleSize is how many target functions the batch sample adds for a run
+// that probes n of them: c.SampleFunctions, or n when more are probed
+// than the sample holds (the sample then grows to n).
+func SampleSize(c Config, n int) int { return max(c.SampleFunctions, n) }
 
 // DefaultConfig is a distro-sized x86-64 kernel like Debian's 6.1 generic
 // flavour (config of linux-image-6.1.0-57-amd64, 6.1.192-3): retpolines and
@@ -133,6 +178,10 @@ func DefaultConfig() Config {
 		DupNamePercent:        2,
 		ClonePercent:          4,
 		ProbeTargetsAt:        0.15,
+		SampleFunctions:       50000,
+		ObjectFunctionsMedian: 9,
+		ObjectFunctionsSigma:  1.27,
+		Padding:               PaddingToolchain,
 		IBT:                   false,
 		Retpoline:             true,
 		RetThunk:              true,
@@ -170,7 +219,7 @@ func (c *Config) Validate() error {
 		{"modules", c.Modules}, {"module-functions", c.ModuleFunctions},
 		{"module-init-functions", c.ModuleInitFunctions}, {"module-jump-entries", c.ModuleJumpEntries},
 		{"module-static-calls", c.ModuleStaticCallSites}, {"module-bug-entries", c.ModuleBugEntries},
-		{"probe-targets", c.ProbeTargets},
+		{"probe-targets", c.ProbeTargets}, {"sample-functions", c.SampleFunctions},
 	}
 	for _, f := range ints {
 		if f.v < 0 {
@@ -245,6 +294,18 @@ func (c *Config) Validate() error {
 	}
 	if !(c.ProbeTargetsAt >= 0 && c.ProbeTargetsAt <= 1) {
 		return cfgErr("probe-targets-at", "must be a fraction in [0, 1] (got %g)", c.ProbeTargetsAt)
+	}
+	if !(c.ObjectFunctionsMedian >= 1 && c.ObjectFunctionsMedian <= 4096) {
+		return cfgErr("object-functions-median", "must be in [1, 4096] (got %g)", c.ObjectFunctionsMedian)
+	}
+	if !(c.ObjectFunctionsSigma >= 0 && c.ObjectFunctionsSigma <= 4) {
+		return cfgErr("object-functions-sigma", "must be in [0, 4] (got %g)", c.ObjectFunctionsSigma)
+	}
+	if err := c.Padding.validate(); err != nil {
+		return err
+	}
+	if c.SampleFunctions > 1_000_000 {
+		return cfgErr("sample-functions", "at most 1000000 (got %d)", c.SampleFunctions)
 	}
 	if c.ProbeTargets > 1_000_000 {
 		return cfgErr("probe-targets", "at most 1000000 (got %d)", c.ProbeTargets)

@@ -181,9 +181,11 @@ func (g *gen) emitWith(p *fplan, reg *image.Region, ctx *emitCtx, idx int) {
 	if ret[0] == opJMP32 {
 		it := item{kind: itJmpAbs, n: 5, abs: g.retThunk, site: -1}
 		it.b[0] = opJMP32
-		items = append(items, it, g.plain([]byte{opINT3}))
+		items = append(items, it)
 	} else {
-		items = append(items, g.plain(ret[:1]), g.plain(ret[1:]))
+		for i := range ret {
+			items = append(items, g.plain(ret[i:i+1]))
+		}
 	}
 	coldIdx := -1
 	if g.needsCold(p) {
@@ -313,10 +315,12 @@ func (g *gen) emitWith(p *fplan, reg *image.Region, ctx *emitCtx, idx int) {
 	if ctx.truth != nil {
 		sink = ctx.truth
 	}
-	*sink = append(*sink, FuncTruth{
+	ft := FuncTruth{
 		Name: p.name, Addr: p.addr, Size: uint32(p.size), Module: ctx.module, Zone: p.zone,
 		Insns: append([]uint32(nil), offs...), Traced: p.traced, LoopToEntry: loop,
-	})
+	}
+	padAfter(&ft, reg, p.pad, p.fill)
+	*sink = append(*sink, ft)
 	ctx.items, ctx.offs = items, offs
 	ctx.filler, ctx.fixed, ctx.units, ctx.pos = filler, fixedItems, units, pos
 }

@@ -64,6 +64,14 @@ type FuncTruth struct {
 	Traced bool
 	// LoopToEntry: a branch targets the bytes just after the entry probe point.
 	LoopToEntry bool
+	// Pad is the gap after the function (Size .. Size+Pad) up to the next
+	// function's alignment, Fill what fills it, and PadInsns the offsets
+	// (from Addr, like Insns) of the padding instructions a decoder walking
+	// to the next symbol meets. Fixed asm functions (thunks, __fentry__,
+	// trampolines) leave Fill at FillNone: their gaps are the linker's int3.
+	Pad      uint32
+	Fill     Fill
+	PadInsns []uint32
 }
 
 // Truth lists every generated function in emission order.
@@ -109,6 +117,11 @@ type fplan struct {
 	vzero    bool
 	frame    int
 	sites    []site
+	// objEnd: the last function of its object; fill and pad describe the
+	// gap after it, set at layout.
+	objEnd bool
+	fill   Fill
+	pad    int
 }
 
 type zone = Zone
@@ -204,11 +217,14 @@ func Generate(cfg Config) (*image.Kernel, *Truth, error) {
 			ReturnsPatched: cfg.ReturnsPatched, KprobesOnFtrace: true, BugVerbose: true,
 		},
 	}
+	if cfg.Padding == PaddingInt3 {
+		g.k.Name += " padding=int3" // a counterfactual: say so wherever the image is named
+	}
 	if err := g.build(); err != nil {
 		return nil, nil, err
 	}
 	if cfg.ProbeTargets > 0 && cfg.ProbeTargetsAt >= 1 {
-		if _, err := AddProbeTargets(g.k, g.truth, cfg.ProbeTargets, cfg.ProbeTargetsTraced, cfg.Seed); err != nil {
+		if _, err := addProbeTargets(g.k, g.truth, cfg.ProbeTargets, cfg.ProbeTargetsTraced, cfg.Padding); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -279,7 +295,14 @@ func (g *gen) build() error {
 	var tgtAddrs []uint64
 	if cfg.ProbeTargets > 0 && cfg.ProbeTargetsAt < 1 {
 		insertAt = mainStart + int(cfg.ProbeTargetsAt*float64(len(core)-mainStart))
-		tbody = newTargetBody(cfg.IBT, cfg.ProbeTargetsTraced, cfg.RetThunk && !cfg.ReturnsPatched)
+		tbody = newTargetBody(cfg.IBT, cfg.ProbeTargetsTraced, cfg.RetThunk, cfg.ReturnsPatched)
+	}
+	// Objects: each zone is its own set of input sections (.entry.text,
+	// .noinstr.text, ...), so a zone change ends an object, and so does
+	// the sample's object (kprobes_many.o) wherever it sits.
+	ends := g.objectEnds(len(core), sim.NewRNG(cfg.Seed, "image.synth.objects"))
+	for i, p := range core {
+		p.objEnd = ends[i] || i == len(core)-1 || core[i+1].zone != p.zone || i+1 == insertAt
 	}
 	for idx, p := range core {
 		if idx == insertAt {
@@ -294,6 +317,7 @@ func (g *gen) build() error {
 		}
 		p.addr = addr
 		addr = alignUp(addr+uint64(p.size), funcAlign)
+		p.pad, p.fill = int(addr-p.addr)-p.size, padFill(cfg.Padding, p.objEnd, FillLinkerINT3)
 		zoneEnd[p.zone] = addr
 	}
 	for _, z := range []struct {
@@ -367,15 +391,18 @@ func (g *gen) build() error {
 	}
 	initBase := alignUp(dataBase+uint64(nData)*16+(1<<20), 2<<20)
 
-	// Init text layout.
+	// Init text layout: __init functions are __cold, which gcc does not
+	// align, so they follow each other without gaps.
 	iaddr := initBase
 	for _, p := range initf {
 		p.size = max(p.size, g.minSize(p))
 		p.addr = iaddr
-		iaddr = alignUp(iaddr+uint64(p.size), funcAlign)
+		iaddr += uint64(p.size)
 	}
 
-	// 4. Emit core text.
+	// 4. Emit core text. The region starts as int3, the linker's fill:
+	// what no function and no gas padding overwrites (gaps between
+	// objects, the asm thunks' .align) stays int3.
 	coreReg := &image.Region{Name: ".text", Kind: image.CoreText, Start: TextBase, Bytes: make([]byte, etext-TextBase)}
 	fill(coreReg.Bytes, opINT3)
 	initReg := &image.Region{Name: ".init.text", Kind: image.InitText, Start: initBase, Bytes: make([]byte, iaddr-initBase)}
@@ -392,7 +419,7 @@ func (g *gen) build() error {
 		if mc, ok := tbody.write(coreReg.Bytes[a-TextBase:], a, g.fentry, g.retThunk, counter); ok {
 			tb.mcount = append(tb.mcount, mc)
 		}
-		g.truth.Funcs = append(g.truth.Funcs, tbody.truth(ProbeTargetName(i), a))
+		g.truth.Funcs = append(g.truth.Funcs, tbody.pad(coreReg, ProbeTargetName(i), a, padFill(cfg.Padding, i == len(tgtAddrs)-1, FillLinkerINT3)))
 	}
 	for _, f := range fixed {
 		if f.name == "__fentry__" {
@@ -632,18 +659,46 @@ func (g *gen) needsCold(p *fplan) bool {
 	return false
 }
 
+// retSeq is a function's return as the running kernel holds it. With
+// CONFIG_RETHUNK gcc (-mfunction-return=thunk-extern) emits "jmp
+// __x86_return_thunk" and no int3 after it (-mharden-sls=all pads only
+// ret and indirect jmp; checked with gcc 12.2); apply_returns on a CPU
+// that needs no thunk rewrites it to "ret; int3; int3; int3; int3"
+// (arch/x86/kernel/alternative.c:patch_return pads with INT3 to the
+// jump's length). Without RETHUNK, SLS gives "ret; int3".
 func (g *gen) retSeq() []byte {
-	if g.cfg.RetThunk && !g.cfg.ReturnsPatched {
-		return []byte{opJMP32, 0, 0, 0, 0, opINT3}
+	switch {
+	case g.cfg.RetThunk && !g.cfg.ReturnsPatched:
+		return []byte{opJMP32, 0, 0, 0, 0}
+	case g.cfg.RetThunk:
+		return bRETPatched
 	}
 	return bRET
 }
 
+// retOffs lists the instruction starts of a retSeq.
 func retOffs(code []byte) []uint32 {
 	if code[0] == opJMP32 {
-		return []uint32{0, 5}
+		return []uint32{0}
 	}
-	return []uint32{0, 1}
+	offs := make([]uint32, len(code))
+	for i := range offs {
+		offs[i] = uint32(i)
+	}
+	return offs
+}
+
+// padFill is the fill after a function: gas NOPs inside an object, the
+// linker's fill (between) at an object's end; int3 everywhere with
+// --padding int3.
+func padFill(padding Padding, objEnd bool, between Fill) Fill {
+	switch {
+	case padding == PaddingInt3:
+		return FillLinkerINT3
+	case objEnd:
+		return between
+	}
+	return FillGasNOP
 }
 
 // minSize is the size of everything but filler.

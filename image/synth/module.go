@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/sim"
 )
 
 var moduleNames = []string{"nf_tables", "kvm_intel", "xfs", "i915", "btrfs", "snd_hda_codec", "nvme", "e1000e"}
@@ -48,22 +49,28 @@ func (g *gen) buildModule(m int) error {
 	}
 
 	base := uint64(ModuleBase) + uint64(m)*moduleSpan
-	layout := func(ps []*fplan, start uint64) uint64 {
+	// The module's objects (ld -r joins them with ld's NOP fill); init
+	// functions are __cold and unaligned.
+	ends := g.objectEnds(len(text), sim.NewRNG(cfg.Seed, fmt.Sprintf("image.synth.objects.module.%d", m)))
+	layout := func(ps []*fplan, start uint64, align uint64) uint64 {
 		a := start
-		for _, p := range ps {
+		for i, p := range ps {
 			p.size = max(p.size, g.minSize(p))
 			p.addr = a
-			a = alignUp(a+uint64(p.size), funcAlign)
+			a = alignUp(a+uint64(p.size), align)
+			if align > 1 {
+				p.pad, p.fill = int(a-p.addr)-p.size, padFill(cfg.Padding, ends[i] || i == len(ps)-1, FillLinkerNOP)
+			}
 		}
 		return a
 	}
-	textEnd := layout(text, base)
+	textEnd := layout(text, base, funcAlign)
 	dataBase := alignUp(textEnd, 4096)
 	for i := range jkeys {
 		jkeys[i] = dataBase + uint64(i)*16
 	}
 	initBase := alignUp(dataBase+uint64(nJK)*16, 4096)
-	initEnd := layout(init, initBase)
+	initEnd := layout(init, initBase, 1)
 	if initEnd > base+moduleSpan {
 		return cfgErr("module-functions", "module %s needs %d bytes, more than the %d-byte module slot", name, initEnd-base, moduleSpan)
 	}

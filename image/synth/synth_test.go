@@ -510,7 +510,7 @@ func ExampleGenerate() {
 	fmt.Println(k.SymbolsByName(ProbeTargetName(9))[0].Size)
 	// Output:
 	// 200 40 100 20
-	// 17
+	// 20
 }
 
 // TestDecodeKernelAgrees: the kernel-only decoder the kprobes paths use

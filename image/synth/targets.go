@@ -1,6 +1,7 @@
 package synth
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -12,15 +13,17 @@ func ProbeTargetName(i int) string { return fmt.Sprintf("kprobe_many_func_%d", i
 
 // AddProbeTargets appends n small generated functions to the core text of
 // k, like the kernel's batch kprobe sample builds them into vmlinux
-// (kprobes.md §3 P13): each is
-//
-//	[endbr64] [call __fentry__] mov X(%rip),%eax; add $1,%eax; mov %eax,X(%rip); ret; int3
-//
-// (the return is "jmp __x86_return_thunk; int3" when the image's returns
-// are unpatched thunks). They add no jump-label, static-call or bug sites.
-// _etext moves past them, since they are part of vmlinux's text. truth,
-// when non-nil, receives their instruction boundaries.
+// (kprobes.md §3 P13), as gcc compiles them (targetBody). They form one
+// object, kprobes_many.o: gas NOPs pad each to the next 16-byte boundary,
+// and the linker's int3 fill separates the object from the text before
+// it. They add no jump-label, static-call or bug sites. _etext moves past
+// them, since they are part of vmlinux's text. truth, when non-nil,
+// receives their instruction boundaries and padding.
 func AddProbeTargets(k *image.Kernel, truth *Truth, n int, traced bool, seed uint64) ([]image.Symbol, error) {
+	return addProbeTargets(k, truth, n, traced, PaddingToolchain)
+}
+
+func addProbeTargets(k *image.Kernel, truth *Truth, n int, traced bool, padding Padding) ([]image.Symbol, error) {
 	if n < 0 {
 		return nil, cfgErr("probe-targets", "must not be negative (got %d)", n)
 	}
@@ -54,7 +57,7 @@ func AddProbeTargets(k *image.Kernel, truth *Truth, n int, traced bool, seed uin
 		retThunk = a
 	}
 
-	tb := newTargetBody(k.Config.IBT, traced, thunkRet)
+	tb := newTargetBody(k.Config.IBT, traced, k.Config.RetThunk, k.Config.ReturnsPatched)
 	size := uint64(len(tb.code))
 	stride := alignUp(size, funcAlign)
 
@@ -86,14 +89,16 @@ func AddProbeTargets(k *image.Kernel, truth *Truth, n int, traced bool, seed uin
 	fill(grown[len(core.Bytes):], opINT3)
 
 	syms := make([]image.Symbol, n)
+	reg := &image.Region{Start: core.Start, Bytes: grown}
 	for i := 0; i < n; i++ {
 		a := start + uint64(i)*stride
 		if mc, ok := tb.write(grown[a-core.Start:], a, fentry, retThunk, counter); ok {
 			k.McountLocs = append(k.McountLocs, mc)
 		}
 		syms[i] = image.Symbol{Name: ProbeTargetName(i), Addr: a, Size: size, Type: 't'}
+		ft := tb.pad(reg, syms[i].Name, a, padFill(padding, i == n-1, FillLinkerINT3))
 		if truth != nil {
-			truth.Funcs = append(truth.Funcs, tb.truth(syms[i].Name, a))
+			truth.Funcs = append(truth.Funcs, ft)
 		}
 	}
 	core.Bytes = grown
@@ -113,12 +118,37 @@ func AddProbeTargets(k *image.Kernel, truth *Truth, n int, traced bool, seed uin
 	return syms, nil
 }
 
-// targetBody is the code of one generated probe target:
+// AddSample appends the batch sample's targets to a loaded kernel for a
+// run that probes n of them: SampleSize(c, n) functions, as AddProbeTargets
+// lays them out. Errors name --sample-functions.
+func AddSample(k *image.Kernel, c Config, n int, traced bool, seed uint64) error {
+	if c.SampleFunctions < 0 || c.SampleFunctions > 1_000_000 {
+		return cfgErr("sample-functions", "must be in [0, 1000000] (got %d)", c.SampleFunctions)
+	}
+	if err := c.Padding.validate(); err != nil {
+		return err
+	}
+	_, err := addProbeTargets(k, nil, SampleSize(c, n), traced, c.Padding)
+	var ce *ConfigError
+	if errors.As(err, &ce) && ce.Flag == "probe-targets" {
+		return cfgErr("sample-functions", "%s", ce.Msg)
+	}
+	return err
+}
+
+// targetBody is the code of one generated probe target, what gcc 12 emits
+// with the kernel's flags for the sample's
 //
-//	[endbr64] [call __fentry__] mov X(%rip),%eax; add $1,%eax; mov %eax,X(%rip); ret; int3
+//	noinline void kprobe_many_func_N(void)
+//	{ WRITE_ONCE(counter, READ_ONCE(counter) + 1); }
 //
-// with "jmp __x86_return_thunk; int3" for the return when the image's
-// return thunks are unpatched.
+// (TestTargetsMatchGCC compiles it):
+//
+//	[endbr64] [call __fentry__] mov X(%rip),%eax; add $1,%eax; mov %eax,X(%rip); RET
+//
+// where RET is "jmp __x86_return_thunk" with CONFIG_RETHUNK (no int3
+// after it), "ret; int3 x4" once apply_returns has patched it, and "ret;
+// int3" (SLS) without RETHUNK.
 type targetBody struct {
 	code                                 []byte
 	offs                                 []uint32
@@ -126,7 +156,8 @@ type targetBody struct {
 	fentryOff, loadOff, storeOff, retOff int
 }
 
-func newTargetBody(ibt, traced, thunkRet bool) *targetBody {
+func newTargetBody(ibt, traced, retThunk, returnsPatched bool) *targetBody {
+	thunkRet := retThunk && !returnsPatched
 	t := &targetBody{traced: traced, thunkRet: thunkRet}
 	add := func(b ...byte) int {
 		off := len(t.code)
@@ -143,12 +174,18 @@ func newTargetBody(ibt, traced, thunkRet bool) *targetBody {
 	t.loadOff = add(0x8b, 0x05, 0, 0, 0, 0)  // mov X(%rip),%eax
 	add(0x83, 0xc0, 0x01)                    // add $1,%eax
 	t.storeOff = add(0x89, 0x05, 0, 0, 0, 0) // mov %eax,X(%rip)
-	if thunkRet {
-		t.retOff = add(opJMP32, 0, 0, 0, 0)
-	} else {
-		add(0xc3)
+	ret := bRET
+	switch {
+	case thunkRet:
+		ret = []byte{opJMP32, 0, 0, 0, 0}
+	case retThunk:
+		ret = bRETPatched
 	}
-	add(opINT3)
+	t.retOff = len(t.code)
+	for _, o := range retOffs(ret) {
+		t.offs = append(t.offs, uint32(t.retOff)+o)
+	}
+	t.code = append(t.code, ret...)
 	return t
 }
 
@@ -170,4 +207,13 @@ func (t *targetBody) write(b []byte, a, fentry, retThunk, counter uint64) (uint6
 
 func (t *targetBody) truth(name string, a uint64) FuncTruth {
 	return FuncTruth{Name: name, Addr: a, Size: uint32(len(t.code)), Zone: ZoneProbeTarget, Insns: t.offs, Traced: t.traced}
+}
+
+// pad writes the gap after the target at a (in reg) up to the next
+// 16-byte boundary with f (padFill) and returns the target's truth.
+func (t *targetBody) pad(reg *image.Region, name string, a uint64, f Fill) FuncTruth {
+	ft := t.truth(name, a)
+	size := uint64(len(t.code))
+	padAfter(&ft, reg, int(alignUp(size, funcAlign)-size), f)
+	return ft
 }

@@ -127,6 +127,17 @@ var measured = map[string]binding{
 	"maple.slot.store":         {"bt_slot", "one pointer store to a line the walk just loaded"},
 	"maple.erase":              {"bt_store", "the leaf rewrite of an erase, as a store"},
 	"image.bench.probe":        {"idx_jump_probe", "a halving-search step over an index of table pointers"},
+	// The trace front doors (tracefs, perf, BPF): misc.c, tables.c, hlist.c.
+	"trace.line.byte":           {"slot_scan", "a byte-at-a-time loop over an L1-hot buffer"},
+	"trace.strcmp":              {"strcmp_short", ""},
+	"trace.dyn_event.visit":     {"hlist_visit", "one dependent load of a slab-allocated list node, as a chain node"},
+	"trace.ftrace_events.visit": {"hlist_visit", "one dependent load of a slab-allocated list node, as a chain node"},
+	"trace.tr_events.visit":     {"hlist_visit", "one dependent load of a slab-allocated list node, as a chain node"},
+	"trace.systems.visit":       {"hlist_visit", "one dependent load of a slab-allocated list node, as a chain node"},
+	"trace.event_hash.visit":    {"hlist_visit", "one dependent load of a slab-allocated hash node, as a chain node"},
+	"trace.check.const":         {"call_const", ""},
+	"perf.pmu.idr_find":         {"modtree", "a two-level radix walk: a few dependent node loads, as a small tree lookup"},
+	"syscall":                   {"syscall", "on the running kernel, whose entry mitigations may differ from Debian 6.1's"},
 }
 
 // documented are the ops user space cannot time: they keep the value and
@@ -152,4 +163,13 @@ var documented = map[string]string{
 	"rhashtable.worker":               "schedule_work and a kworker wake-up (the scheduler)",
 	"rhashtable.tbl.alloc":            "kvzalloc: the kernel's page or slab allocator",
 	"maple.split":                     "kmem_cache_alloc of a maple node dominates",
+	"trace.copy_from_user":            "access_ok and STAC/CLAC are kernel-mode (SMAP) instructions",
+	"percpu.alloc":                    "the per-CPU allocator (pcpu_alloc_mutex, chunk bitmaps)",
+	"tracefs.create":                  "dcache and inode allocation in the kernel's VFS",
+	"tracefs.remove":                  "dentry invalidation and inode eviction in the kernel's VFS",
+	"vfs.open":                        "a path walk and struct file allocation in the kernel (a user-space open would time this machine's kernel, not the model's)",
+	"ring_buffer.page":                "alloc_pages_node and kzalloc",
+	"tracepoint.register":             "the tracepoint mutex, kmalloc and RCU publication",
+	"ring_buffer.reset_cpu":           "per-CPU ring-buffer state and its synchronisation",
+	"perf.percpu.list_init":           "a store into every CPU's per-CPU area",
 }

@@ -12,6 +12,12 @@
  *   modtree      one mod_tree lookup: descent of a red-black tree of 8
  *                modules (nodes inside 1 KB struct module objects),
  *                start <= addr < start + size compares
+ *   strcmp_short one non-inlined strcmp of two short event names that
+ *                differ within the first few bytes (the trace front doors'
+ *                name lookups)
+ *   syscall      one getppid system call: entry, exit and this machine's
+ *                kernel's mitigations (not Debian 6.1's: the running
+ *                kernel's)
  *
  * hot: the same 8 addresses; cold: a distinct random one per call (the
  * costs barely depend on it except modtree's).
@@ -19,6 +25,8 @@
 #include "harness.h"
 
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static volatile uintptr_t text_start = 0xffffffff81000000ul, text_end = 0xffffffff82000000ul;
 
@@ -79,6 +87,15 @@ static __attribute__((noinline)) struct module *mod_find(struct rb_root *root, u
 
 #define NQ 4096
 
+static __attribute__((noinline)) int strcmp_short(const char *a, const char *b)
+{
+	while (*a && *a == *b)
+		a++, b++;
+	return (unsigned char)*a - (unsigned char)*b;
+}
+static const char *const evnames[8] = {"p_vfs_read_0", "p_vfs_write_0", "sched_switch", "sys_enter", "kmalloc", "kfree", "irq_handler_entry", "p_do_sys_open_0"};
+static const char *volatile evq[8] = {"p_vfs_read_1", "p_vfs_writev", "sched_waking", "sys_exit", "kmem_cache_alloc", "kfree_skb", "irq_handler_exit", "p_do_sys_openat2"};
+
 void bench_misc(void)
 {
 	int R = reps(), rounds = cfg->quick ? 1 : 16;
@@ -138,6 +155,24 @@ void bench_misc(void)
 		s[r] = (now_cycles() - t0) / ((double)rounds * NQ);
 	}
 	report("modtree", "call", s, R, "8 modules, 1 KB struct module");
+
+	for (int r = 0; r < R; r += clean()) {
+		double t0 = now_cycles();
+		for (int k = 0; k < rounds * 4; k++)
+			for (int i = 0; i < NQ; i++)
+				acc += (unsigned)strcmp_short(evnames[i & 7], evq[(i + k) & 7]);
+		s[r] = (now_cycles() - t0) / ((double)rounds * 4 * NQ);
+	}
+	report("strcmp_short", "call", s, R, "names of 4-17 bytes differing in the first 1-12");
+
+	for (int r = 0; r < R; r += clean()) {
+		int calls = cfg->quick ? 200 : 20000;
+		double t0 = now_cycles();
+		for (int i = 0; i < calls; i++)
+			acc += (uint64_t)syscall(SYS_getppid);
+		s[r] = (now_cycles() - t0) / calls;
+	}
+	report("syscall", "call", s, R, "getppid round trip on the running kernel");
 	if (cfg->check) {
 		long c;
 		if (!rb_check(&root, &c) || c != 8)

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func explainArgs(extra ...string) []string {
+	return append(append([]string{"explain"}, small...), append([]string{"--n", "4"}, extra...)...)
+}
+
+// A sample target is built into the image even without --n; other
+// targets get the image without them unless --n asks.
+func TestExplainSampleTargets(t *testing.T) {
+	out, errs, code := runKpsim(append(append([]string{"explain"}, small...), "kprobe_many_func_7")...)
+	if code != 0 || !strings.Contains(out, "state    optimized") {
+		t.Fatalf("exit %d (%s):\n%s", code, errs, out)
+	}
+	out, errs, code = runKpsim(append(append([]string{"explain"}, small...), "kprobe_many_func_7", "--n", "0")...)
+	if code != 0 || !strings.Contains(out, "state    optimized") {
+		t.Fatalf("--n 0 with a sample target: exit %d (%s):\n%s", code, errs, out)
+	}
+}
+
+func TestExplainOptimized(t *testing.T) {
+	out, errs, code := runKpsim(explainArgs("kprobe_many_func_1", "--patches", "series")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		`register_kprobe(symbol_name="kprobe_many_func_1")`,
+		`kallsyms_lookup_name("kprobe_many_func_1") = 0x`,
+		"check_kprobe_address_safe(kprobe_many_func_1+0x0)",
+		"jump_label_text_reserved([",
+		"can_optimize(kprobe_many_func_1+0x0) = true",
+		"arch_check_optimized_kprobe(kprobe_many_func_1+0x0) = 0: no armed probe in (+0, +6)",
+		"do_optimize_kprobes: arch_optimize_kprobes",
+		"state    optimized",
+		"reason   -",
+		"identical under every switch set",
+		"safety.jump_label",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// The target may come first; flags after it still apply.
+func TestExplainRefusedVerify(t *testing.T) {
+	args := append([]string{"explain", "kprobe_many_func_2+1", "--verify"}, small...)
+	out, errs, code := runKpsim(args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"result   -EILSEQ (-84)",
+		"reason   arch_prepare_kprobe: can_probe: +1 is not an instruction boundary: the 6-byte mov at +0 spans it",
+		"verified: the same trail, result, state and reason under all",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestExplainJSON(t *testing.T) {
+	out, errs, code := runKpsim(explainArgs("--post", "--format", "json", "kprobe_many_func_0")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var v struct {
+		Result, State, Check, Detail, Reason string
+		Trail                                []struct {
+			Depth               int
+			Check, Args, Result string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Result != "0" || v.State != "int3" || v.Check != "optimize_kprobe" || !strings.Contains(v.Detail, "post_handler") || len(v.Trail) < 20 {
+		t.Fatalf("%+v", v)
+	}
+}
+
+func TestExplainBadInput(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "missing TARGET"},
+		{[]string{"foo+-1"}, "is not a non-negative number"},
+		{[]string{"foo+x"}, "is not a non-negative number"},
+		{[]string{"0xzz"}, "not a hex address"},
+		{[]string{"foo", "--patches", "bogus"}, "--patches"},
+		{[]string{"foo", "--format", "xml"}, "--format"},
+		{[]string{"foo", "bar"}, "unexpected argument"},
+		{[]string{"foo", "--n", "-1"}, "--n"},
+	} {
+		_, errs, code := runKpsim(append([]string{"explain"}, c.args...)...)
+		if code != 2 || !strings.Contains(errs, c.want) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("explain %v: exit %d, stderr %q, want exit 2 and one line with %q", c.args, code, errs, c.want)
+		}
+	}
+}
+
+// An unknown symbol is a per-probe result, not a usage error.
+func TestExplainUnknownSymbol(t *testing.T) {
+	out, errs, code := runKpsim(explainArgs("no_such_function")...)
+	if code != 0 || !strings.Contains(out, `reason   _kprobe_addr: kallsyms_lookup_name: no symbol "no_such_function"`) {
+		t.Fatalf("exit %d (%s):\n%s", code, errs, out)
+	}
+}
+
+// --with registers other probes first: here an optprobe whose jump the
+// explained probe lands in, and a refused one.
+func TestExplainWith(t *testing.T) {
+	out, errs, code := runKpsim(explainArgs("kprobe_many_func_1+9", "--with", "kprobe_many_func_1+6", "--with", "kprobe_many_func_2+1", "--verify")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"kprobe_many_func_1+6: 0, int3, __arm_kprobe: get_optimized_kprobe: unoptimized: a probe was armed at +9 inside its jump [+6, +15)",
+		"kprobe_many_func_2+1: -EILSEQ, unregistered, arch_prepare_kprobe: can_probe:",
+		"unoptimize_kprobe(kprobe_many_func_1+0x6)",
+		"state    optimized",
+		"verified:",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, errs, code := runKpsim(explainArgs("kprobe_many_func_1", "--with", "0xnope")...); code != 2 || !strings.Contains(errs, "--with") {
+		t.Errorf("bad --with: exit %d, %s", code, errs)
+	}
+}

@@ -1,0 +1,247 @@
+// Package machine boots one modelled kernel: an image, the subsystems the
+// kprobes paths call (kallsyms, ftrace, the jump-label / static-call / bug /
+// blacklist checks, the exception tables) in the forms a switch set selects,
+// the kprobes state, its counters and fault plan, and the late_initcall that
+// builds the series' indexes.
+//
+// Linux reaches the state a registration meets in three steps: the boot
+// initialises every table (populate_kprobe_blacklist, ftrace_init's records,
+// jump_label_init, static_call_init), free_initmem drops init text and its
+// ftrace records, and late_initcall runs. Scenarios, front ends (tracefs,
+// perf, BPF) and tests all need that same booted kernel, so it is built here
+// once instead of in each scenario.
+package machine
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/kpsim/kpsim/boot"
+	"github.com/kpsim/kpsim/bug"
+	"github.com/kpsim/kpsim/extable"
+	"github.com/kpsim/kpsim/ftrace"
+	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/jumplabel"
+	"github.com/kpsim/kpsim/kallsyms"
+	"github.com/kpsim/kpsim/kallsyms/ktab"
+	"github.com/kpsim/kpsim/kprobes"
+	"github.com/kpsim/kpsim/kprobes/blacklist"
+	"github.com/kpsim/kpsim/sim"
+	"github.com/kpsim/kpsim/staticcall"
+)
+
+// PhaseBoot holds boot-time work a run's kernel does before any probe
+// (populate_kprobe_blacklist and the like).
+var PhaseBoot = sim.NewPhase("boot", "boot-time initialisation (populate_kprobe_blacklist, ftrace records)")
+
+// PhaseLateInit holds the late_initcall work (building the indexes).
+var PhaseLateInit = sim.NewPhase("late_init", "late_initcall: building the address indexes of the series")
+
+// KallsymsBuildOptions are the scripts/kallsyms flags of an x86-64 6.1
+// distro build (KALLSYMS_ALL, ABSOLUTE_PERCPU, BASE_RELATIVE).
+var KallsymsBuildOptions = ktab.Options{AllSymbols: true, AbsolutePercpu: true, BaseRelative: true}
+
+// The kallsyms tables the build would embed in this image: built once per
+// image (simulator cache; the tables never change).
+var ksymsCache sync.Map // *image.Kernel -> *ktab.Tables
+
+// KallsymsTables returns the compressed kallsyms tables of k, built as
+// scripts/kallsyms builds them for a Debian 6.1 x86-64 kernel.
+func KallsymsTables(k *image.Kernel) (*ktab.Tables, error) {
+	if t, ok := ksymsCache.Load(k); ok {
+		return t.(*ktab.Tables), nil
+	}
+	t, err := ktab.Build(SymbolsOf(k), KallsymsBuildOptions)
+	if err != nil {
+		return nil, fmt.Errorf("kallsyms tables of %s: %w", k.Name, err)
+	}
+	ksymsCache.Store(k, t)
+	return t, nil
+}
+
+// SymbolsOf lists k's vmlinux symbols as scripts/kallsyms reads them from
+// `nm -n` (address order, the image's own types).
+func SymbolsOf(k *image.Kernel) []ktab.Symbol {
+	out := make([]ktab.Symbol, 0, len(k.Symbols))
+	for _, s := range k.Symbols {
+		out = append(out, ktab.Symbol{Addr: s.Addr, Type: byte(s.Type), Name: s.Name})
+	}
+	return out
+}
+
+// bugAdapter turns bug.Table's entry-returning FindBug into the predicate
+// check_kprobe_address_safe uses.
+type bugAdapter struct{ t *bug.Table }
+
+func (b bugAdapter) FindBug(c *sim.Counters, addr uint64) bool { return b.t.FindBug(c, addr) != nil }
+
+// extableAdapter: search_exception_tables as the predicate its callers test.
+type extableAdapter struct{ e *extable.Extable }
+
+func (x extableAdapter) SearchExceptionTables(c *sim.Counters, addr uint64) bool {
+	return x.e.Search(c, addr) != nil
+}
+
+// Wiring builds the subsystems one run's kernel uses and returns the
+// late-init hook that builds the indexes. Tests substitute their own.
+type Wiring func(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults) (kprobes.Deps, func() error, error)
+
+// Wire is the real wiring: kallsyms over the compressed tables, the
+// jump-label / static-call / bug / blacklist models in the forms the
+// switches select, ftrace after free_initmem, the exception tables.
+func Wire(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults) (kprobes.Deps, func() error, error) {
+	state := func() boot.State { return boot.Running }
+	tables, err := KallsymsTables(k)
+	if err != nil {
+		return kprobes.Deps{}, nil, err
+	}
+	v := kallsyms.Variant{TokenCmp: sw.Has(sim.KallsymsTokenCmp)}
+	if sw.Has(sim.KallsymsOffsetIndex) {
+		v.Index = kallsyms.IndexOffsets3
+	}
+	syms, err := kallsyms.NewCompressed(tables, v, kallsyms.CompressedOptions{Modules: k.Modules, Faults: faults})
+	if err != nil {
+		return kprobes.Deps{}, nil, err
+	}
+	syms.RecordMemory(c)
+	syms.EnableFastScan() // counts only: identical counts, no walking
+	prev := c.Enter(PhaseBoot)
+	defer c.Enter(prev)
+	jl, err := jumplabel.New(k, sw, faults, state)
+	if err != nil {
+		return kprobes.Deps{}, nil, err
+	}
+	sc, err := staticcall.New(k, sw, faults, state)
+	if err != nil {
+		return kprobes.Deps{}, nil, err
+	}
+	bt, err := bug.New(k, sw, faults)
+	if err != nil {
+		return kprobes.Deps{}, nil, err
+	}
+	bl, err := blacklist.New(c, k, sw, faults, syms)
+	if err != nil {
+		return kprobes.Deps{}, nil, err
+	}
+	ft, err := ftrace.New(k, syms, faults)
+	if err != nil {
+		return kprobes.Deps{}, nil, err
+	}
+	// The runs happen at SYSTEM_RUNNING: init memory (and its ftrace
+	// records) is gone.
+	ft.FreeInitMem()
+	ex, err := extable.New(k)
+	if err != nil {
+		return kprobes.Deps{}, nil, err
+	}
+	// Runs never patch text or change tables after this point: the
+	// simulator may answer linear walks from sorted shadows (identical
+	// counts; each package's TestFastScanCountsMatchWalk proves it).
+	jl.EnableFastScan()
+	sc.EnableFastScan()
+	bt.EnableFastScan()
+	bl.EnableFastScan()
+	deps := kprobes.Deps{
+		Image: k, Syms: syms, Ftrace: ft, Extable: extableAdapter{ex},
+		JumpLabel: jl, StaticCall: sc, Bugs: bugAdapter{bt}, Blacklist: bl,
+	}
+	lateInit := func() error {
+		// late_initcall: each index is built (or its allocation fails and
+		// the linear scan stays); errors here are model faults, not
+		// injected ones.
+		for _, f := range []func(*sim.Counters) error{jl.LateInit, sc.LateInit, bt.LateInit, bl.LateInit} {
+			if err := f(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return deps, lateInit, nil
+}
+
+// Config chooses how a machine is built.
+type Config struct {
+	Switches sim.Switches
+	// Faults is the fault plan (nil: none).
+	Faults *sim.Faults
+	// Kprobes is the kprobes configuration (CPUs, preemption, ...).
+	Kprobes kprobes.Config
+	// Counters receives every count (nil: new counters with timing).
+	Counters *sim.Counters
+	// Wiring builds the subsystems (nil: Wire).
+	Wiring Wiring
+}
+
+// DefaultConfig is Debian 6.1's kprobes configuration with no switch on.
+func DefaultConfig() Config { return Config{Kprobes: kprobes.DefaultConfig()} }
+
+// Machine is one booted kernel. Not safe for concurrent use: every call is
+// made under the modelled kernel's mutexes.
+type Machine struct {
+	Kernel   *image.Kernel
+	Switches sim.Switches
+	C        *sim.Counters
+	Faults   *sim.Faults
+	Deps     kprobes.Deps
+	KP       *kprobes.Kprobes
+	// Syms and Ftrace are the concrete subsystems behind Deps (nil when a
+	// test wiring supplies others).
+	Syms   *kallsyms.Compressed
+	Ftrace *ftrace.Ftrace
+
+	lateInit func() error
+	lateDone bool
+}
+
+// New builds the machine up to (not including) late init.
+func New(k *image.Kernel, cfg Config) (*Machine, error) {
+	if cfg.Faults == nil {
+		cfg.Faults = &sim.Faults{}
+	}
+	if cfg.Counters == nil {
+		cfg.Counters = sim.NewCounters(true)
+	}
+	if cfg.Wiring == nil {
+		cfg.Wiring = Wire
+	}
+	if cfg.Kprobes.CPUs == 0 {
+		cfg.Kprobes = kprobes.DefaultConfig()
+	}
+	deps, lateInit, err := cfg.Wiring(k, cfg.Switches, cfg.Counters, cfg.Faults)
+	if err != nil {
+		return nil, err
+	}
+	kp, err := kprobes.New(deps, cfg.Kprobes, cfg.Switches, cfg.Counters)
+	if err != nil {
+		return nil, err
+	}
+	kp.Faults = cfg.Faults
+	m := &Machine{Kernel: k, Switches: cfg.Switches, C: cfg.Counters, Faults: cfg.Faults, Deps: deps, KP: kp, lateInit: lateInit}
+	m.Syms, _ = deps.Syms.(*kallsyms.Compressed)
+	m.Ftrace, _ = deps.Ftrace.(*ftrace.Ftrace)
+	return m, nil
+}
+
+// LateInit runs the late_initcalls once, counted in PhaseLateInit.
+func (m *Machine) LateInit() error {
+	if m.lateDone || m.lateInit == nil {
+		m.lateDone = true
+		return nil
+	}
+	prev := m.C.Enter(PhaseLateInit)
+	defer m.C.Enter(prev)
+	m.lateDone = true
+	return m.lateInit()
+}
+
+// Boot is New followed by LateInit: the kernel at SYSTEM_RUNNING.
+func Boot(k *image.Kernel, cfg Config) (*Machine, error) {
+	m, err := New(k, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.LateInit(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}

@@ -1,0 +1,30 @@
+// Package trace models the tracing front doors users attach kprobes
+// through, as Linux 6.1.192 implements them: tracefs kprobe_events
+// (kernel/trace/trace_kprobe.c, trace_probe.c, trace_dynevent.c), the event
+// layer behind it (trace_events.c, trace_output.c, fs/tracefs), enabling,
+// disabling and deleting events, and the perf kprobe PMU
+// (trace_event_perf.c, kernel/events/core.c).
+//
+// What Linux does. A line "p[:[GRP/]EVENT] SYM[+OFF]" written to
+// kprobe_events is split into words, parsed by __trace_kprobe_create,
+// checked (kprobe_on_func_entry; number_of_same_symbols refuses a name with
+// two or more copies, EADDRNOTAVAIL, or none, ENOENT), allocated
+// (alloc_trace_kprobe), then registered under event_mutex:
+// find_trace_kprobe walks the whole dyn_event_list, a new event is
+// registered as a trace event first (find_trace_event_call walks every
+// trace event, register_trace_event assigns an id, trace_add_event_call
+// creates the tracefs directory and its six files), and only then is the
+// kprobe registered, disabled, after within_notrace_func. One write()
+// carries many lines; the first failing line ends the write with its errno
+// and the lines before it stay. Enabling (events/GRP/EVENT/enable) arms the
+// probe through enable_kprobe, and only then is an optprobe queued for the
+// optimizer. Deleting (-:GRP/EVENT) walks the dyn_event list and the
+// instance's event files three times and waits for one grace period per
+// probe. The perf kprobe PMU (perf_event_open with the kprobe PMU type)
+// creates a local trace_kprobe without any list or tracefs work and arms it
+// inside the open.
+//
+// Every walk is counted as the kernel walks it; the simulator answers the
+// walks from maintained counts (the lists' lengths and each entry's
+// position), which give the same numbers as walking them.
+package trace

@@ -1,0 +1,518 @@
+package trace
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kpsim/kpsim/errno"
+	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/kprobes"
+)
+
+// findTraceKprobe models trace_kprobe.c:find_trace_kprobe: walk
+// dyn_event_list from its head (oldest first), skip other dynamic event
+// types (an ops-pointer compare), strcmp the event name of every kprobe
+// entry and, on a name match only, the group. It returns the first match.
+//
+// The walk is counted from the list's maintained state: a miss visits all
+// D entries and compares E names; a hit at the k-th live trace_kprobe
+// visits the non-kprobe entries (which sit before every kprobe event in a
+// run that starts with them) and k entries, compares k names and one group.
+func (t *Tracing) findTraceKprobe(name, group string) *TraceKprobe {
+	c := t.counters()
+	e := t.events[eventKey{group, name}]
+	if e == nil || e.local || len(e.probes) == 0 {
+		// A name match in another group also costs a group compare.
+		c.Add(opDynVisit, uint64(t.DynEvents()))
+		c.Add(opStrcmp, uint64(t.dyn.len()+t.sameNameOtherGroups(name)))
+		return nil
+	}
+	primary := e.probes[0]
+	k := t.dyn.before(primary.seq) + 1
+	c.Add(opDynVisit, uint64(t.cfg.OtherDynEvents+k))
+	c.Add(opStrcmp, uint64(k+1+t.sameNameOtherGroupsBefore(name, group, primary.seq)))
+	return primary
+}
+
+// sameNameOtherGroups counts live kprobe entries named name in any group
+// (their group compares fail).
+func (t *Tracing) sameNameOtherGroups(name string) int {
+	n := 0
+	for _, e := range t.byName[name] {
+		n += len(e.probes)
+	}
+	return n
+}
+
+func (t *Tracing) sameNameOtherGroupsBefore(name, group string, seq int) int {
+	n := 0
+	for _, e := range t.byName[name] {
+		if e.Group == group {
+			continue
+		}
+		for _, tk := range e.probes {
+			if tk.seq < seq {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// addEvent and removeEvent keep the simulator's indexes of live events.
+func (t *Tracing) addEvent(ev *Event) {
+	t.events[eventKey{ev.Group, ev.Name}] = ev
+	t.byName[ev.Name] = append(t.byName[ev.Name], ev)
+}
+
+func (t *Tracing) removeEvent(ev *Event) {
+	delete(t.events, eventKey{ev.Group, ev.Name})
+	l := t.byName[ev.Name]
+	for i, e := range l {
+		if e == ev {
+			l = append(l[:i], l[i+1:]...)
+			break
+		}
+	}
+	if len(l) == 0 {
+		delete(t.byName, ev.Name)
+	} else {
+		t.byName[ev.Name] = l
+	}
+}
+
+// dynEventAdd models trace_dynevent.h:dyn_event_add: tail insertion.
+func (t *Tracing) dynEventAdd(tk *TraceKprobe) {
+	t.counters().Inc(opConst)
+	tk.seq = t.dynSeq
+	t.dynSeq++
+	t.dyn.insert(tk.seq)
+	tk.listed = true
+}
+
+// dynEventRemove models dyn_event_remove: list_del_init.
+func (t *Tracing) dynEventRemove(tk *TraceKprobe) {
+	t.counters().Inc(opConst)
+	if tk.listed {
+		t.dyn.remove(tk.seq)
+		tk.listed = false
+	}
+}
+
+// registerTraceKprobe models trace_kprobe.c:register_trace_kprobe under
+// event_mutex.
+func (t *Tracing) registerTraceKprobe(tk *TraceKprobe) *probeErr {
+	c := t.counters()
+	c.Enter(PhaseLookup)
+	ev := tk.ev
+	old := t.findTraceKprobe(ev.Name, ev.Group)
+	if old == nil {
+		t.note("find_trace_kprobe", ev.Group+"/"+ev.Name, fmt.Sprintf("NULL (walked all %d entries of dyn_event_list)", t.DynEvents()))
+	} else {
+		t.note("find_trace_kprobe", ev.Group+"/"+ev.Name, "found: append the probe to the existing event")
+	}
+	if old != nil {
+		if old.Return != tk.Return {
+			return refuse(errno.EEXIST, "register_trace_kprobe", "an event of the other probe type has this name")
+		}
+		return t.appendTraceKprobe(tk, old)
+	}
+	if perr := t.registerKprobeEvent(ev); perr != nil {
+		return perr
+	}
+	perr := t.__registerTraceKprobe(tk)
+	if perr != nil && perr.code == errno.ENOENT && !t.moduleExist(tk) {
+		tk.pending = true
+		perr = nil
+	}
+	if perr != nil {
+		t.unregisterKprobeEvent(ev)
+		return perr
+	}
+	c.Enter(PhaseRegister)
+	t.addEvent(ev)
+	t.dynEventAdd(tk)
+	return nil
+}
+
+// appendTraceKprobe models trace_kprobe.c:append_trace_kprobe: the
+// argument types must match, an exact duplicate is refused, the probe
+// joins the existing event (whose enabled state it takes: an enabled event
+// registers the new probe armed).
+func (t *Tracing) appendTraceKprobe(tk, to *TraceKprobe) *probeErr {
+	c := t.counters()
+	const fn = "append_trace_kprobe"
+	ev := to.ev
+	// trace_probe_compare_arg_type: count, then name and type per arg.
+	c.Inc(opConst)
+	if len(tk.Args) != len(to.Args) {
+		return refuse(errno.EEXIST, fn, "argument count differs from the existing event's")
+	}
+	for i := range tk.Args {
+		c.Add(opStrcmp, 2)
+		if argName(tk.Args[i], i) != argName(to.Args[i], i) || argType(tk.Args[i]) != argType(to.Args[i]) {
+			return refuse(errno.EEXIST, fn, fmt.Sprintf("argument %d differs from the existing event's", i+1))
+		}
+	}
+	// trace_kprobe_has_same_kprobe: every sibling's symbol and offset,
+	// then the args' command texts.
+	for _, o := range ev.probes {
+		c.Inc(opStrcmp)
+		if o.Symbol != tk.Symbol || o.Offset != tk.Offset {
+			continue
+		}
+		same := true
+		for i := range o.Args {
+			c.Inc(opStrcmp)
+			if o.Args[i] != tk.Args[i] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return refuse(errno.EEXIST, fn, "the same probe is already on this event")
+		}
+	}
+	// trace_probe_append: the new probe's own trace_probe_event is freed
+	// (name, group, the event) and it joins the existing list.
+	c.Add(opKmalloc, 3)
+	tk.ev = ev
+	ev.probes = append(ev.probes, tk)
+	perr := t.__registerTraceKprobe(tk)
+	if perr != nil && perr.code == errno.ENOENT && !t.moduleExist(tk) {
+		tk.pending = true
+		perr = nil
+	}
+	if perr != nil {
+		ev.probes = ev.probes[:len(ev.probes)-1] // trace_probe_unlink
+		return perr
+	}
+	c.Enter(PhaseRegister)
+	t.dynEventAdd(tk)
+	return nil
+}
+
+// moduleExist models trace_kprobe_module_exist: a symbol without "MOD:"
+// counts as existing; otherwise find_module walks the modules list.
+func (t *Tracing) moduleExist(tk *TraceKprobe) bool {
+	if tk.Symbol == "" {
+		return false
+	}
+	i := strings.IndexByte(tk.Symbol, ':')
+	if i < 0 {
+		return true
+	}
+	name := tk.Symbol[:i]
+	mods := t.d.Image.Modules
+	for j := len(mods) - 1; j >= 0; j-- { // newest first
+		t.counters().Inc(opStrcmp)
+		if mods[j].State != image.ModuleUnformed && mods[j].Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// __registerTraceKprobe models trace_kprobe.c:__register_trace_kprobe:
+// lockdown, the registered check, within_notrace_func, the @SYM args, the
+// DISABLED flag from the event's state, then register_k(ret)probe.
+func (t *Tracing) __registerTraceKprobe(tk *TraceKprobe) *probeErr {
+	c := t.counters()
+	const fn = "__register_trace_kprobe"
+	prev := c.Enter(PhaseParse)
+	defer c.Enter(prev)
+	c.Inc(opConst) // security_locked_down(LOCKDOWN_KPROBES)
+	if t.cfg.Lockdown {
+		return refuse(errno.EPERM, fn, "lockdown: kprobes are locked down")
+	}
+	if tk.Registered() {
+		return refuse(errno.EINVAL, fn, "already registered")
+	}
+	c.Enter(PhaseSymbols)
+	if t.withinNotraceFunc(tk) {
+		t.note("within_notrace_func", tk.describe(), "true: no ftrace location in the function")
+		return refuse(errno.EINVAL, "within_notrace_func", fmt.Sprintf("could not probe notrace function %s", tk.describe()))
+	}
+	t.note("within_notrace_func", tk.describe(), "false")
+	c.Enter(PhaseParse)
+	for _, a := range tk.Args {
+		if sym, ok := argSymbol(a); ok {
+			// traceprobe_update_arg: kallsyms_lookup_name of @SYM.
+			if _, found := t.d.Syms.LookupName(c, sym); !found {
+				return refuse(errno.ENOENT, "traceprobe_update_arg", fmt.Sprintf("symbol %q of a fetch argument not found", sym))
+			}
+		}
+	}
+	if tk.ev.Enabled() {
+		tk.Kp.Flags &^= kprobes.KprobeFlagDisabled
+	} else {
+		tk.Kp.Flags |= kprobes.KprobeFlagDisabled
+	}
+	var err error
+	flags := "KPROBE_FLAG_DISABLED (the event is not enabled)"
+	if tk.ev.Enabled() {
+		flags = "enabled (the event is)"
+	}
+	if tk.Return {
+		t.note("register_kretprobe", tk.describe(), flags)
+	} else {
+		t.note("register_kprobe", tk.describe(), flags)
+	}
+	done := t.nest()
+	if tk.Return {
+		err = t.d.KP.RegisterKretprobe(tk.Rp)
+	} else {
+		err = t.d.KP.RegisterKprobe(tk.Kp)
+	}
+	done()
+	if err != nil {
+		if perr := kprobeRefusal(tk.Kp, err, tk.Return); perr != nil {
+			return perr
+		}
+		panic(fmt.Sprintf("trace: register_kprobe %s: %v", tk.describe(), err))
+	}
+	return nil
+}
+
+func (tk *TraceKprobe) describe() string {
+	if tk.Symbol == "" {
+		return fmt.Sprintf("%#x", tk.Addr)
+	}
+	if tk.Offset != 0 {
+		return fmt.Sprintf("%s+%d", tk.Symbol, tk.Offset)
+	}
+	return tk.Symbol
+}
+
+// address models trace_kprobe_address: kallsyms_lookup_name + offset (0 if
+// the name is unknown), or the given address.
+func (t *Tracing) address(tk *TraceKprobe) uint64 {
+	if tk.Symbol == "" {
+		return tk.Addr
+	}
+	a, ok := t.d.Syms.LookupName(t.counters(), tk.Symbol)
+	if !ok || a == 0 {
+		return 0
+	}
+	return a + tk.Offset
+}
+
+// withinNotraceFuncAt models __within_notrace_func: the function holding
+// addr has no ftrace location in [start, start+size-1].
+func (t *Tracing) withinNotraceFuncAt(addr uint64) bool {
+	c := t.counters()
+	if addr == 0 {
+		return false
+	}
+	size, off, ok := t.d.Syms.LookupSizeOffset(c, addr)
+	if !ok {
+		return false
+	}
+	start := addr - off
+	if t.d.Ftrace == nil {
+		return true
+	}
+	return t.d.Ftrace.LocationRange(c, start, start+size-1) == 0
+}
+
+// withinNotraceFunc models trace_kprobe.c:within_notrace_func (DYNAMIC_FTRACE
+// and no KPROBE_EVENTS_ON_NOTRACE, as Debian): a notrace function is
+// refused unless it is a suffixed copy ("foo.isra.0") of a traceable base.
+func (t *Tracing) withinNotraceFunc(tk *TraceKprobe) bool {
+	c := t.counters()
+	addr := t.address(tk)
+	if !t.withinNotraceFuncAt(addr) {
+		return false
+	}
+	name, ok := t.d.Syms.LookupSymbolName(c, addr)
+	if ok {
+		i := strings.IndexByte(name, '.')
+		if i < 0 {
+			return true
+		}
+		// kprobe_lookup_name(base, 0): kallsyms_lookup_name.
+		if base, found := t.d.Syms.LookupName(c, name[:i]); found && base != 0 {
+			return t.withinNotraceFuncAt(base)
+		}
+	}
+	return true
+}
+
+// registerKprobeEvent models register_kprobe_event →
+// trace_probe_register_event_call: find_trace_event_call, then
+// register_trace_event (the id and event_hash) and trace_add_event_call
+// (ftrace_events, the instance's file and its tracefs directory).
+func (t *Tracing) registerKprobeEvent(ev *Event) *probeErr {
+	c := t.counters()
+	c.Enter(PhaseLookup)
+	// find_trace_event_call: ftrace_events newest first; a system compare
+	// each, a name compare for entries of the same system. A new event
+	// is a miss (a collision with a static or other dynamic event of this
+	// group/name is not modelled: kpsim does not know the static events'
+	// systems).
+	c.Add(opEvVisit, uint64(t.NumTraceEvents()))
+	c.Add(opStrcmp, uint64(t.NumTraceEvents()+t.perGrp[ev.Group]))
+	t.note("find_trace_event_call", ev.Group+"/"+ev.Name, fmt.Sprintf("NULL (walked all %d trace events)", t.NumTraceEvents()))
+
+	c.Enter(PhaseRegister)
+	c.Inc(opConst) // init_trace_event_call
+	id := t.registerTraceEvent()
+	if id == 0 {
+		return refuse(errno.ENODEV, "trace_probe_register_event_call", "register_trace_event: no free event id")
+	}
+	ev.id = id
+	t.note("register_trace_event", "", fmt.Sprintf("event id %d", id))
+	// trace_add_event_call → __register_event: list_add to ftrace_events.
+	c.Inc(opConst)
+	ev.seq = t.callSeq
+	t.callSeq++
+	t.calls.insert(ev.seq)
+	t.perGrp[ev.Group]++
+	// __add_event_to_tracers → __trace_add_new_event (one instance):
+	// trace_create_new_event (a trace_event_file, two pid-list checks,
+	// list_add to tr->events) and event_create_dir.
+	c.Inc(opKmalloc)
+	c.Add(opConst, 2)
+	t.eventCreateDir(ev)
+	return nil
+}
+
+// registerTraceEvent models trace_output.c:register_trace_event: the id is
+// next_event_type++ until it passes TRACE_EVENT_TYPE_MAX; after that
+// trace_search_list walks ftrace_event_list (in id order) to the first
+// gap. ftrace_find_event checks the id's event_hash bucket first.
+func (t *Tracing) registerTraceEvent() int {
+	c := t.counters()
+	var id int
+	if t.nextType > TraceEventTypeMax {
+		next := traceLastType
+		walked := 0
+		for next <= TraceEventTypeMax && t.typeUsed[next] {
+			next++
+			walked++
+		}
+		c.Add(opHashVisit, uint64(walked)) // the list walk to the gap
+		if next > TraceEventTypeMax {
+			return 0
+		}
+		id = next
+	} else {
+		c.Inc(opConst)
+		id = t.nextType
+		t.nextType++
+	}
+	c.Add(opHashVisit, uint64(t.bucket[id&(eventHashSize-1)]))
+	t.useType(id)
+	return id
+}
+
+// eventCreateDir models trace_events.c:event_create_dir for the one
+// instance: the group's directory (found on tr->systems, or created with
+// its filter and enable files), the event directory and its six files,
+// and the fields (ip, or func and ret_ip, plus one per argument).
+func (t *Tracing) eventCreateDir(ev *Event) {
+	c := t.counters()
+	prev := c.Enter(PhaseTracefs)
+	defer c.Enter(prev)
+	t.eventSubsystemDir(ev.Group)
+	if t.d.Faults.Fail(FaultTracefsDir) {
+		// __add_event_to_tracers ignores the failure: the event exists
+		// without its directory.
+		c.Inc(opDentry)
+		return
+	}
+	ev.hasDir = true
+	t.note("event_create_dir", "events/"+ev.Group+"/"+ev.Name, "1 directory + 6 files (enable, id, filter, trigger, hist, format)")
+	c.Add(opDentry, filesPerEvent)
+	fields := 1
+	if ev.isReturn {
+		fields = 2
+	}
+	c.Add(opKmalloc, uint64(fields+ev.nargs))
+}
+
+// eventSubsystemDir models trace_events.c:event_subsystem_dir: walk
+// tr->systems (head first) for the group; a new group also walks the
+// global event_subsystems list, allocates the dir, the subsystem, its name
+// and filter, and creates its directory with two files.
+func (t *Tracing) eventSubsystemDir(group string) {
+	c := t.counters()
+	for i, s := range t.systems {
+		if s.name == group {
+			c.Add(opSysVisit, uint64(i+1))
+			c.Add(opStrcmp, uint64(i+1))
+			s.nEvents++
+			return
+		}
+	}
+	n := uint64(len(t.systems))
+	c.Add(opSysVisit, 2*n)
+	c.Add(opStrcmp, 2*n)
+	c.Add(opKmalloc, 4)
+	c.Add(opDentry, filesPerGroup)
+	t.sysSeq++
+	t.systems = append([]*subsystem{{name: group, nEvents: 1}}, t.systems...)
+}
+
+// removeSubsystem models the group side of remove_event_file_dir: the
+// last event of a group removes its directory (and two files) and frees
+// the subsystem.
+func (t *Tracing) removeSubsystem(group string) {
+	c := t.counters()
+	for i, s := range t.systems {
+		if s.name == group {
+			s.nEvents--
+			if s.nEvents == 0 {
+				c.Add(opDentryRm, filesPerGroup)
+				c.Add(opKmalloc, 4)
+				t.systems = append(t.systems[:i], t.systems[i+1:]...)
+			}
+			return
+		}
+	}
+}
+
+// fileDepth is how far a walk of tr->events from its head goes to reach
+// ev's file: files are head-inserted, so 1 + the live events created after
+// it (static events sit behind every dynamic one).
+func (t *Tracing) fileDepth(ev *Event) uint64 { return uint64(t.calls.after(ev.seq) + 1) }
+
+// unregisterKprobeEvent models unregister_kprobe_event →
+// trace_remove_event_call → probe_remove_event_call: a refused busy event
+// is -EBUSY; otherwise three walks of tr->events to the file,
+// __unregister_trace_event, the tracefs removal, list_del from
+// ftrace_events, the fields and the filter freed.
+func (t *Tracing) unregisterKprobeEvent(ev *Event) *probeErr {
+	c := t.counters()
+	prev := c.Enter(PhaseDelete)
+	defer c.Enter(prev)
+	if ev.profile {
+		return refuse(errno.EBUSY, "probe_remove_event_call", "the event is in use by perf")
+	}
+	depth := t.fileDepth(ev)
+	c.Add(opFileVisit, depth) // walk 1: is the file enabled?
+	if ev.traceOn {
+		return refuse(errno.EBUSY, "probe_remove_event_call", "the event is enabled")
+	}
+	c.Add(opFileVisit, depth) // walk 2: event_remove
+	c.Inc(opConst)            // __unregister_trace_event: hlist_del, list_del
+	t.freeType(ev.id)
+	c.Add(opFileVisit, depth) // walk 3: remove_event_from_tracers
+	c.Enter(PhaseTracefs)
+	if ev.hasDir {
+		c.Add(opDentryRm, filesPerEvent)
+	}
+	t.removeSubsystem(ev.Group)
+	c.Enter(PhaseDelete)
+	c.Add(opKmalloc, 2) // the filter and the file
+	fields := 1
+	if ev.isReturn {
+		fields = 2
+	}
+	c.Add(opKmalloc, uint64(fields+ev.nargs)) // trace_destroy_fields
+	t.calls.remove(ev.seq)
+	if t.perGrp[ev.Group]--; t.perGrp[ev.Group] == 0 {
+		delete(t.perGrp, ev.Group)
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+package trace
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/kpsim/kpsim/errno"
+	"github.com/kpsim/kpsim/kprobes"
+)
+
+// PerfEvent is one perf event opened on the kprobe PMU.
+type PerfEvent struct {
+	TK *TraceKprobe
+}
+
+// PerfKprobeOpen models perf_event_open(2) with attr.type = the kprobe
+// PMU's type, config1 = func (or 0), config2 = the offset (or the address
+// when func is empty), config bit 0 = retprobe:
+// perf_init_event's idr_find, perf_kprobe_event_init (perfmon_capable),
+// perf_kprobe_init (the name copied into a 512-byte buffer),
+// create_local_trace_kprobe (the uniqueness check, a trace_kprobe on no
+// list, registered disabled), then perf_trace_event_init →
+// perf_trace_event_reg, which arms the probe inside the open
+// (kprobe_register(TRACE_REG_PERF_REGISTER) → enable_trace_kprobe).
+func (t *Tracing) PerfKprobeOpen(fn string, addrOrOffset uint64, retprobe bool) (*PerfEvent, error) {
+	c := t.counters()
+	prev := c.Enter(PhasePerfOpen)
+	defer c.Enter(prev)
+	c.Inc(opSyscall)
+	c.Add(opKmalloc, 2) // perf_event_alloc: the event and its context bits
+	c.Inc(opIDR)
+	c.Inc(opConst) // perfmon_capable
+	if fn != "" {
+		c.Inc(opKmalloc) // kzalloc(KSYM_NAME_LEN)
+		c.Inc(opCopyUser)
+		c.Add(opLineByte, uint64(min(len(fn)+1, KsymNameLen)))
+		if len(fn) >= KsymNameLen {
+			c.Add(opKmalloc, 3)
+			return nil, refuse(errno.E2BIG, "perf_kprobe_init", "function name has no NUL in 512 bytes")
+		}
+	}
+	t.note("perf_event_open", fmt.Sprintf("type=kprobe, config1=%q, config2=%#x, retprobe=%v", fn, addrOrOffset, retprobe), "")
+	done := t.nest()
+	defer done()
+	tk, perr := t.createLocalTraceKprobe(fn, addrOrOffset, retprobe)
+	if fn != "" {
+		c.Inc(opKmalloc) // kfree(func)
+	}
+	if perr != nil {
+		c.Add(opKmalloc, 2) // the perf event freed
+		return nil, perr
+	}
+	// perf_trace_event_init → perf_trace_event_perm (no raw sample) and
+	// perf_trace_event_reg.
+	c.Inc(opConst)
+	ev := tk.ev
+	c.Inc(opPercpu) // the event's per-CPU hlist heads
+	c.Add(opCPUList, uint64(t.d.KP.Cfg.CPUs))
+	if t.perfTotalRef == 0 {
+		c.Add(opPercpu, perfNrContexts) // perf_trace_buf[PERF_NR_CONTEXTS]
+	}
+	t.perfTotalRef++
+	t.note("perf_trace_event_reg", "", "kprobe_register(TRACE_REG_PERF_REGISTER): the probe is armed inside the open")
+	if perr := t.enableTraceKprobe(ev, false); perr != nil {
+		t.perfTraceEventUnreg()
+		t.destroyLocalTraceKprobe(tk)
+		c.Add(opKmalloc, 2)
+		perr.reason.Check = "perf_trace_event_reg: " + perr.reason.Check
+		return nil, perr
+	}
+	return &PerfEvent{TK: tk}, nil
+}
+
+// perfTraceEventUnreg models the shared tail of perf_trace_event_unreg:
+// tracepoint_synchronize_unregister (an SRCU and an RCU grace period), the
+// per-CPU list heads freed, the perf buffers with the last user.
+func (t *Tracing) perfTraceEventUnreg() {
+	c := t.counters()
+	c.Add(opSyncRCU, 2)
+	c.Inc(opPercpu)
+	t.perfTotalRef--
+	if t.perfTotalRef == 0 {
+		c.Add(opPercpu, perfNrContexts)
+	}
+}
+
+// PerfKprobeClose models closing the event: perf_kprobe_destroy under
+// event_mutex (perf_trace_event_unreg: kprobe_register(PERF_UNREGISTER)
+// → disable_trace_kprobe, then tracepoint_synchronize_unregister), then
+// destroy_local_trace_kprobe (unregister_kprobe, with its own
+// synchronize_rcu, and free_trace_kprobe).
+func (t *Tracing) PerfKprobeClose(pe *PerfEvent) {
+	c := t.counters()
+	prev := c.Enter(PhasePerfClose)
+	defer c.Enter(prev)
+	c.Inc(opSyscall)
+	t.disableTraceKprobe(pe.TK.ev, false)
+	t.perfTraceEventUnreg()
+	t.destroyLocalTraceKprobe(pe.TK)
+	c.Add(opKmalloc, 2) // the perf event (freed after RCU: queued)
+}
+
+func (t *Tracing) destroyLocalTraceKprobe(tk *TraceKprobe) {
+	t.__unregisterTraceKprobe(tk)
+	t.freeTraceKprobe(tk)
+}
+
+// createLocalTraceKprobe models trace_kprobe.c:create_local_trace_kprobe:
+// the uniqueness check for a plain name, a trace_kprobe named after the
+// function (or DUMMY_EVENT) in group kprobes that is put on no list (no
+// dyn_event, no ftrace_events entry, no id, no tracefs), and
+// __register_trace_kprobe. -ENOENT is returned as is (no pending).
+func (t *Tracing) createLocalTraceKprobe(fn string, addrOrOffset uint64, retprobe bool) (*TraceKprobe, *probeErr) {
+	c := t.counters()
+	if fn != "" && !strings.Contains(fn, ":") {
+		c.Enter(PhaseSymbols)
+		n := t.numberOfSameSymbols(fn)
+		c.Enter(PhasePerfOpen)
+		t.note("number_of_same_symbols", strconv.Quote(fn), fmt.Sprintf("%d (vmlinux match walk, then all %d module symbols compared)", n, t.d.Syms.ModuleSymbols()))
+		if n > 1 {
+			return nil, refuse(errno.EADDRNOTAVAIL, "create_local_trace_kprobe", fmt.Sprintf("symbol is not unique (%d copies)", n))
+		}
+		if n == 0 {
+			return nil, refuse(errno.ENOENT, "create_local_trace_kprobe", fmt.Sprintf("symbol %q not found", fn))
+		}
+	}
+	name := fn
+	if fn == "" {
+		name = "DUMMY_EVENT"
+	}
+	allocs := uint64(allocsPerSymbolProbe)
+	if fn == "" {
+		allocs--
+	}
+	c.Add(opKmalloc, allocs)
+	c.Inc(opPercpu)
+	if t.d.Faults.Fail(FaultTraceKprobeAlloc) {
+		return nil, refuse(errno.ENOMEM, "alloc_trace_kprobe", "kzalloc failed")
+	}
+	tk := &TraceKprobe{Symbol: fn, Return: retprobe}
+	if retprobe {
+		tk.Rp = &kprobes.Kretprobe{}
+		tk.Kp = &tk.Rp.Kp
+	} else {
+		tk.Kp = &kprobes.Kprobe{}
+	}
+	if fn != "" {
+		tk.Offset = addrOrOffset
+		tk.Kp.SymbolName, tk.Kp.Offset = fn, uint32(addrOrOffset)
+	} else {
+		tk.Addr = addrOrOffset
+		tk.Kp.Addr = addrOrOffset
+	}
+	tk.ev = &Event{Group: KprobeEventSystem, Name: name, local: true, isReturn: retprobe, probes: []*TraceKprobe{tk}}
+	c.Add(opConst, 2) // init_trace_event_call, traceprobe_set_print_fmt's passes
+	c.Inc(opKmalloc)  // print_fmt
+	if perr := t.__registerTraceKprobe(tk); perr != nil {
+		t.freeTraceKprobe(tk)
+		return nil, perr
+	}
+	return tk, nil
+}
