@@ -54,8 +54,24 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&with, "with", "register this target first (repeatable, in order, the optimizer run after each): the probe is explained among them")
 	verify := fs.Bool("verify", false, "also run the probe under every preset and ablation set and check the trail and decision are the same")
 	format := fs.String("format", "text", "output: text or json")
+	via := fs.String("via", "register_kprobe", "front door: register_kprobe, kprobe_events (a tracefs line, then its enable file) or perf_kprobe (perf_event_open on the kprobe PMU)")
+	noEnable := fs.Bool("no-enable", false, "with --via kprobe_events: leave the event disabled (the probe is then prepared but never armed or optimized)")
 	if err := parse(fs, rest, stdout); err != nil {
 		return err
+	}
+	door := explainDoor{via: scenarios.Via(*via), enable: !*noEnable}
+	switch door.via {
+	case scenarios.ViaRegisterKprobe, scenarios.ViaKprobeEvents, scenarios.ViaPerfKprobe:
+	case scenarios.ViaRegisterKprobes:
+		door.via = scenarios.ViaRegisterKprobe // one probe: the same calls
+	default:
+		return usagef("--via: want register_kprobe, kprobe_events or perf_kprobe, got %q", *via)
+	}
+	if *noEnable && door.via != scenarios.ViaKprobeEvents {
+		return usagef("--no-enable: applies to --via kprobe_events only (%s arms the probe itself)", door.via)
+	}
+	if *post && door.via != scenarios.ViaRegisterKprobe {
+		return usagef("--post: trace kprobes have no post handler (--via %s)", door.via)
 	}
 	if target == "" {
 		return usagef("missing TARGET (SYM, SYM+OFF or 0xADDR)")
@@ -106,13 +122,13 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	x, err := explainOn(k, sw, spec, priors, *cpus, *faults)
+	x, err := explainOn(k, sw, spec, priors, *cpus, *faults, door)
 	if err != nil {
 		return err
 	}
 	var same *verifyResult
 	if *verify {
-		if same, err = verifyExplain(k, x, spec, priors, *cpus, *faults); err != nil {
+		if same, err = verifyExplain(k, x, spec, priors, *cpus, *faults, door); err != nil {
 			return err
 		}
 	}
@@ -212,7 +228,13 @@ type priorResult struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-func explainOn(k *image.Kernel, sw sim.Switches, spec scenarios.Target, priors []scenarios.Target, cpus int, faultSpec string) (*explained, error) {
+// explainDoor is the front door --via names.
+type explainDoor struct {
+	via    scenarios.Via
+	enable bool
+}
+
+func explainOn(k *image.Kernel, sw sim.Switches, spec scenarios.Target, priors []scenarios.Target, cpus int, faultSpec string, door explainDoor) (*explained, error) {
 	faults, err := sim.ParseFaults(faultSpec)
 	if err != nil {
 		return nil, usagef("--faults: %s", err.Error())
@@ -222,10 +244,13 @@ func explainOn(k *image.Kernel, sw sim.Switches, spec scenarios.Target, priors [
 		return nil, err
 	}
 	out := &explained{}
+	fd := scenarios.DoorFor(m, door.via, door.enable)
 	var ps []*kprobes.Kprobe
 	var errs []error
+	var whys []kprobes.Reason
 	for _, t := range priors {
-		p, _, err := scenarios.DirectDoor{}.Register(m.KP, t)
+		p, why, err := fd.Register(m.KP, t)
+		whys = append(whys, why)
 		var e kprobes.Errno
 		if err != nil && !errors.As(err, &e) {
 			return nil, fmt.Errorf("--with %s: %w", describeTarget(t), err)
@@ -233,7 +258,7 @@ func explainOn(k *image.Kernel, sw sim.Switches, spec scenarios.Target, priors [
 		m.KP.Drain()
 		ps, errs = append(ps, p), append(errs, err)
 	}
-	x, err := scenarios.Explain(m, spec, nil)
+	x, err := scenarios.Explain(m, spec, fd)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +266,10 @@ func explainOn(k *image.Kernel, sw sim.Switches, spec scenarios.Target, priors [
 	// The priors as they stand after the explained probe (it may have
 	// changed them: a probe inside an optprobe's jump unoptimizes it).
 	for i, p := range ps {
-		r := priorResult{Target: describeTarget(priors[i]), Result: "0", State: p.State().String(), Reason: p.Why().String()}
+		r := priorResult{Target: describeTarget(priors[i]), Result: "0", State: kprobes.StateUnregistered.String(), Reason: whys[i].String()}
+		if p != nil { // nil: a front door refused it before register_kprobe
+			r.State, r.Reason = p.State().String(), p.Why().String()
+		}
 		if errs[i] != nil {
 			r.Result = errs[i].Error()
 		}
@@ -268,13 +296,13 @@ type verifyResult struct {
 
 // verifyExplain reruns the probe under every preset and ablation set and
 // compares trails and outcomes with x.
-func verifyExplain(k *image.Kernel, x *explained, spec scenarios.Target, priors []scenarios.Target, cpus int, faults string) (*verifyResult, error) {
+func verifyExplain(k *image.Kernel, x *explained, spec scenarios.Target, priors []scenarios.Target, cpus int, faults string, door explainDoor) (*verifyResult, error) {
 	specs := []scenarios.RunSpec{{Name: "none"}, {Name: "series", Switches: sim.PresetSeries.Set}, {Name: "all", Switches: sim.PresetAll.Set}}
 	specs = append(specs, scenarios.AblationSpecs()...)
 	v := &verifyResult{Sets: len(specs), Same: true}
 	want := explainKey(x)
 	for _, s := range specs {
-		y, err := explainOn(k, s.Switches, spec, priors, cpus, faults)
+		y, err := explainOn(k, s.Switches, spec, priors, cpus, faults, door)
 		if err != nil {
 			return nil, fmt.Errorf("--verify under %s: %w", s.Name, err)
 		}
