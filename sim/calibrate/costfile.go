@@ -88,7 +88,7 @@ func WriteCostFile(w io.Writer, res *Result, regime string) error {
 	case "thread_cputime":
 		clock = fmt.Sprintf("no perf_event cycle counter: CLOCK_THREAD_CPUTIME_ID ns x %.0f MHz (%s; TSC measured %.1f MHz against CLOCK_MONOTONIC); single calls: rdtsc scaled the same way; Go-timed ops: thread CPU ns x %.0f MHz", res.MHz, res.MHzSource, res.TSCMHz, res.MHz)
 	default:
-		clock = fmt.Sprintf("no perf_event cycle counter, no TSC: CLOCK_MONOTONIC ns x %.0f MHz (%s)", res.MHz, res.MHzSource)
+		clock = fmt.Sprintf("%s x %.0f MHz (%s)", res.Clock, res.MHz, res.MHzSource)
 	}
 	clock += fmt.Sprintf("; repetitions preempted (wall > 1.02 x CPU time) and re-run, at most 3 times each: %d", res.Preempted)
 	fmt.Fprintf(bw, "#: %s: %s\n", sim.MetaClock, clock)

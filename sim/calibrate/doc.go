@@ -16,15 +16,21 @@
 // test_kallsyms_perf loops over its 8 names, so the lines stay in L1/L2.
 // cold: a distinct item per call, as registering 20k different functions
 // does, over the kernel's working set (20k struct kprobe in slab pages,
-// the whole kallsyms table); tables a registration scans start from L3
-// (the scans rotate over copies larger than 4 x L2).
+// the Debian kernel's whole kallsyms table). Caches are defeated only
+// where the kernel's working set would defeat them: a table scan reads
+// the whole table on every call in both regimes.
 //
 // Cycles come from a user-space cycle counter (perf_event_open) when the
-// kernel gives one; otherwise from CLOCK_MONOTONIC times a stated
-// frequency (the nominal one from /proc/cpuinfo, cross-checked against the
-// TSC rate). The file's header records which, with the CPU model, the
-// compiler and the date. Ops user space cannot reach (text_poke, IPIs,
-// RCU grace periods, SLUB) keep their documented values, marked so.
+// kernel gives one; otherwise from the thread's CPU time
+// (CLOCK_THREAD_CPUTIME_ID, so time spent preempted by other jobs is not
+// counted) times the nominal frequency of /proc/cpuinfo, cross-checked
+// against the TSC rate. Repetitions that were preempted are run again (at
+// most 3 times); each weight is the median of 15. The file's header
+// records the clock, the CPU model, the compiler, the date and the regime.
+// Ops user space cannot reach (text_poke, IPIs, RCU grace periods, SLUB)
+// keep their documented values, marked so.
+//
+// x86.decode.insn is the one weight timed in Go: see godecode.go.
 //
 // Two profiles measured this way are built in (profiles/hot.costs,
 // profiles/cold.costs) and selected by --cost-regime; see Builtin.
