@@ -133,3 +133,17 @@ func TestRunKallsymsSaysHot(t *testing.T) {
 		t.Errorf("--cost-regime cold not reported:\n%s", out)
 	}
 }
+
+// TestExplainUsesTheColdProfile: explain prices one registration with
+// the cold profile by default, and --cost-regime documented gives the
+// registered weights.
+func TestExplainUsesTheColdProfile(t *testing.T) {
+	out, errs, code := runKpsim(append(append([]string{"explain"}, small...), "kprobe_many_func_7")...)
+	if code != 0 || !strings.Contains(out, "weights: built-in cold profile") {
+		t.Fatalf("exit %d (%s):\n%s", code, errs, out)
+	}
+	out, _, code = runKpsim(append(append([]string{"explain"}, small...), "kprobe_many_func_7", "--cost-regime", "documented")...)
+	if code != 0 || !strings.Contains(out, "weights: documented defaults") {
+		t.Fatalf("--cost-regime documented: exit %d:\n%s", code, out)
+	}
+}

@@ -102,7 +102,7 @@ func topUsage(w io.Writer) {
 	fmt.Fprintln(w, "kpsim: a kernel-model simulator of Linux kprobe registration on x86-64")
 	fmt.Fprintln(w, "\nCommands:")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.doc)
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.doc)
 	}
 	fmt.Fprintln(w, "\nRun 'kpsim COMMAND --help' for a command's flags.")
 }
