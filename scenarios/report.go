@@ -49,6 +49,9 @@ func (r *ManyReport) WriteCSV(w io.Writer, costs interface{ WeightByName(string)
 func (r *ManyReport) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, " Simulated register_kprobes / unregister_kprobes of %d probes (scenario %s)\n", r.N, r.Scenario)
 	fmt.Fprintf(w, " kernel: %s (boot CPU: %s)\n", r.Kernel, r.CPU)
+	if r.Weights != "" {
+		fmt.Fprintf(w, " weights: %s\n", r.Weights)
+	}
 	keys := make([]string, 0, len(r.Params))
 	for k := range r.Params {
 		keys = append(keys, k)

@@ -73,7 +73,7 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 	format := fs.String("format", "table", "output: table, json or csv")
 	out := fs.String("out", "", "write the report to this file (written whole or not at all)")
 	faults := fs.String("faults", "", "fault injection: POINT or POINT@N, comma-separated (kpsim list shows the points)")
-	costFile := fs.String("costs", "", "cost-weight overrides, one 'OP CYCLES' per line")
+	cf := addCostFlags(fs, "cold", "registration probes distinct functions")
 	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
@@ -123,12 +123,9 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 	if _, err := sim.ParseFaults(*faults); err != nil {
 		return usagef("--faults: %s", err.Error())
 	}
-	costs := sim.DefaultCosts()
-	if *costFile != "" {
-		var err error
-		if costs, err = sim.LoadCosts(*costFile); err != nil {
-			return usagef("--costs: %s", err.Error())
-		}
+	costs, err := cf.load(stderr, "run many")
+	if err != nil {
+		return err
 	}
 	var specs []scenarios.RunSpec
 	if *designs {
