@@ -137,6 +137,12 @@ func (kp *Kprobes) registerKprobe(p *Kprobe) error {
 	}
 	c.Enter(PhaseInsert)
 	if err := kp.Reg.Insert(p, c); err != nil {
+		if errors.Is(err, ErrNoMem) {
+			// Only an alternative index allocates here (rhashtable slow
+			// path, maple node split): the prepared slot is given back.
+			kp.archRemoveKprobe(p)
+			return ENOMEM
+		}
 		return fmt.Errorf("registry: %w", err)
 	}
 	if kp.tracing() {

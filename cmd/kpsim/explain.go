@@ -56,7 +56,12 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	format := fs.String("format", "text", "output: text or json")
 	via := fs.String("via", "register_kprobe", "front door: register_kprobe, kprobe_events (a tracefs line, then its enable file) or perf_kprobe (perf_event_open on the kprobe PMU)")
 	noEnable := fs.Bool("no-enable", false, "with --via kprobe_events: leave the event disabled (the probe is then prepared but never armed or optimized)")
+	cf := addCostFlags(fs, "cold", "a registration probes a function not touched before")
 	if err := parse(fs, rest, stdout); err != nil {
+		return err
+	}
+	costs, err := cf.load(stderr, "explain")
+	if err != nil {
 		return err
 	}
 	door := explainDoor{via: scenarios.Via(*via), enable: !*noEnable}
@@ -126,6 +131,7 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	x.costs = costs
 	var same *verifyResult
 	if *verify {
 		if same, err = verifyExplain(k, x, spec, priors, *cpus, *faults, door); err != nil {
@@ -219,6 +225,14 @@ func explainImage(imf *imageFlags, n int, traced bool) (*image.Kernel, error) {
 type explained struct {
 	*scenarios.Explanation
 	Priors []priorResult
+	costs  *sim.CostTable // --cost-regime / --costs (calibrate.go)
+}
+
+func (x *explained) costTable() *sim.CostTable {
+	if x.costs == nil {
+		return sim.DefaultCosts()
+	}
+	return x.costs
 }
 
 type priorResult struct {
@@ -368,7 +382,8 @@ func writeExplainText(w io.Writer, k *image.Kernel, x *explained, sw sim.Switche
 	} else {
 		fmt.Fprintln(w, "The trail's decisions are identical under every switch set (presets and ablation sets; kpsim's tests prove it, --verify rechecks this probe); the switches change only what the checks cost:")
 	}
-	costs := sim.DefaultCosts()
+	costs := x.costTable()
+	fmt.Fprintf(w, "weights: %s\n", costs.Describe())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "phase\tops\test. cycles\t\n")
 	phases := sim.Phases()
@@ -443,7 +458,7 @@ func writeExplainJSON(w io.Writer, k *image.Kernel, x *explained, sw sim.Switche
 		Cycles  float64           `json:"est_cycles"`
 	}{Kernel: k.Name, Door: x.Door, Patches: sw.Name(), Result: resultString(x), Errno: x.Code, State: x.State.String(),
 		Check: x.Why.Check, Detail: x.Why.Detail, Reason: x.Why.String(), Ops: map[string]uint64{}, Verify: v, With: x.Priors,
-		Cycles: sim.DefaultCosts().Cycles(x.Counters)}
+		Cycles: x.costTable().Cycles(x.Counters)}
 	if x.Addr != 0 {
 		out.Addr, out.Where = fmt.Sprintf("%#x", x.Addr), symPlus(k, x.Addr)
 	}
