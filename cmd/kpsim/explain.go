@@ -18,7 +18,7 @@ import (
 	"github.com/kpsim/kpsim/sim"
 )
 
-const explainUsage = "kpsim explain [image flags] [--n N] [--patches LIST] [--with TARGET]... [--post] [--verify] [--format text|json] TARGET"
+const explainUsage = "kpsim explain [image flags] [--n N] [--patches LIST] [--via DOOR] [--with TARGET]... [--post] [--verify] [--format text|json] TARGET"
 
 // runExplain prints the decision trail of one probe: every check
 // register_kprobe makes, in order, what it looked at and what it decided,
@@ -50,6 +50,8 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	post := fs.Bool("post", false, "give the probe a post handler (it is then never optimized)")
 	cpus := fs.Int("cpus", scenarios.DefaultManyOptions().CPUs, "online CPUs (each text_poke_sync IPIs them all)")
 	faults := fs.String("faults", "", "fault injection: POINT or POINT@N, comma-separated (kpsim list shows the points)")
+	via := fs.String("via", "register_kprobe", "front door: register_kprobe, kprobe_events (a tracefs line, then its enable file) or perf_kprobe (perf_event_open on the kprobe PMU)")
+	enable := fs.Bool("enable", true, "with --via kprobe_events: write 1 to the event's enable file (false: leave it disabled, as the write registers it)")
 	var with patchList
 	fs.Var(&with, "with", "register this target first (repeatable, in order, the optimizer run after each): the probe is explained among them")
 	verify := fs.Bool("verify", false, "also run the probe under every preset and ablation set and check the trail and decision are the same")
@@ -58,13 +60,23 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if target == "" {
-		return usagef("missing TARGET (SYM, SYM+OFF or 0xADDR)")
+		return usagef("missing TARGET (SYM, SYM+OFF, 0xADDR or a kprobe_events line)")
 	}
 	spec, err := parseExplainTarget(target)
 	if err != nil {
 		return usagef("TARGET %q: %s", target, err.Error())
 	}
 	spec.Post = *post
+	door := scenarios.Via(*via)
+	switch door {
+	case scenarios.ViaRegisterKprobe, scenarios.ViaRegisterKprobes, scenarios.ViaKprobeEvents, scenarios.ViaPerfKprobe:
+	default:
+		return usagef("--via: want register_kprobe, kprobe_events or perf_kprobe, got %q", *via)
+	}
+	if spec.Post && (door == scenarios.ViaKprobeEvents || door == scenarios.ViaPerfKprobe) {
+		return usagef("--post: trace_kprobe probes have no post handler (only --via register_kprobe)")
+	}
+	eo := explainOpts{via: door, enable: *enable, cpus: *cpus, faults: *faults}
 	var priors []scenarios.Target
 	for _, w := range with {
 		ps, err := parseExplainTarget(w)
@@ -106,13 +118,13 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	x, err := explainOn(k, sw, spec, priors, *cpus, *faults)
+	x, err := explainOn(k, sw, spec, priors, eo)
 	if err != nil {
 		return err
 	}
 	var same *verifyResult
 	if *verify {
-		if same, err = verifyExplain(k, x, spec, priors, *cpus, *faults); err != nil {
+		if same, err = verifyExplain(k, x, spec, priors, eo); err != nil {
 			return err
 		}
 	}
@@ -135,32 +147,40 @@ func flagTakesValue(a string) bool {
 		return false
 	}
 	switch strings.TrimLeft(a, "-") {
-	case "post", "verify", "traced", "ibt", "retpoline", "rethunk", "returns-patched", "probe-targets-traced", "h", "help":
+	case "post", "verify", "enable", "traced", "ibt", "retpoline", "rethunk", "returns-patched", "probe-targets-traced", "h", "help":
 		return false
 	}
 	return true
 }
 
-// parseExplainTarget reads SYM, SYM+OFF (decimal or 0x hex) or 0xADDR.
+// parseExplainTarget reads SYM, SYM+OFF (decimal or 0x hex), 0xADDR, or
+// what a target list takes (a kprobe_events line, "NAME [MODULE]").
 func parseExplainTarget(s string) (scenarios.Target, error) {
+	if strings.ContainsAny(strings.TrimSpace(s), " \t") {
+		ts, err := scenarios.ParseTargets("TARGET", strings.NewReader(s))
+		if err != nil {
+			return scenarios.Target{}, errors.New(strings.TrimPrefix(err.Error(), "TARGET:1: "))
+		}
+		return ts[0], nil
+	}
 	if strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X") {
 		a, err := strconv.ParseUint(s[2:], 16, 64)
 		if err != nil || a == 0 {
 			return scenarios.Target{}, errors.New("not a hex address")
 		}
-		return scenarios.Target{Addr: a}, nil
+		return scenarios.Target{Addr: a, Raw: s}, nil
 	}
 	sym, off, hasOff := strings.Cut(s, "+")
 	if sym == "" || strings.ContainsAny(sym, " \t:/") {
 		return scenarios.Target{}, errors.New("want SYM, SYM+OFF or 0xADDR")
 	}
-	spec := scenarios.Target{Symbol: sym}
+	spec := scenarios.Target{Symbol: sym, Raw: s}
 	if hasOff {
 		v, err := strconv.ParseUint(off, 0, 32)
 		if err != nil {
 			return scenarios.Target{}, fmt.Errorf("offset %q is not a non-negative number", off)
 		}
-		spec.Offset = uint32(v)
+		spec.Offset, spec.OwnOffset = uint32(v), true
 	}
 	return spec, nil
 }
@@ -212,28 +232,45 @@ type priorResult struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-func explainOn(k *image.Kernel, sw sim.Switches, spec scenarios.Target, priors []scenarios.Target, cpus int, faultSpec string) (*explained, error) {
-	faults, err := sim.ParseFaults(faultSpec)
+// explainOpts are the flags every rerun of an explanation shares.
+type explainOpts struct {
+	via    scenarios.Via
+	enable bool
+	cpus   int
+	faults string
+}
+
+func explainOn(k *image.Kernel, sw sim.Switches, spec scenarios.Target, priors []scenarios.Target, o explainOpts) (*explained, error) {
+	faults, err := sim.ParseFaults(o.faults)
 	if err != nil {
 		return nil, usagef("--faults: %s", err.Error())
 	}
-	m, err := scenarios.Boot(k, sw, cpus, faults)
+	m, err := scenarios.Boot(k, sw, o.cpus, faults)
 	if err != nil {
 		return nil, err
 	}
+	// One door for the --with targets and TARGET: they share its state
+	// (tracefs events, perf events).
+	door := scenarios.DoorFor(m, o.via, o.enable)
 	out := &explained{}
 	var ps []*kprobes.Kprobe
 	var errs []error
+	var idx []scenarios.Target
 	for _, t := range priors {
-		p, _, err := scenarios.DirectDoor{}.Register(m.KP, t)
+		p, why, err := door.Register(m.KP, t)
 		var e kprobes.Errno
 		if err != nil && !errors.As(err, &e) {
 			return nil, fmt.Errorf("--with %s: %w", describeTarget(t), err)
 		}
 		m.KP.Drain()
-		ps, errs = append(ps, p), append(errs, err)
+		if p == nil { // refused by the front door before register_kprobe
+			p = &kprobes.Kprobe{}
+			out.Priors = append(out.Priors, priorResult{Target: describeTarget(t), Result: errName(err), State: p.State().String(), Reason: why.String()})
+			continue
+		}
+		ps, errs, idx = append(ps, p), append(errs, err), append(idx, t)
 	}
-	x, err := scenarios.Explain(m, spec, nil)
+	x, err := scenarios.Explain(m, spec, door)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +278,7 @@ func explainOn(k *image.Kernel, sw sim.Switches, spec scenarios.Target, priors [
 	// The priors as they stand after the explained probe (it may have
 	// changed them: a probe inside an optprobe's jump unoptimizes it).
 	for i, p := range ps {
-		r := priorResult{Target: describeTarget(priors[i]), Result: "0", State: p.State().String(), Reason: p.Why().String()}
+		r := priorResult{Target: describeTarget(idx[i]), Result: "0", State: p.State().String(), Reason: p.Why().String()}
 		if errs[i] != nil {
 			r.Result = errs[i].Error()
 		}
@@ -250,8 +287,17 @@ func explainOn(k *image.Kernel, sw sim.Switches, spec scenarios.Target, priors [
 	return out, nil
 }
 
+func errName(err error) string {
+	if err == nil {
+		return "0"
+	}
+	return err.Error()
+}
+
 func describeTarget(t scenarios.Target) string {
 	switch {
+	case t.Raw != "":
+		return t.Raw
 	case t.Symbol != "" && t.Offset != 0:
 		return fmt.Sprintf("%s+%d", t.Symbol, t.Offset)
 	case t.Symbol != "":
@@ -268,13 +314,13 @@ type verifyResult struct {
 
 // verifyExplain reruns the probe under every preset and ablation set and
 // compares trails and outcomes with x.
-func verifyExplain(k *image.Kernel, x *explained, spec scenarios.Target, priors []scenarios.Target, cpus int, faults string) (*verifyResult, error) {
+func verifyExplain(k *image.Kernel, x *explained, spec scenarios.Target, priors []scenarios.Target, o explainOpts) (*verifyResult, error) {
 	specs := []scenarios.RunSpec{{Name: "none"}, {Name: "series", Switches: sim.PresetSeries.Set}, {Name: "all", Switches: sim.PresetAll.Set}}
 	specs = append(specs, scenarios.AblationSpecs()...)
 	v := &verifyResult{Sets: len(specs), Same: true}
 	want := explainKey(x)
 	for _, s := range specs {
-		y, err := explainOn(k, s.Switches, spec, priors, cpus, faults)
+		y, err := explainOn(k, s.Switches, spec, priors, o)
 		if err != nil {
 			return nil, fmt.Errorf("--verify under %s: %w", s.Name, err)
 		}

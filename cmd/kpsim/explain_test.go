@@ -136,3 +136,37 @@ func TestExplainWith(t *testing.T) {
 		t.Errorf("bad --with: exit %d, %s", code, errs)
 	}
 }
+
+// --via: the front door's own steps lead the trail, the core's nest under
+// them; kprobe_events registers disabled and the enable write optimizes.
+func TestExplainVia(t *testing.T) {
+	out, errs, code := runKpsim(explainArgs("--traced", "--via", "kprobe_events", "p:kprobes/f1 kprobe_many_func_1+5", "--verify")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		`trace_kprobe_create("p:kprobes/f1 kprobe_many_func_1+5")`,
+		"    register_kprobe(symbol_name=\"kprobe_many_func_1\", offset=5, flags=KPROBE_FLAG_DISABLED)",
+		"optimize_kprobe(kprobe_many_func_1+0x5) = not queued: the probe is disabled (KPROBE_FLAG_DISABLED)",
+		"enable_kprobe(kprobe_many_func_1+0x5)",
+		"state    optimized",
+		"verified:",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	out, errs, code = runKpsim(explainArgs("--traced", "--via", "kprobe_events", "--enable=false", "kprobe_many_func_1+5")...)
+	if code != 0 || !strings.Contains(out, "state    disabled") || !strings.Contains(out, "reason   optimize_kprobe: the probe is disabled") {
+		t.Fatalf("--enable=false: exit %d (%s):\n%s", code, errs, out)
+	}
+	out, errs, code = runKpsim(explainArgs("--traced", "--via", "perf_kprobe", "kprobe_many_func_1+5")...)
+	if code != 0 || !strings.Contains(out, "through perf_kprobe") || !strings.Contains(out, "state    optimized") {
+		t.Fatalf("perf_kprobe: exit %d (%s):\n%s", code, errs, out)
+	}
+	for _, bad := range [][]string{{"--via", "bpf", "foo"}, {"--via", "perf_kprobe", "--post", "foo"}} {
+		if _, errs, code := runKpsim(explainArgs(bad...)...); code != 2 || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%v: exit %d, %q", bad, code, errs)
+		}
+	}
+}
