@@ -449,3 +449,23 @@ func TestReasonAndStateJSON(t *testing.T) {
 		t.Fatal("zero Reason")
 	}
 }
+
+// HoldTrail puts a front door's summary, noted after the call, before the
+// call's own steps.
+func TestHoldTrail(t *testing.T) {
+	k := testImage(t)
+	kp := boot(t, k, 0, "")
+	kp.HoldTrail()() // no trail: a no-op
+	tr := &kprobes.Trail{}
+	kp.Trail = tr
+	flush := kp.HoldTrail()
+	saved := kp.Trail
+	kp.Trail = kprobes.Indent(saved, 1)
+	_, _ = kp.KprobeAddr(0, synth.ProbeTargetName(0), 0)
+	kp.Trail = saved
+	kp.Trail.Record(kprobes.Step{Check: "kprobe_on_func_entry", Result: "0"})
+	flush()
+	if len(tr.Steps) < 3 || tr.Steps[0].Check != "kprobe_on_func_entry" || tr.Steps[1].Depth != 1 || tr.Steps[1].Check != "_kprobe_addr" {
+		t.Fatalf("%+v", tr.Steps)
+	}
+}
