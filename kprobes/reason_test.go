@@ -37,6 +37,8 @@ var (
 	// functions renamed to its compiler clones.
 	cloneBase  string
 	cloneFuncs []string
+	// cfiFunc is a plain function renamed to a __pfx_ preamble symbol.
+	cfiFunc string
 )
 
 func smallConfig(seed uint64) synth.Config {
@@ -82,6 +84,13 @@ func testImage(t *testing.T) *image.Kernel {
 				}
 			}
 			cloneFuncs = append(cloneFuncs, cloneBase+suffix)
+		}
+		pfx := base[len(base)-3]
+		for j := range k.Symbols {
+			if k.Symbols[j].Addr == pfx.Addr && k.Symbols[j].Name == pfx.Name {
+				k.Symbols[j].Name = "__pfx_" + pfx.Name
+				cfiFunc = k.Symbols[j].Name
+			}
 		}
 		reasonImage = k
 	})
@@ -169,8 +178,10 @@ type reasonCase struct {
 	name string
 	// probes are registered in order, with the optimizer drained after
 	// each; the last one is checked.
-	probes    []*kprobes.Kprobe
-	faults    string
+	probes []*kprobes.Kprobe
+	faults string
+	// prep changes the image before boot and returns the undo.
+	prep      func() func()
 	wantErr   error
 	wantState kprobes.State
 	check     string
@@ -254,6 +265,21 @@ func reasonCases(t *testing.T, k *image.Kernel) []reasonCase {
 		add(reasonCase{name: "freed init text", probes: []*kprobes.Kprobe{{Addr: it.Start + 1}}, wantErr: kprobes.EINVAL,
 			check: "check_kprobe_address_safe: __module_text_address", detail: `in \.init\.text, which is freed .*`})
 	}
+	if len(k.Modules) > 0 {
+		m := k.Modules[0]
+		var s image.Symbol
+		for _, f := range m.Symbols {
+			if f.IsText() && f.Size > 0 && m.Text.Contains(f.Addr) {
+				s = f
+				break
+			}
+		}
+		add(reasonCase{name: "module going away", probes: []*kprobes.Kprobe{{Addr: s.Addr}}, wantErr: kprobes.ENOENT,
+			prep:  func() func() { st := m.State; m.State = image.ModuleGoing; return func() { m.State = st } },
+			check: "check_kprobe_address_safe: try_module_get", detail: regexp.QuoteMeta("module " + m.Name + " is going away (MODULE_STATE_GOING)")})
+	}
+	add(reasonCase{name: "CFI preamble symbol", probes: []*kprobes.Kprobe{{SymbolName: cfiFunc}}, wantErr: kprobes.EINVAL,
+		check: "check_kprobe_address_safe: is_cfi_preamble_symbol", detail: regexp.QuoteMeta(cfiFunc + " is a CFI/FineIBT preamble")})
 	for _, m := range k.Modules {
 		if m.Init != nil && m.State == image.ModuleLive {
 			add(reasonCase{name: "module init text", probes: []*kprobes.Kprobe{{Addr: m.Init.Start}}, wantErr: kprobes.ENOENT,
@@ -333,6 +359,9 @@ func TestReasons(t *testing.T) {
 	for _, sw := range []sim.Switches{0, sim.PresetAll.Set} {
 		for _, c := range reasonCases(t, k) { // fresh probes for each set
 			t.Run(sw.Name()+"/"+c.name, func(t *testing.T) {
+				if c.prep != nil {
+					defer c.prep()()
+				}
 				kp := boot(t, k, sw, c.faults)
 				var err error
 				for _, p := range c.probes {
