@@ -50,7 +50,7 @@ func smallConfig(seed uint64) synth.Config {
 	return cfg
 }
 
-func testImage(t *testing.T) *image.Kernel {
+func testImage(t testing.TB) *image.Kernel {
 	t.Helper()
 	reasonImageOnce.Do(func() {
 		cfg := smallConfig(11)
@@ -140,6 +140,15 @@ func boot(t *testing.T, k *image.Kernel, sw sim.Switches, faults string) *kprobe
 		t.Fatal(err)
 	}
 	return b.KP
+}
+
+func bootB(b *testing.B, k *image.Kernel, f *sim.Faults) *kprobes.Kprobes {
+	b.Helper()
+	m, err := scenarios.Boot(k, 0, 8, f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m.KP
 }
 
 func target(k *image.Kernel, i int) uint64 { return k.SymbolsByName(synth.ProbeTargetName(i))[0].Addr }
