@@ -48,7 +48,7 @@ func (r *ManyReport) WriteCSV(w io.Writer, costs interface{ WeightByName(string)
 // of the first run to each other run, totals, wall time and memory.
 func (r *ManyReport) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, " Simulated register_kprobes / unregister_kprobes of %d probes (scenario %s)\n", r.N, r.Scenario)
-	fmt.Fprintf(w, " kernel: %s\n", r.Kernel)
+	fmt.Fprintf(w, " kernel: %s (boot CPU: %s)\n", r.Kernel, r.CPU)
 	keys := make([]string, 0, len(r.Params))
 	for k := range r.Params {
 		keys = append(keys, k)

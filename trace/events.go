@@ -249,14 +249,10 @@ func (t *Tracing) __registerTraceKprobe(tk *TraceKprobe) *probeErr {
 		tk.Kp.Flags |= kprobes.KprobeFlagDisabled
 	}
 	var err error
-	flags := "KPROBE_FLAG_DISABLED (the event is not enabled)"
 	if tk.ev.Enabled() {
-		flags = "enabled (the event is)"
-	}
-	if tk.Return {
-		t.note("register_kretprobe", tk.describe(), flags)
+		t.note("__register_trace_kprobe", "", "the event is enabled: the probe is registered armed")
 	} else {
-		t.note("register_kprobe", tk.describe(), flags)
+		t.note("__register_trace_kprobe", "", "the event is not enabled: the probe is registered with KPROBE_FLAG_DISABLED")
 	}
 	done := t.nest()
 	if tk.Return {

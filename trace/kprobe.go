@@ -293,7 +293,14 @@ func (t *Tracing) traceKprobeCreate(line string, argv []string) (*TraceKprobe, *
 		done := t.nest()
 		err := kp.KprobeOnFuncEntry(0, symbol, uint32(offset))
 		done()
-		t.note("kprobe_on_func_entry", fmt.Sprintf("%q, %d", symbol, offset), errResult(err, "0: a function entry (TPARG_FL_FENTRY)"))
+		res := errResult(err, "0: a function entry (TPARG_FL_FENTRY)")
+		switch err {
+		case kprobes.EINVAL:
+			res += ": not a function entry (refused only for a return probe)"
+		case kprobes.ENOENT:
+			res += ": deferred to registration"
+		}
+		t.note("kprobe_on_func_entry", fmt.Sprintf("%q, %d", symbol, offset), res)
 		if err == kprobes.EINVAL && isReturn {
 			return nil, refuse(errno.EINVAL, fn, "retprobe address must be a function entry")
 		}

@@ -18,7 +18,7 @@ import (
 	"github.com/kpsim/kpsim/sim"
 )
 
-const explainUsage = "kpsim explain [image flags] [--n N] [--patches LIST] [--via DOOR] [--with TARGET]... [--post] [--verify] [--format text|json] TARGET"
+const explainUsage = "kpsim explain [image flags] [--n N] [--patches LIST] [--with TARGET]... [--post] [--verify] [--format text|json] TARGET"
 
 // runExplain prints the decision trail of one probe: every check
 // register_kprobe makes, in order, what it looked at and what it decided,
@@ -50,14 +50,28 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	post := fs.Bool("post", false, "give the probe a post handler (it is then never optimized)")
 	cpus := fs.Int("cpus", scenarios.DefaultManyOptions().CPUs, "online CPUs (each text_poke_sync IPIs them all)")
 	faults := fs.String("faults", "", "fault injection: POINT or POINT@N, comma-separated (kpsim list shows the points)")
-	via := fs.String("via", "register_kprobe", "front door: register_kprobe, kprobe_events (a tracefs line, then its enable file) or perf_kprobe (perf_event_open on the kprobe PMU)")
-	enable := fs.Bool("enable", true, "with --via kprobe_events: write 1 to the event's enable file (false: leave it disabled, as the write registers it)")
 	var with patchList
 	fs.Var(&with, "with", "register this target first (repeatable, in order, the optimizer run after each): the probe is explained among them")
 	verify := fs.Bool("verify", false, "also run the probe under every preset and ablation set and check the trail and decision are the same")
 	format := fs.String("format", "text", "output: text or json")
+	via := fs.String("via", "register_kprobe", "front door: register_kprobe, kprobe_events (a tracefs line, then its enable file) or perf_kprobe (perf_event_open on the kprobe PMU)")
+	noEnable := fs.Bool("no-enable", false, "with --via kprobe_events: leave the event disabled (the probe is then prepared but never armed or optimized)")
 	if err := parse(fs, rest, stdout); err != nil {
 		return err
+	}
+	door := explainDoor{via: scenarios.Via(*via), enable: !*noEnable}
+	switch door.via {
+	case scenarios.ViaRegisterKprobe, scenarios.ViaKprobeEvents, scenarios.ViaPerfKprobe:
+	case scenarios.ViaRegisterKprobes:
+		door.via = scenarios.ViaRegisterKprobe // one probe: the same calls
+	default:
+		return usagef("--via: want register_kprobe, kprobe_events or perf_kprobe, got %q", *via)
+	}
+	if *noEnable && door.via != scenarios.ViaKprobeEvents {
+		return usagef("--no-enable: applies to --via kprobe_events only (%s arms the probe itself)", door.via)
+	}
+	if *post && door.via != scenarios.ViaRegisterKprobe {
+		return usagef("--post: trace kprobes have no post handler (--via %s)", door.via)
 	}
 	if target == "" {
 		return usagef("missing TARGET (SYM, SYM+OFF, 0xADDR or a kprobe_events line)")
@@ -67,16 +81,6 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 		return usagef("TARGET %q: %s", target, err.Error())
 	}
 	spec.Post = *post
-	door := scenarios.Via(*via)
-	switch door {
-	case scenarios.ViaRegisterKprobe, scenarios.ViaRegisterKprobes, scenarios.ViaKprobeEvents, scenarios.ViaPerfKprobe:
-	default:
-		return usagef("--via: want register_kprobe, kprobe_events or perf_kprobe, got %q", *via)
-	}
-	if spec.Post && (door == scenarios.ViaKprobeEvents || door == scenarios.ViaPerfKprobe) {
-		return usagef("--post: trace_kprobe probes have no post handler (only --via register_kprobe)")
-	}
-	eo := explainOpts{via: door, enable: *enable, cpus: *cpus, faults: *faults}
 	var priors []scenarios.Target
 	for _, w := range with {
 		ps, err := parseExplainTarget(w)
@@ -118,13 +122,13 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	x, err := explainOn(k, sw, spec, priors, eo)
+	x, err := explainOn(k, sw, spec, priors, *cpus, *faults, door)
 	if err != nil {
 		return err
 	}
 	var same *verifyResult
 	if *verify {
-		if same, err = verifyExplain(k, x, spec, priors, eo); err != nil {
+		if same, err = verifyExplain(k, x, spec, priors, *cpus, *faults, door); err != nil {
 			return err
 		}
 	}
@@ -147,16 +151,16 @@ func flagTakesValue(a string) bool {
 		return false
 	}
 	switch strings.TrimLeft(a, "-") {
-	case "post", "verify", "enable", "traced", "ibt", "retpoline", "rethunk", "returns-patched", "probe-targets-traced", "h", "help":
+	case "post", "verify", "no-enable", "traced", "ibt", "retpoline", "rethunk", "returns-patched", "probe-targets-traced", "h", "help":
 		return false
 	}
 	return true
 }
 
-// parseExplainTarget reads SYM, SYM+OFF (decimal or 0x hex), 0xADDR, or
-// what a target list takes (a kprobe_events line, "NAME [MODULE]").
+// parseExplainTarget reads SYM, SYM+OFF (decimal or 0x hex) or 0xADDR.
 func parseExplainTarget(s string) (scenarios.Target, error) {
 	if strings.ContainsAny(strings.TrimSpace(s), " \t") {
+		// What a target list takes: a kprobe_events line, NAME [MODULE].
 		ts, err := scenarios.ParseTargets("TARGET", strings.NewReader(s))
 		if err != nil {
 			return scenarios.Target{}, errors.New(strings.TrimPrefix(err.Error(), "TARGET:1: "))
@@ -232,45 +236,37 @@ type priorResult struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// explainOpts are the flags every rerun of an explanation shares.
-type explainOpts struct {
+// explainDoor is the front door --via names.
+type explainDoor struct {
 	via    scenarios.Via
 	enable bool
-	cpus   int
-	faults string
 }
 
-func explainOn(k *image.Kernel, sw sim.Switches, spec scenarios.Target, priors []scenarios.Target, o explainOpts) (*explained, error) {
-	faults, err := sim.ParseFaults(o.faults)
+func explainOn(k *image.Kernel, sw sim.Switches, spec scenarios.Target, priors []scenarios.Target, cpus int, faultSpec string, door explainDoor) (*explained, error) {
+	faults, err := sim.ParseFaults(faultSpec)
 	if err != nil {
 		return nil, usagef("--faults: %s", err.Error())
 	}
-	m, err := scenarios.Boot(k, sw, o.cpus, faults)
+	m, err := scenarios.Boot(k, sw, cpus, faults)
 	if err != nil {
 		return nil, err
 	}
-	// One door for the --with targets and TARGET: they share its state
-	// (tracefs events, perf events).
-	door := scenarios.DoorFor(m, o.via, o.enable)
 	out := &explained{}
+	fd := scenarios.DoorFor(m, door.via, door.enable)
 	var ps []*kprobes.Kprobe
 	var errs []error
-	var idx []scenarios.Target
+	var whys []kprobes.Reason
 	for _, t := range priors {
-		p, why, err := door.Register(m.KP, t)
+		p, why, err := fd.Register(m.KP, t)
+		whys = append(whys, why)
 		var e kprobes.Errno
 		if err != nil && !errors.As(err, &e) {
 			return nil, fmt.Errorf("--with %s: %w", describeTarget(t), err)
 		}
 		m.KP.Drain()
-		if p == nil { // refused by the front door before register_kprobe
-			p = &kprobes.Kprobe{}
-			out.Priors = append(out.Priors, priorResult{Target: describeTarget(t), Result: errName(err), State: p.State().String(), Reason: why.String()})
-			continue
-		}
-		ps, errs, idx = append(ps, p), append(errs, err), append(idx, t)
+		ps, errs = append(ps, p), append(errs, err)
 	}
-	x, err := scenarios.Explain(m, spec, door)
+	x, err := scenarios.Explain(m, spec, fd)
 	if err != nil {
 		return nil, err
 	}
@@ -278,20 +274,16 @@ func explainOn(k *image.Kernel, sw sim.Switches, spec scenarios.Target, priors [
 	// The priors as they stand after the explained probe (it may have
 	// changed them: a probe inside an optprobe's jump unoptimizes it).
 	for i, p := range ps {
-		r := priorResult{Target: describeTarget(idx[i]), Result: "0", State: p.State().String(), Reason: p.Why().String()}
+		r := priorResult{Target: describeTarget(priors[i]), Result: "0", State: kprobes.StateUnregistered.String(), Reason: whys[i].String()}
+		if p != nil { // nil: a front door refused it before register_kprobe
+			r.State, r.Reason = p.State().String(), p.Why().String()
+		}
 		if errs[i] != nil {
 			r.Result = errs[i].Error()
 		}
 		out.Priors = append(out.Priors, r)
 	}
 	return out, nil
-}
-
-func errName(err error) string {
-	if err == nil {
-		return "0"
-	}
-	return err.Error()
 }
 
 func describeTarget(t scenarios.Target) string {
@@ -314,13 +306,13 @@ type verifyResult struct {
 
 // verifyExplain reruns the probe under every preset and ablation set and
 // compares trails and outcomes with x.
-func verifyExplain(k *image.Kernel, x *explained, spec scenarios.Target, priors []scenarios.Target, o explainOpts) (*verifyResult, error) {
+func verifyExplain(k *image.Kernel, x *explained, spec scenarios.Target, priors []scenarios.Target, cpus int, faults string, door explainDoor) (*verifyResult, error) {
 	specs := []scenarios.RunSpec{{Name: "none"}, {Name: "series", Switches: sim.PresetSeries.Set}, {Name: "all", Switches: sim.PresetAll.Set}}
 	specs = append(specs, scenarios.AblationSpecs()...)
 	v := &verifyResult{Sets: len(specs), Same: true}
 	want := explainKey(x)
 	for _, s := range specs {
-		y, err := explainOn(k, s.Switches, spec, priors, o)
+		y, err := explainOn(k, s.Switches, spec, priors, cpus, faults, door)
 		if err != nil {
 			return nil, fmt.Errorf("--verify under %s: %w", s.Name, err)
 		}

@@ -102,3 +102,32 @@ func TestTargetsPerProbeResults(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainVia: explain through tracefs and perf leads with the front
+// door's own steps; --verify confirms the trail under every switch set.
+func TestExplainVia(t *testing.T) {
+	for _, tc := range []struct {
+		via, first, state string
+	}{
+		{"kprobe_events", "trace_kprobe_create(\"p kprobe_many_func_3+5\")", "optimized"},
+		{"perf_kprobe", "perf_event_open(type=kprobe, config1=\"kprobe_many_func_3\", config2=0x5", "optimized"},
+		{"register_kprobe", "register_kprobe(symbol_name=\"kprobe_many_func_3\", offset=5)", "optimized"},
+	} {
+		args := append([]string{"explain", "kprobe_many_func_3+5", "--via", tc.via, "--n", "10", "--traced", "--verify"}, small...)
+		out, stderr, code := runKpsim(args...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", tc.via, code, stderr)
+		}
+		lines := strings.Split(out, "\n")
+		if len(lines) < 3 || !strings.HasPrefix(lines[2], tc.first) || !strings.Contains(out, "state    "+tc.state) {
+			t.Errorf("%s: output:\n%s", tc.via, out)
+		}
+		if !strings.Contains(out, "verified: the same trail, result, state and reason") {
+			t.Errorf("%s: --verify said nothing:\n%s", tc.via, out)
+		}
+	}
+	_, stderr, code := runKpsim(append([]string{"explain", "kprobe_many_func_3", "--via", "perf_kprobe", "--no-enable"}, small...)...)
+	if code != 2 || !strings.Contains(stderr, "--no-enable: applies to --via kprobe_events only") {
+		t.Errorf("--no-enable with perf: exit %d %q", code, stderr)
+	}
+}
