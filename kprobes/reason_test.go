@@ -507,3 +507,24 @@ func TestHoldTrail(t *testing.T) {
 		t.Fatalf("%+v", tr.Steps)
 	}
 }
+
+// register_kprobes is all or nothing: the probes before the failing one
+// are rolled back, the ones after it never tried, and each says so.
+func TestReasonsBatch(t *testing.T) {
+	k := testImage(t)
+	kp := boot(t, k, sim.PresetSeries.Set, "")
+	ps := []*kprobes.Kprobe{{SymbolName: synth.ProbeTargetName(0)}, {SymbolName: synth.ProbeTargetName(1), Offset: 1}, {SymbolName: synth.ProbeTargetName(5)}}
+	if i, err := kp.RegisterKprobes(ps); i != 1 || !errors.Is(err, kprobes.EILSEQ) {
+		t.Fatalf("RegisterKprobes = %d, %v", i, err)
+	}
+	want := []string{
+		"register_kprobes: rolled back: kps[1] failed with -EILSEQ (arch_prepare_kprobe: can_probe: +1 is not an instruction boundary: the 6-byte mov at +0 spans it)",
+		"arch_prepare_kprobe: can_probe: +1 is not an instruction boundary: the 6-byte mov at +0 spans it",
+		"register_kprobes: not attempted: kps[1] failed with -EILSEQ (arch_prepare_kprobe: can_probe: +1 is not an instruction boundary: the 6-byte mov at +0 spans it)",
+	}
+	for i, p := range ps {
+		if p.State() != kprobes.StateUnregistered || p.Why().String() != want[i] {
+			t.Errorf("kps[%d]: %s, %q; want unregistered, %q", i, p.State(), p.Why(), want[i])
+		}
+	}
+}
