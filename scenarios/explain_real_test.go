@@ -90,3 +90,48 @@ func itoa(n int) string {
 	}
 	return string(b)
 }
+
+// TestRealKernelTrailsSame: on the Debian kernel, explain's whole trail
+// for functions spread over the text at +0, +5 and +9, registered one
+// after another on one kernel, is the same under every preset and
+// ablation set.
+func TestRealKernelTrailsSame(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads and probes the real kernel")
+	}
+	k := realKernel(t)
+	fs := k.Functions()
+	n := 100
+	if raceEnabled {
+		n = 20
+	}
+	var targets []Target
+	for i := 100; i < len(fs) && len(targets) < 3*n; i += len(fs) / n {
+		if fs[i].Size > 0 {
+			for _, off := range []uint32{0, 5, 9} {
+				targets = append(targets, Target{Symbol: fs[i].Name, Offset: off})
+			}
+		}
+	}
+	want := make([]string, len(targets))
+	for si, spec := range allSpecs() {
+		m, err := Boot(k, spec.Switches, 8, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, tg := range targets {
+			x, err := Explain(m, tg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sb strings.Builder
+			_, _ = x.Trail.WriteTo(&sb)
+			got := sb.String() + "= " + x.State.String() + " " + x.Why.String() + " " + itoa(x.Code)
+			if si == 0 {
+				want[i] = got
+			} else if got != want[i] {
+				t.Fatalf("%s: %+v:\n%s\nwant (none):\n%s", spec.Name, tg, got, want[i])
+			}
+		}
+	}
+}
