@@ -189,6 +189,16 @@ func (kp *Kprobes) RegisterKprobes(ps []*Kprobe) (int, error) {
 			if i > 0 {
 				kp.UnregisterKprobes(ps[:i])
 			}
+			// The rest of the batch says why it is not registered.
+			why := fmt.Sprintf("kps[%d] failed with %s (%s)", i, errName(err), p.Why())
+			for j, q := range ps {
+				switch {
+				case j < i:
+					q.refused = Reason{Check: "register_kprobes", Detail: "rolled back: " + why}
+				case j > i:
+					q.refused = Reason{Check: "register_kprobes", Detail: "not attempted: " + why}
+				}
+			}
 			return i, err
 		}
 	}

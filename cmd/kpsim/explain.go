@@ -79,7 +79,7 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 		return usagef("--post: trace kprobes have no post handler (--via %s)", door.via)
 	}
 	if target == "" {
-		return usagef("missing TARGET (SYM, SYM+OFF or 0xADDR)")
+		return usagef("missing TARGET (SYM, SYM+OFF, 0xADDR or a kprobe_events line)")
 	}
 	spec, err := parseExplainTarget(target)
 	if err != nil {
@@ -157,7 +157,7 @@ func flagTakesValue(a string) bool {
 		return false
 	}
 	switch strings.TrimLeft(a, "-") {
-	case "post", "verify", "traced", "ibt", "retpoline", "rethunk", "returns-patched", "probe-targets-traced", "h", "help":
+	case "post", "verify", "no-enable", "traced", "ibt", "retpoline", "rethunk", "returns-patched", "probe-targets-traced", "h", "help":
 		return false
 	}
 	return true
@@ -165,24 +165,32 @@ func flagTakesValue(a string) bool {
 
 // parseExplainTarget reads SYM, SYM+OFF (decimal or 0x hex) or 0xADDR.
 func parseExplainTarget(s string) (scenarios.Target, error) {
+	if strings.ContainsAny(strings.TrimSpace(s), " \t") {
+		// What a target list takes: a kprobe_events line, NAME [MODULE].
+		ts, err := scenarios.ParseTargets("TARGET", strings.NewReader(s))
+		if err != nil {
+			return scenarios.Target{}, errors.New(strings.TrimPrefix(err.Error(), "TARGET:1: "))
+		}
+		return ts[0], nil
+	}
 	if strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X") {
 		a, err := strconv.ParseUint(s[2:], 16, 64)
 		if err != nil || a == 0 {
 			return scenarios.Target{}, errors.New("not a hex address")
 		}
-		return scenarios.Target{Addr: a}, nil
+		return scenarios.Target{Addr: a, Raw: s}, nil
 	}
 	sym, off, hasOff := strings.Cut(s, "+")
 	if sym == "" || strings.ContainsAny(sym, " \t:/") {
 		return scenarios.Target{}, errors.New("want SYM, SYM+OFF or 0xADDR")
 	}
-	spec := scenarios.Target{Symbol: sym}
+	spec := scenarios.Target{Symbol: sym, Raw: s}
 	if hasOff {
 		v, err := strconv.ParseUint(off, 0, 32)
 		if err != nil {
 			return scenarios.Target{}, fmt.Errorf("offset %q is not a non-negative number", off)
 		}
-		spec.Offset = uint32(v)
+		spec.Offset, spec.OwnOffset = uint32(v), true
 	}
 	return spec, nil
 }
@@ -294,6 +302,8 @@ func explainOn(k *image.Kernel, sw sim.Switches, spec scenarios.Target, priors [
 
 func describeTarget(t scenarios.Target) string {
 	switch {
+	case t.Raw != "":
+		return t.Raw
 	case t.Symbol != "" && t.Offset != 0:
 		return fmt.Sprintf("%s+%d", t.Symbol, t.Offset)
 	case t.Symbol != "":
