@@ -22,6 +22,7 @@ type imageFlags struct {
 	kernel  string
 	profile string
 	cpu     string
+	noCache bool
 	fs      *flag.FlagSet
 	// record keeps the boot-patched sites of a --kernel image in booted.
 	record bool
@@ -123,6 +124,7 @@ func addImageFlagsProfile(fs *flag.FlagSet, base synth.Config) *imageFlags {
 	fs.BoolVar(&c.Retpoline, "retpoline", c.Retpoline, "CONFIG_RETPOLINE: indirect branches through thunks")
 	fs.BoolVar(&c.RetThunk, "rethunk", c.RetThunk, "CONFIG_RETHUNK: returns built as jmp __x86_return_thunk")
 	fs.BoolVar(&c.ReturnsPatched, "returns-patched", c.ReturnsPatched, "synthetic images: boot patched return thunks to ret; int3 (with --kernel the --cpu decides; an explicit value must agree with it)")
+	fs.BoolVar(&f.noCache, "no-cache", false, "with --kernel: decompress the bzImage again instead of reading the cached vmlinux ($KPSIM_CACHE_DIR or the user cache dir's kpsim/vmlinux, keyed by the bzImage's SHA-256)")
 	fs.StringVar(&f.cpu, "cpu", "", "boot CPU whose boot-time patching (paravirt, retpolines, returns, alternatives) the --kernel text goes through: "+strings.Join(alternative.CPUNames(), ", ")+", or none for the text as built (default "+alternative.DefaultCPU+" with --kernel; synthetic images: sets --returns-patched from the CPU's return mode)")
 	fs.IntVar(&c.ProbeTargets, "probe-targets", c.ProbeTargets, "add N generated probe-target functions (the batch kprobe sample)")
 	fs.BoolVar(&c.ProbeTargetsTraced, "probe-targets-traced", c.ProbeTargetsTraced, "build the probe targets with __fentry__ calls")
@@ -164,7 +166,7 @@ func (f *imageFlags) load() (*image.Kernel, *synth.Truth, error) {
 		if err := f.preflight(); err != nil { // --modules, before the kernel is read (modules.go)
 			return nil, nil, err
 		}
-		r, err := load.OpenWith(f.kernel, load.Options{CPU: name, Record: f.record})
+		r, err := load.OpenWith(f.kernel, load.Options{CPU: name, Record: f.record, NoCache: f.noCache})
 		if err != nil {
 			return nil, nil, usagef("--kernel: %v", err)
 		}
