@@ -29,6 +29,10 @@ type KallsymsOptions struct {
 	Build    ktab.Options
 	Variants []kallsyms.Variant // default: kallsyms.AllVariants()
 	Seed     uint64
+	// Costs price the counts (default: the registered weights); Why says
+	// why this table was chosen, for the report.
+	Costs *sim.CostTable
+	Why   string
 }
 
 // KallsymsRun is one variant's figures. *_ns are Go wall-clock nanoseconds
@@ -59,6 +63,7 @@ type KallsymsReport struct {
 	Kernel   string         `json:"kernel"`
 	Symbols  int            `json:"symbols"`
 	Iters    int            `json:"iters"`
+	Weights  string         `json:"weights"`
 	Hits     []string       `json:"hits"`
 	Misses   []string       `json:"misses"`
 	Runs     []*KallsymsRun `json:"runs"`
@@ -126,7 +131,14 @@ func RunKallsyms(kernel string, syms []ktab.Symbol, modules []*image.Module, o K
 	if len(variants) == 0 {
 		variants = kallsyms.AllVariants()
 	}
-	rep := &KallsymsReport{Scenario: "kallsyms", Kernel: kernel, Symbols: t.NumSyms, Iters: o.Iters, Hits: hits, Misses: misses}
+	costs := o.Costs
+	if costs == nil {
+		costs = sim.DefaultCosts()
+	}
+	rep := &KallsymsReport{Scenario: "kallsyms", Kernel: kernel, Symbols: t.NumSyms, Iters: o.Iters, Hits: hits, Misses: misses, Weights: costs.Describe()}
+	if o.Why != "" {
+		rep.Weights += "; " + o.Why
+	}
 	walkIters := max(1, o.Iters/20000)
 	for _, v := range variants {
 		c, err := kallsyms.NewCompressed(t, v, kallsyms.CompressedOptions{Modules: modules})
@@ -148,19 +160,19 @@ func RunKallsyms(kernel string, syms []ktab.Symbol, modules []*image.Module, o K
 			}
 			run.ValidatedMisses++
 		}
-		hit, err := c.Measure(kallsyms.KindLookupName, hits, nil, o.Iters)
+		hit, err := c.MeasureWith(costs, kallsyms.KindLookupName, hits, nil, o.Iters)
 		if err != nil {
 			return nil, err
 		}
-		miss, err := c.Measure(kallsyms.KindLookupName, misses, nil, o.Iters)
+		miss, err := c.MeasureWith(costs, kallsyms.KindLookupName, misses, nil, o.Iters)
 		if err != nil {
 			return nil, err
 		}
-		spr, err := c.Measure(kallsyms.KindSprint, nil, addrs, o.Iters)
+		spr, err := c.MeasureWith(costs, kallsyms.KindSprint, nil, addrs, o.Iters)
 		if err != nil {
 			return nil, err
 		}
-		walk, err := c.Measure(kallsyms.KindOnEachSymbol, nil, nil, walkIters)
+		walk, err := c.MeasureWith(costs, kallsyms.KindOnEachSymbol, nil, nil, walkIters)
 		if err != nil {
 			return nil, err
 		}
@@ -246,7 +258,8 @@ func (r *KallsymsReport) WriteCSV(w io.Writer) error {
 // first variant (the baseline).
 func (r *KallsymsReport) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, " Simulated test_kallsyms_perf over %d symbols (%s), %d iterations\n", r.Symbols, r.Kernel, r.Iters)
-	fmt.Fprintf(w, " hits: %d names, misses: %d names; every variant validated first\n\n", len(r.Hits), len(r.Misses))
+	fmt.Fprintf(w, " hits: %d names, misses: %d names; every variant validated first\n", len(r.Hits), len(r.Misses))
+	fmt.Fprintf(w, " weights: %s\n\n", r.Weights)
 	if len(r.Runs) == 0 {
 		return nil
 	}

@@ -49,6 +49,9 @@ func (r *ManyReport) WriteCSV(w io.Writer, costs interface{ WeightByName(string)
 func (r *ManyReport) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, " Simulated register_kprobes / unregister_kprobes of %d probes (scenario %s)\n", r.N, r.Scenario)
 	fmt.Fprintf(w, " kernel: %s (boot CPU: %s)\n", r.Kernel, r.CPU)
+	if r.Weights != "" {
+		fmt.Fprintf(w, " weights: %s\n", r.Weights)
+	}
 	keys := make([]string, 0, len(r.Params))
 	for k := range r.Params {
 		keys = append(keys, k)
@@ -174,11 +177,11 @@ func (r *ManyReport) phaseTable(w io.Writer) {
 	fmt.Fprintln(w)
 }
 
-// memSum adds up a run's modelled kernel memory (bytes_per_entry figures excluded).
+// memSum adds up a run's modelled kernel memory (bytes_per_entry, peak and height figures excluded).
 func memSum(r *RunResult) int64 {
 	var t int64
 	for k, v := range r.KernelMem {
-		if !strings.HasSuffix(k, "_per_entry") {
+		if !strings.HasSuffix(k, "_per_entry") && !strings.HasSuffix(k, ".peak_bytes") && !strings.HasSuffix(k, ".height") {
 			t += v
 		}
 	}

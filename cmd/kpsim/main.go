@@ -7,6 +7,7 @@
 //	kpsim image  [image flags] [--format table|json]
 //	kpsim decode [image flags] [--func NAME | --all] [--summary]
 //	kpsim run many [image flags] [--n N] [--patches LIST]... [--ablation] [--format table|json|csv] [--out FILE]
+//	kpsim calibrate [--out FILE] [--cc CC] [--regime hot|cold|both] [--quick]
 //	kpsim list
 //
 // Each subcommand has its own flags; `kpsim CMD --help` lists them. Bad usage
@@ -37,6 +38,7 @@ func init() {
 		{"decode", "kpsim decode [image flags] [--func NAME | --all] [--summary]", "print instruction boundaries objdump-style", runDecode},
 		{"run", "kpsim run many|kallsyms|session|multi|tracing-multi|crossover [image flags] [scenario flags] (kpsim run SCENARIO --help)", "run a scenario under one or more patch sets", runRun},
 		{"kallsyms", "kpsim kallsyms dump --symbols FILE [--all-symbols] [--absolute-percpu] [--base-relative] [--what tokens|stats]", "build the compressed kallsyms tables from a symbol list and dump them", runKallsyms},
+		calibrateCommand,
 		{"explain", explainUsage, "print the decision trail of one probe: every check, what it looked at and what it decided", runExplain},
 		{"list", "kpsim list", "list scenarios, patch switches, presets, fault points, counted ops and phases", runList},
 	}
@@ -100,7 +102,7 @@ func topUsage(w io.Writer) {
 	fmt.Fprintln(w, "kpsim: a kernel-model simulator of Linux kprobe registration on x86-64")
 	fmt.Fprintln(w, "\nCommands:")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.doc)
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.doc)
 	}
 	fmt.Fprintln(w, "\nRun 'kpsim COMMAND --help' for a command's flags.")
 }

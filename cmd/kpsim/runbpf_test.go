@@ -15,7 +15,7 @@ func TestRunBPFBadInput(t *testing.T) {
 		{[]string{"run", "session", "--programs", "0"}, "--programs"},
 		{[]string{"run", "session", "--kconfig", "KPROBES=y"}, "FPROBE"},
 		{[]string{"run", "session", "--bpf-kernel", "5.15"}, "--bpf-kernel"},
-		{[]string{"run", "session", "--patches", "ftrace-single-lookup,ftrace-single-lookup-v1"}, "two forms"},
+		{[]string{"run", "session", "--patches", "ftrace-single-lookup,ftrace-single-lookup-v1"}, "alternatives"},
 		{[]string{"run", "session", "--possible-cpus", "0"}, "--possible-cpus"},
 		{[]string{"run", "crossover", "--k", "0"}, "--k"},
 		{[]string{"run", "crossover", "--k", "2000000"}, "--k"},

@@ -23,8 +23,11 @@
 // arch_populate_kprobe_blacklist, which adds the entry text
 // [__entry_text_start, __entry_text_end) only — not the irqentry or
 // softirqentry text. Module entries follow at the tail, per module:
-// its _kprobe_blacklist, its kprobes text and noinstr text (the image model
-// has no per-module kprobes/noinstr text, so only the first is modelled).
+// its _kprobe_blacklist, then one entry per symbol of its .kprobes.text and
+// of its .noinstr.text (image.Module.Ranges; in the Debian 6.1 modules only
+// kvm, kvm-intel and kvm-amd have noinstr text, none has kprobes text or a
+// _kprobe_blacklist). x86's arch_within_kprobe_blacklist tests vmlinux's
+// kprobes text only: a module's ranges count through the list.
 package blacklist
 
 import (
@@ -210,9 +213,9 @@ func (l *List) archPopulateKprobeBlacklist(c *sim.Counters) error {
 }
 
 // AddModule appends module m's entries at MODULE_STATE_COMING: each
-// address of its _kprobe_blacklist (failures ignored, as the kernel does).
-// The image has no per-module kprobes/noinstr text, so those two area
-// walks add nothing.
+// address of its _kprobe_blacklist (failures ignored, as the kernel does),
+// then the symbols of its kprobes text and of its noinstr text (an area
+// walk stops at its first failure, its error ignored).
 //
 // Models kernel/kprobes.c:add_module_kprobe_blacklist.
 func (l *List) AddModule(c *sim.Counters, m *image.Module) {
@@ -220,26 +223,41 @@ func (l *List) AddModule(c *sim.Counters, m *image.Module) {
 	for _, a := range m.Blacklist {
 		_, _ = l.kprobeAddKsymBlacklist(c, a, m)
 	}
+	for _, name := range []string{image.RangeKprobesText, image.RangeNoinstrText} {
+		if r, ok := m.Range(name); ok && r.Start != 0 {
+			_ = l.kprobeAddAreaBlacklist(c, r.Start, r.End, m)
+		}
+	}
 	c.SetBytes("kprobe_blacklist.list.bytes", l.Bytes())
 }
 
 // RemoveModule drops module m's entries at MODULE_STATE_GOING: for each
 // _kprobe_blacklist address a, every entry whose start lies in [a, a+1),
+// then for its kprobes and noinstr text every entry starting in the range,
 // the whole list walked each time (OpWalkEntry per node).
 //
-// Models kernel/kprobes.c:remove_module_kprobe_blacklist.
+// Models kernel/kprobes.c:remove_module_kprobe_blacklist →
+// kprobe_remove_area_blacklist / kprobe_remove_ksym_blacklist.
 func (l *List) RemoveModule(c *sim.Counters, m *image.Module) {
 	l.fast = nil
-	for _, a := range m.Blacklist {
+	drop := func(start, end uint64) {
 		kept := l.entries[:0]
 		for _, e := range l.entries {
 			c.Inc(OpWalkEntry)
-			if e.Start >= a && e.Start < a+1 {
+			if e.Start >= start && e.Start < end {
 				continue
 			}
 			kept = append(kept, e)
 		}
 		l.entries = kept
+	}
+	for _, a := range m.Blacklist {
+		drop(a, a+1)
+	}
+	for _, name := range []string{image.RangeKprobesText, image.RangeNoinstrText} {
+		if r, ok := m.Range(name); ok && r.Start != 0 {
+			drop(r.Start, r.End)
+		}
 	}
 	c.SetBytes("kprobe_blacklist.list.bytes", l.Bytes())
 }
@@ -314,6 +332,7 @@ func (l *List) archWithinKprobeBlacklist(c *sim.Counters, addr uint64) bool {
 type Index struct {
 	start, end []uint64
 	covered    int
+	tree       *image.KeyTree // reservation-btree: the starts in a B-tree
 }
 
 // Len returns the number of merged ranges.
@@ -322,8 +341,14 @@ func (x *Index) Len() int { return len(x.start) }
 // Covered returns how many list entries the index replaces.
 func (x *Index) Covered() int { return x.covered }
 
-// Bytes returns the index's memory: Len() × IndexEntryBytes.
-func (x *Index) Bytes() int64 { return int64(len(x.start)) * IndexEntryBytes }
+// Bytes returns the index's memory: Len() × IndexEntryBytes, or the
+// B-tree's nodes (reservation-btree).
+func (x *Index) Bytes() int64 {
+	if x.tree != nil {
+		return x.tree.Bytes()
+	}
+	return int64(len(x.start)) * IndexEntryBytes
+}
 
 // search: the last range starting at or below addr (OpIndexProbe per
 // binary-search step), then one containment test (OpIndexEntry).
@@ -333,7 +358,12 @@ func (x *Index) Bytes() int64 { return int64(len(x.start)) * IndexEntryBytes }
 func (x *Index) search(c *sim.Counters, addr uint64) bool {
 	// The first range with start > addr, i.e. start >= addr+1 (no range
 	// starts at the top of the address space).
-	lo := image.LowerBound(len(x.start), func(i int) uint64 { return x.start[i] }, addr+1, func() { c.Inc(OpIndexProbe) })
+	var lo int
+	if x.tree != nil {
+		lo = x.tree.LowerBound(addr+1, c)
+	} else {
+		lo = image.LowerBound(len(x.start), func(i int) uint64 { return x.start[i] }, addr+1, func() { c.Inc(OpIndexProbe) })
+	}
 	if lo == 0 {
 		return false
 	}
@@ -386,9 +416,15 @@ func (l *List) LateInit(c *sim.Counters) error {
 		x.start = append(x.start, e.Start)
 		x.end = append(x.end, e.End)
 	}
+	perEntry := int64(IndexEntryBytes)
+	if l.sw.Has(sim.ReservationBtree) {
+		// reservation-btree: the range starts in a maple-like B-tree.
+		x.tree = image.NewKeyTree(len(x.start), func(i int) uint64 { return x.start[i] }, c)
+		perEntry = x.Bytes() / int64(max(1, len(x.start)))
+	}
 	l.idx = x
 	c.SetBytes("kprobe_blacklist.index.bytes", x.Bytes())
-	c.SetBytes("kprobe_blacklist.index.bytes_per_entry", IndexEntryBytes)
+	c.SetBytes("kprobe_blacklist.index.bytes_per_entry", perEntry)
 	return nil
 }
 
