@@ -166,7 +166,7 @@ func runMultiScenario(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	pattern := fs.String("pattern", "", "a glob (libbpf's pattern path); empty: only the syms form")
-	k0 := fs.Int("targets", 0, "K: functions in the syms form (0 = every traceable function)")
+	k0 := fs.Int("k", 0, "K: functions in the syms form (0 = every traceable function)")
 	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func runMultiScenario(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *k0 < 0 || *k0 > bpf.MaxKprobeMultiCnt {
-		return usagef("--targets: want 0..%d (MAX_KPROBE_MULTI_CNT), got %d", bpf.MaxKprobeMultiCnt, *k0)
+		return usagef("--k: want 0..%d (MAX_KPROBE_MULTI_CNT), got %d", bpf.MaxKprobeMultiCnt, *k0)
 	}
 	o, specs, costs, err := f.options([]string{"none", "libbpf-exact-syms,ftrace-single-lookup"})
 	if err != nil {
@@ -277,13 +277,13 @@ func runTracingMulti(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	k0 := fs.Int("targets", 0, "K functions (0 = every traceable function)")
+	k0 := fs.Int("k", 0, "K functions (0 = every traceable function)")
 	variants := fs.String("variants", "", "kallsyms variants (default: all)")
 	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
 	if *k0 < 0 || *k0 > bpf.MaxKprobeMultiCnt {
-		return usagef("--targets: want 0..%d, got %d", bpf.MaxKprobeMultiCnt, *k0)
+		return usagef("--k: want 0..%d, got %d", bpf.MaxKprobeMultiCnt, *k0)
 	}
 	vs, err := parseVariantList(*variants)
 	if err != nil {

@@ -21,7 +21,7 @@ func TestRunBPFBadInput(t *testing.T) {
 		{[]string{"run", "crossover", "--k", "2000000"}, "--k"},
 		{[]string{"run", "crossover", "--k", "1,x"}, "--k"},
 		{[]string{"run", "multi", "--pattern", ""}, "empty pattern"},
-		{[]string{"run", "multi", "--targets", "-1"}, "--targets"},
+		{[]string{"run", "multi", "--k", "-1"}, "--k"},
 		{[]string{"run", "tracing-multi", "--variants", "nope"}, "--variants"},
 		{[]string{"run", "session", "--out", "/nonexistent/dir/x.json"}, "--out"},
 		{[]string{"run", "crossover", "--format", "csv"}, "--format"},
@@ -36,7 +36,7 @@ func TestRunBPFBadInput(t *testing.T) {
 
 // A pattern matching nothing and an invalid target are per-attach results.
 func TestRunMultiNoMatchIsAResult(t *testing.T) {
-	out, errs, code := runKpsim(append([]string{"run", "multi", "--pattern", "zzz_no_such_fn*", "--targets", "5", "--patches", "none"}, small...)...)
+	out, errs, code := runKpsim(append([]string{"run", "multi", "--pattern", "zzz_no_such_fn*", "--k", "5", "--patches", "none"}, small...)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
