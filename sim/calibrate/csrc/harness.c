@@ -195,7 +195,13 @@ void report(const char *bench, const char *unit, double *s, int n, const char *f
 	vsnprintf(params, sizeof(params), fmt, ap);
 	va_end(ap);
 	double med = median(s, n);
-	printf("R %s %s %.4f %.4f %.4f %d %s | %s\n", bench, cfg->hot ? "hot" : "cold", med, s[0], s[n - 1], n, unit, params);
+	/* A benchmark that subtracts a baseline (a bucket-only pass, a
+	 * compare-only pass) can fall below zero on a noisy repetition: a
+	 * cost below the clock's resolution reads as 0, never negative. */
+	double lo = s[0] < 0 ? 0 : s[0], hi = s[n - 1] < 0 ? 0 : s[n - 1];
+	if (med < 0)
+		med = 0;
+	printf("R %s %s %.4f %.4f %.4f %d %s | %s\n", bench, cfg->hot ? "hot" : "cold", med, lo, hi, n, unit, params);
 	fflush(stdout);
 }
 
