@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/emirpasic/gods v1.18.1
+	github.com/google/renameio/v2 v2.0.2
 	github.com/schollz/progressbar/v3 v3.19.1
 	golang.org/x/arch v0.33.0
 	golang.org/x/term v0.48.0

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/schollz/progressbar/v3"
@@ -256,55 +255,5 @@ func (p *termProgress) Done() {
 	if p.bar != nil {
 		_ = p.bar.Finish()
 		_ = p.bar.Clear()
-	}
-}
-
-// atomicFile is an output written whole or not at all: a temporary file
-// in the target's directory, renamed over the target on commit.
-type atomicFile struct {
-	path string
-	tmp  *os.File
-}
-
-func newAtomicFile(path string) (*atomicFile, error) {
-	dir := filepath.Dir(path)
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return nil, fmt.Errorf("%s is a directory", path)
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return nil, fmt.Errorf("cannot write %s: %v", path, unwrapPathErr(err))
-	}
-	return &atomicFile{path: path, tmp: tmp}, nil
-}
-
-func unwrapPathErr(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
-	}
-	return err
-}
-
-func (a *atomicFile) commit(b []byte) error {
-	if _, err := a.tmp.Write(b); err != nil {
-		return fmt.Errorf("writing %s: %w", a.path, err)
-	}
-	if err := a.tmp.Sync(); err != nil {
-		return fmt.Errorf("writing %s: %w", a.path, err)
-	}
-	if err := a.tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", a.path, err)
-	}
-	if err := os.Rename(a.tmp.Name(), a.path); err != nil {
-		return fmt.Errorf("writing %s: %w", a.path, err)
-	}
-	a.tmp = nil
-	return nil
-}
-
-func (a *atomicFile) abort() {
-	if a.tmp != nil {
-		a.tmp.Close()
-		os.Remove(a.tmp.Name())
 	}
 }
