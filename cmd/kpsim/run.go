@@ -190,6 +190,9 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if rep.Meta, err = reportMeta(fs, imf, setup.Kernel, *costFile, *faults, "run many", args); err != nil {
+		return err
+	}
 	var buf bytes.Buffer
 	switch *format {
 	case "json":
