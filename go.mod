@@ -12,6 +12,11 @@ require (
 )
 
 require (
+	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794 // indirect
+	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da
+)
+
+require (
 	github.com/BurntSushi/toml v1.4.1-0.20240526193622-a339e1f7089c // indirect
 	github.com/klauspost/compress v1.20.4
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect

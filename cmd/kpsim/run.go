@@ -68,7 +68,7 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 	var patches patchList
 	fs.Var(&patches, "patches", "a run: a preset (none, series, all) or comma-separated switches; repeatable (default: none and series)")
 	ablation := fs.Bool("ablation", false, "add, for every switch, a run with it alone and a run with the series minus it")
-	format := fs.String("format", "table", "output: table, json or csv")
+	format := fs.String("format", "table", "output: table, json, csv or bench (Go benchmark format for benchstat: -col /patches)")
 	out := fs.String("out", "", "write the report to this file (written whole or not at all)")
 	faults := fs.String("faults", "", "fault injection: POINT or POINT@N, comma-separated (kpsim list shows the points)")
 	costFile := fs.String("costs", "", "cost-weight overrides, one 'OP CYCLES' per line")
@@ -104,9 +104,9 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 		return usagef("--lines-per-write: applies to --via kprobe_events only")
 	}
 	switch *format {
-	case "table", "json", "csv":
+	case "table", "json", "csv", "bench":
 	default:
-		return usagef("--format: want table, json or csv, got %q", *format)
+		return usagef("--format: want table, json, csv or bench, got %q", *format)
 	}
 	if kind == scenarios.TargetsFile {
 		ts, err := scenarios.ReadTargetFile(path, os.Stdin)
@@ -199,6 +199,8 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 		err = rep.WriteJSON(&buf)
 	case "csv":
 		err = rep.WriteCSV(&buf, costs)
+	case "bench":
+		err = rep.WriteBench(&buf)
 	default:
 		err = rep.WriteTable(&buf)
 	}
