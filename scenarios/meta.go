@@ -144,10 +144,10 @@ func (c CostInfo) String() string {
 	return s
 }
 
-// DefaultCPU is the CPU the registered weights assume: each weight cites
-// its source (Agner Fog's tables, the Intel and AMD optimization manuals,
-// Go micro-benchmarks), all for a recent x86-64 core.
-const DefaultCPU = "a recent x86-64 core (Skylake/Zen class; each weight's source in docs/cost-model.md)"
+// DefaultCPU is the CPU the registered weights assume: the measured ones
+// are Go micro-benchmarks on the reference machine converted at 2.6 GHz,
+// the others documented cache latencies (each op's rationale says which).
+const DefaultCPU = "the reference machine, an AMD EPYC at 2.6 GHz (Go micro-benchmarks as ns x 2.6), and documented load-to-use latencies (docs/cost-model.md)"
 
 // KernelInfoFor describes k. path is the image file ("" for the
 // generator); profile and flags describe a generated one.
