@@ -59,6 +59,9 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, rest, stdout); err != nil {
 		return err
 	}
+	if err := refuseSynthFlags(fs, imf, ""); err != nil {
+		return err
+	}
 	door := explainDoor{via: scenarios.Via(*via), enable: !*noEnable}
 	switch door.via {
 	case scenarios.ViaRegisterKprobe, scenarios.ViaKprobeEvents, scenarios.ViaPerfKprobe:

@@ -35,7 +35,7 @@ func init() {
 	commands = []command{
 		{"image", "kpsim image [image flags] [--format table|json]", "summarise the kernel image", runImage},
 		{"decode", "kpsim decode [image flags] [--func NAME | --all] [--summary]", "print instruction boundaries objdump-style", runDecode},
-		{"run", "kpsim run many [image flags] [--n N] [--patches LIST]... [--ablation] [--format table|json|csv] [--out FILE]", "run a scenario under one or more patch sets", runRun},
+		{"run", "kpsim run many [image flags] [--n N] [--patches LIST]... [--ablation] [--format table|json|csv|bench] [--out FILE]", "run a scenario under one or more patch sets", runRun},
 		{"kallsyms", "kpsim kallsyms dump --symbols FILE [--all-symbols] [--absolute-percpu] [--base-relative] [--what tokens|stats]", "build the compressed kallsyms tables from a symbol list and dump them", runKallsyms},
 		{"sweep", sweepUsage, "run a scenario at several N: totals, fits of a + b·N + c·N², growth exponents, plots", runSweep},
 		{"report", reportUsage, "write one self-contained HTML (plots inline) or Markdown report of a run or a sweep", runReport},
@@ -66,6 +66,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	if args[0] == "--version" || args[0] == "-version" || args[0] == "version" {
+		printVersion(stdout)
+		return 0
+	}
 	for _, c := range commands {
 		if c.name != args[0] {
 			continue
@@ -84,7 +88,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	fmt.Fprintf(stderr, "kpsim: unknown command %q (commands: %s)\n", args[0], commandNames())
+	fmt.Fprintf(stderr, "kpsim: unknown command %q (commands: %s)%s\n", args[0], commandNames(), didYouMean(args[0], strings.Split(commandNames(), ", ")))
 	return 2
 }
 
@@ -126,8 +130,7 @@ func parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 				fmt.Fprintf(stdout, "usage: %s\n\n%s.\n\nFlags:\n", c.usage, c.doc)
 			}
 		}
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
+		printGroupedDefaults(fs, stdout)
 		return errHelp
 	}
 	if err != nil {

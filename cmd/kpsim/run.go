@@ -75,6 +75,9 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
+	if err := refuseSynthFlags(fs, imf, ""); err != nil {
+		return err
+	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	o.Placement = scenarios.Placement(*placement)
@@ -135,7 +138,11 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 	for _, p := range patches {
 		ss, err := sim.ParseSwitches(p)
 		if err != nil {
-			return usagef("--patches %q: %s", p, err.Error())
+			if spec, ok := ablationSpec(p); ok { // an --ablation run's name
+				specs = append(specs, spec)
+				continue
+			}
+			return usagef("--patches %q: %s%s", p, err.Error(), switchSuggestion(p))
 		}
 		specs = append(specs, scenarios.RunSpec{Name: ss.Name(), Switches: ss})
 	}

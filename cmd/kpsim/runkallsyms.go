@@ -20,7 +20,7 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	symbols := fs.String("symbols", "", "symbol list (System.map or /proc/kallsyms); default: the synthetic image's symbols")
-	o := scenarios.KallsymsOptions{Iters: 100000, Build: ktab.Options{AllSymbols: true, AbsolutePercpu: true, BaseRelative: true}}
+	o := scenarios.KallsymsOptions{Iters: 100000, Build: kallsymsDefaults}
 	fs.IntVar(&o.Iters, "iters", o.Iters, "timed passes per measurement")
 	hits := fs.String("hits", "", "comma-separated names to look up as hits (default: 16 names of the table)")
 	misses := fs.String("misses", "", "comma-separated names to look up as misses (default: 8 names the table lacks)")
@@ -31,6 +31,9 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 	format := fs.String("format", "table", "output: table, json or csv")
 	out := fs.String("out", "", "write the report to this file (written whole or not at all)")
 	if err := parse(fs, args, stdout); err != nil {
+		return err
+	}
+	if err := refuseSynthFlags(fs, imf, *symbols); err != nil {
 		return err
 	}
 	switch *format {
@@ -68,6 +71,9 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 		defer f.Close()
 		if syms, err = ktab.ParseSymbols(*symbols, bufio.NewReaderSize(f, 1<<20)); err != nil {
 			return usagef("%v", err)
+		}
+		if err := refuseZeroAddresses(*symbols, syms); err != nil {
+			return err
 		}
 		kernel = *symbols + " (module symbols not modelled for symbol files)"
 	} else {
