@@ -43,6 +43,11 @@ type Config struct {
 	CFI bool `json:"cfi"`
 	// BugVerbose: CONFIG_DEBUG_BUGVERBOSE, 12-byte bug entries instead of 8.
 	BugVerbose bool `json:"bug_verbose"`
+	// CPU names the boot CPU whose boot-time patching (paravirt,
+	// retpolines, returns, alternatives: package alternative) the text
+	// went through; "" when the text is as built (or, for the generator,
+	// when no CPU was asked for).
+	CPU string `json:"cpu,omitempty"`
 }
 
 // RegionKind says what a text region is.
@@ -224,6 +229,12 @@ type Kernel struct {
 	// ReturnSites are the return-thunk jumps objtool listed in
 	// .return_sites (real images; the generator emits patched returns).
 	ReturnSites []uint64
+
+	// PVOps is vmlinux's pv_ops (struct paravirt_patch_template), one
+	// function pointer per slot, as boot left it: module_finalize's
+	// apply_paravirt patches module sites from it. Nil when unknown
+	// (synthetic images).
+	PVOps []uint64
 
 	// Notes are caveats a loader records about what it could not fill.
 	Notes []string

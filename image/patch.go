@@ -14,7 +14,17 @@ import (
 //
 // Models arch/x86/kernel/alternative.c:apply_returns (patch_return's
 // "patch them out" branch).
+//
+// It is only for images kept as built (elfload.Load, load with CPU
+// "none"): image/load boots real kernels for a CPU through package
+// alternative, which models apply_returns for every mitigation mode
+// together with paravirt, retpolines and alternatives. On an image already
+// booted (Config.CPU set) ApplyReturns does nothing, so older callers that
+// still apply it after load.Open get the booted kernel unchanged.
 func (k *Kernel) ApplyReturns() (int, error) {
+	if k.Config.CPU != "" {
+		return 0, nil
+	}
 	thunks := k.SymbolsByName("__x86_return_thunk")
 	if len(thunks) == 0 {
 		return 0, fmt.Errorf("image %s: no __x86_return_thunk symbol: cannot apply returns", k.Name)

@@ -5,6 +5,7 @@ import "fmt"
 // Summary is the headline shape of an image, what `kpsim image` prints.
 type Summary struct {
 	Name             string          `json:"name"`
+	CPU              string          `json:"cpu"` // boot CPU the text was patched for, "none" when as built
 	Functions        int             `json:"functions"`
 	InitFunctions    int             `json:"init_functions"`
 	Symbols          int             `json:"symbols"`
@@ -51,11 +52,20 @@ type ModuleSummary struct {
 // its boot-time population refuse (kprobes.md R4d, real-kernel.md).
 var BlacklistRangeNames = []string{RangeEntryText, RangeIRQEntryText, RangeSoftIRQEntryText, RangeNoinstrText, RangeKprobesText}
 
+// BootCPU names the CPU the text was boot-patched for, "none" when it is
+// as built.
+func (k *Kernel) BootCPU() string {
+	if k.Config.CPU == "" {
+		return "none"
+	}
+	return k.Config.CPU
+}
+
 // Summarize counts what the image holds. Functions counts vmlinux function
 // symbols with a size (zero-size markers such as _stext are not functions).
 func (k *Kernel) Summarize() Summary {
 	s := Summary{
-		Name: k.Name, Symbols: len(k.Symbols), TextBytes: k.TextBytes(),
+		Name: k.Name, CPU: k.BootCPU(), Symbols: len(k.Symbols), TextBytes: k.TextBytes(),
 		JumpEntries: len(k.JumpEntries), StaticCallSites: len(k.StaticCallSites),
 		BugEntries: len(k.BugEntries), ExceptionEntries: len(k.ExTable),
 		BlacklistEntries: len(k.Blacklist), McountLocations: len(k.McountLocs),

@@ -114,6 +114,7 @@ func (r *ManyReport) benchConfig(withN bool) []benchfmt.Config {
 	} else {
 		add("kernel", r.Kernel)
 	}
+	add("boot-cpu", r.CPU)
 	if withN {
 		add("n", fmt.Sprint(r.N))
 	}

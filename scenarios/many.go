@@ -241,6 +241,7 @@ type PhaseResult struct {
 type ManyReport struct {
 	Scenario string         `json:"scenario"`
 	Kernel   string         `json:"kernel"`
+	CPU      string         `json:"cpu"` // boot CPU the kernel text was patched for (image.Config.CPU), "none" when as built
 	N        int            `json:"n"`
 	Via      Via            `json:"via"`
 	Params   map[string]any `json:"params"`
@@ -465,7 +466,7 @@ func imageProbes(k *image.Kernel, o ManyOptions) []Target {
 
 // RunMany runs every spec on the setup and returns the report.
 func RunMany(s *ManySetup, specs []RunSpec, wire Wiring, costs *sim.CostTable, faults string, prog Progress) (*ManyReport, error) {
-	rep := &ManyReport{Scenario: "many", Kernel: s.Kernel.Name, N: s.Opts.N, Via: s.Opts.FrontDoor(), Params: s.params(), Targets: s.Targets}
+	rep := &ManyReport{Scenario: "many", Kernel: s.Kernel.Name, CPU: s.Kernel.BootCPU(), N: s.Opts.N, Via: s.Opts.FrontDoor(), Params: s.params(), Targets: s.Targets}
 	for _, spec := range specs {
 		r, err := runOne(s, spec, wire, costs, faults, prog)
 		if err != nil {

@@ -40,6 +40,9 @@ func (r *ManyReport) WriteTable(w io.Writer) error {
 	if r.Meta == nil {
 		fmt.Fprintf(w, " kernel: %s\n", r.Kernel)
 	}
+	if r.CPU != "" {
+		fmt.Fprintf(w, " boot CPU: %s (the CPU the kernel text was boot-patched for)\n", r.CPU)
+	}
 	var ps []string
 	for _, k := range sortedKeys(r.Params) {
 		ps = append(ps, fmt.Sprintf("%s=%v", k, r.Params[k]))

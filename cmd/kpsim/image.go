@@ -14,6 +14,7 @@ func runImage(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	format := fs.String("format", "table", "output format: table or json")
+	sites := fs.String("boot-sites", "", "with --kernel: write every site boot patching visited (TSV: table, address, symbol+offset, action, bytes before, bytes after) to FILE")
 	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
@@ -23,9 +24,18 @@ func runImage(args []string, stdout, stderr io.Writer) error {
 	if *format != "table" && *format != "json" {
 		return usagef("--format: want table or json, got %q", *format)
 	}
+	if *sites != "" && imf.synthetic() {
+		return usagef("--boot-sites: needs --kernel (the generator's text is not boot-patched)")
+	}
+	imf.record = *sites != ""
 	k, _, err := imf.load()
 	if err != nil {
 		return err
+	}
+	if *sites != "" {
+		if err := writeBootSites(*sites, k, imf.booted); err != nil {
+			return err
+		}
 	}
 	s := k.Summarize()
 	if *format == "json" {
@@ -35,7 +45,7 @@ func runImage(args []string, stdout, stderr io.Writer) error {
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\t\n", k, v) }
-	fmt.Fprintf(stdout, "kernel image: %s\n\n", s.Name)
+	fmt.Fprintf(stdout, "kernel image: %s\nboot CPU: %s\n\n", s.Name, s.CPU)
 	row("functions", s.Functions)
 	row("  in .init.text", s.InitFunctions)
 	row("symbols", s.Symbols)
@@ -65,8 +75,8 @@ func runImage(args []string, stdout, stderr io.Writer) error {
 		tw.Flush()
 	}
 	c := s.Config
-	fmt.Fprintf(stdout, "\nconfig: ibt=%v retpoline=%v rethunk=%v returns_patched=%v kprobes_on_ftrace=%v bug_verbose=%v\n",
-		c.IBT, c.Retpoline, c.RetThunk, c.ReturnsPatched, c.KprobesOnFtrace, c.BugVerbose)
+	fmt.Fprintf(stdout, "\nconfig: ibt=%v retpoline=%v rethunk=%v returns_patched=%v kprobes_on_ftrace=%v bug_verbose=%v cpu=%s\n",
+		c.IBT, c.Retpoline, c.RetThunk, c.ReturnsPatched, c.KprobesOnFtrace, c.BugVerbose, s.CPU)
 	for _, n := range s.Notes {
 		fmt.Fprintf(stdout, "note: %s\n", n)
 	}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/image/elfload"
 	"github.com/kpsim/kpsim/image/load"
 	"github.com/kpsim/kpsim/image/synth"
 )
@@ -19,6 +21,22 @@ type imageFlags struct {
 	jumpMix string
 	kernel  string
 	profile string
+	cpu     string
+	fs      *flag.FlagSet
+	// record keeps the boot-patched sites of a --kernel image in booted.
+	record bool
+	booted *elfload.Booted
+}
+
+// explicit reports whether the flag was given on the command line.
+func (f *imageFlags) explicit(name string) bool {
+	set := false
+	f.fs.Visit(func(fl *flag.Flag) {
+		if fl.Name == name {
+			set = true
+		}
+	})
+	return set
 }
 
 // synthetic reports whether the image comes from the generator.
@@ -63,7 +81,7 @@ func addImageFlagsFor(fs *flag.FlagSet, args []string) (*imageFlags, error) {
 }
 
 func addImageFlagsProfile(fs *flag.FlagSet, base synth.Config) *imageFlags {
-	f := &imageFlags{cfg: base}
+	f := &imageFlags{cfg: base, fs: fs}
 	c := &f.cfg
 	fs.StringVar(&f.profile, "profile", "reference", "synthetic starting point: reference (the defaults below) or debian-6.1 (calibrated to the pinned Debian kernel's counts); other flags override it")
 	fs.StringVar(&f.kernel, "kernel", "synthetic", "kernel to model: a bzImage (vmlinuz) or vmlinux ELF path, or synthetic (the generator and the flags below)")
@@ -103,7 +121,8 @@ func addImageFlagsProfile(fs *flag.FlagSet, base synth.Config) *imageFlags {
 	fs.BoolVar(&c.IBT, "ibt", c.IBT, "CONFIG_X86_KERNEL_IBT: functions start with ENDBR64")
 	fs.BoolVar(&c.Retpoline, "retpoline", c.Retpoline, "CONFIG_RETPOLINE: indirect branches through thunks")
 	fs.BoolVar(&c.RetThunk, "rethunk", c.RetThunk, "CONFIG_RETHUNK: returns built as jmp __x86_return_thunk")
-	fs.BoolVar(&c.ReturnsPatched, "returns-patched", c.ReturnsPatched, "boot patched return thunks to ret; int3")
+	fs.BoolVar(&c.ReturnsPatched, "returns-patched", c.ReturnsPatched, "synthetic images: boot patched return thunks to ret; int3 (with --kernel the --cpu decides; an explicit value must agree with it)")
+	fs.StringVar(&f.cpu, "cpu", "", "boot CPU whose boot-time patching (paravirt, retpolines, returns, alternatives) the --kernel text goes through: "+strings.Join(alternative.CPUNames(), ", ")+", or none for the text as built (default "+alternative.DefaultCPU+" with --kernel; synthetic images: sets --returns-patched from the CPU's return mode)")
 	fs.IntVar(&c.ProbeTargets, "probe-targets", c.ProbeTargets, "add N generated probe-target functions (the batch kprobe sample)")
 	fs.BoolVar(&c.ProbeTargetsTraced, "probe-targets-traced", c.ProbeTargetsTraced, "build the probe targets with __fentry__ calls")
 	fs.Float64Var(&c.ProbeTargetsAt, "probe-targets-at", c.ProbeTargetsAt, "place the probe targets after this fraction of .text's functions (link order; 1 = after _etext)")
@@ -120,19 +139,40 @@ func addImageFlagsProfile(fs *flag.FlagSet, base synth.Config) *imageFlags {
 // load builds the image the flags describe. Config errors are usage
 // errors naming the flag.
 func (f *imageFlags) load() (*image.Kernel, *synth.Truth, error) {
+	var cpu *alternative.CPU
+	if f.cpu != "" && f.cpu != alternative.CPUNone {
+		c, err := alternative.LookupCPU(f.cpu)
+		if err != nil {
+			return nil, nil, usagef("--cpu: %v", err)
+		}
+		cpu = c
+	}
 	if !f.synthetic() {
-		k, err := load.Open(f.kernel)
+		name := f.cpu
+		if name == "" {
+			name = alternative.DefaultCPU
+			cpu, _ = alternative.LookupCPU(name)
+		}
+		if f.explicit("returns-patched") {
+			// apply_returns writes ret; int3 only on a CPU without
+			// X86_FEATURE_RETHUNK.
+			if want := cpu != nil && !cpu.WantsRethunk(); f.cfg.ReturnsPatched != want {
+				return nil, nil, usagef("--returns-patched=%v: with --kernel the boot CPU decides the returns, and --cpu %s %s", f.cfg.ReturnsPatched, name, returnsOf(cpu))
+			}
+		}
+		r, err := load.OpenWith(f.kernel, load.Options{CPU: name, Record: f.record})
 		if err != nil {
 			return nil, nil, usagef("--kernel: %v", err)
 		}
-		if f.cfg.ReturnsPatched && k.Config.RetThunk && !k.Config.ReturnsPatched {
-			n, err := k.ApplyReturns()
-			if err != nil {
-				return nil, nil, usagef("--kernel: %v", err)
-			}
-			k.Notes = append(k.Notes, fmt.Sprintf("--returns-patched: apply_returns rewrote %d of %d return-thunk jumps to ret; int3 (a CPU that needs no return thunk)", n, len(k.ReturnSites)))
+		f.booted = r.Booted
+		return r.Kernel, nil, nil
+	}
+	if cpu != nil {
+		want := !cpu.WantsRethunk()
+		if f.explicit("returns-patched") && f.cfg.ReturnsPatched != want {
+			return nil, nil, usagef("--returns-patched=%v contradicts --cpu %s, which %s", f.cfg.ReturnsPatched, cpu.Name, returnsOf(cpu))
 		}
-		return k, nil, nil
+		f.cfg.ReturnsPatched = want
 	}
 	f.cfg.Seed = f.seed
 	mix, err := parseJumpMix(f.jumpMix)
@@ -148,7 +188,22 @@ func (f *imageFlags) load() (*image.Kernel, *synth.Truth, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("generating the image: %w", err)
 	}
+	if cpu != nil {
+		k.Config.CPU = cpu.Name
+		k.Notes = append(k.Notes, fmt.Sprintf("--cpu %s on a synthetic image: the generator emits no paravirt, retpoline or alternative sites; the CPU decides the returns only (%s)", cpu.Name, returnsOf(cpu)))
+	}
 	return k, truth, nil
+}
+
+// returnsOf says what apply_returns leaves on cpu (nil: as built).
+func returnsOf(cpu *alternative.CPU) string {
+	switch {
+	case cpu == nil:
+		return "keeps the returns as built (jmp __x86_return_thunk)"
+	case cpu.WantsRethunk():
+		return "patches the returns to jmp " + cpu.ReturnThunk
+	}
+	return "patches the returns to ret; int3"
 }
 
 func parseJumpMix(s string) ([4]float64, error) { return synth.ParseJumpMix(s) }

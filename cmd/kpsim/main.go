@@ -33,7 +33,7 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"image", "kpsim image [image flags] [--format table|json]", "summarise the kernel image", runImage},
+		{"image", "kpsim image [image flags] [--format table|json] [--boot-sites FILE]", "summarise the kernel image", runImage},
 		{"decode", "kpsim decode [image flags] [--func NAME | --all] [--summary]", "print instruction boundaries objdump-style", runDecode},
 		{"run", "kpsim run many [image flags] [--n N] [--patches LIST]... [--ablation] [--format table|json|csv|bench] [--out FILE]", "run a scenario under one or more patch sets", runRun},
 		{"kallsyms", "kpsim kallsyms dump --symbols FILE [--all-symbols] [--absolute-percpu] [--base-relative] [--what tokens|stats]", "build the compressed kallsyms tables from a symbol list and dump them", runKallsyms},

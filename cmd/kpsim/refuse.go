@@ -158,7 +158,7 @@ func ablationNames() []string {
 }
 
 // realKernelFlags are the image flags that apply to a real kernel too.
-var realKernelFlags = []string{"kernel", "seed", "sample-functions", "padding", "returns-patched"}
+var realKernelFlags = []string{"kernel", "seed", "sample-functions", "padding", "returns-patched", "cpu"}
 
 // printGroupedDefaults prints a command's flags in three groups: its own
 // (scenario) flags, the real-kernel flags and the synthetic-image flags,

@@ -9,9 +9,11 @@
 // _kprobe_blacklist, __mcount_loc) are found by their __start_/__stop_
 // bound symbols and put into the order the running kernel holds them.
 //
-// The text is the text as built: boot-time patching (alternatives,
-// paravirt, return thunks, static calls, ftrace's NOPing of the
-// __fentry__ calls) is not applied; Kernel.Notes says so.
+// Load keeps the text as built. LoadWith with a CPU applies the boot-time
+// patching of alternative_instructions (paravirt, retpolines, returns,
+// alternatives: package alternative) for that CPU; static-call and
+// jump-label init and ftrace's NOPing of the __fentry__ calls are not
+// applied (they keep instruction lengths). Kernel.Notes says which.
 package elfload
 
 import (
@@ -30,12 +32,14 @@ import (
 
 // loader is one Load call.
 type loader struct {
-	name  string
-	data  []byte
-	f     *elf.File
-	progs []*elf.Prog // PT_LOAD with file data
-	syms  map[string]uint64
-	k     *image.Kernel
+	opts   Options
+	booted *Booted
+	name   string
+	data   []byte
+	f      *elf.File
+	progs  []*elf.Prog // PT_LOAD with file data
+	syms   map[string]uint64
+	k      *image.Kernel
 	// capped lists functions whose next-symbol distance was cut
 	// (kallsyms source only).
 	capped []string
@@ -44,13 +48,24 @@ type loader struct {
 // Load parses data (the bytes of the file called name) as an x86-64
 // vmlinux and returns the image model. Errors name the file and the
 // problem; malformed input never panics.
+//
+// The text is as built; LoadWith boot-patches it for a CPU.
 func Load(name string, data []byte) (*image.Kernel, error) {
-	l := &loader{name: name, data: data}
+	k, _, err := LoadWith(name, data, Options{})
+	return k, err
+}
+
+// LoadWith is Load with options: with o.CPU set, the text is patched as
+// the kernel patches itself at boot on that CPU, in a private copy of
+// data (data itself is not modified unless o.Owned), and Booted says what
+// was done.
+func LoadWith(name string, data []byte, o Options) (*image.Kernel, *Booted, error) {
+	l := &loader{name: name, data: data, opts: o}
 	k, err := l.load()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return k, nil
+	return k, l.booted, nil
 }
 
 func (l *loader) load() (*image.Kernel, error) {
@@ -65,6 +80,9 @@ func (l *loader) load() (*image.Kernel, error) {
 		return nil, fmt.Errorf("malformed ELF (%v)", err)
 	}
 	l.f = f
+	if l.opts.CPU != nil && !l.opts.Owned {
+		l.data = bytes.Clone(l.data) // patched in place; the caller's bytes stay as built
+	}
 	if f.Machine != elf.EM_X86_64 {
 		return nil, fmt.Errorf("ELF for %v, not x86-64", f.Machine)
 	}
@@ -109,10 +127,19 @@ func (l *loader) load() (*image.Kernel, error) {
 	l.config()
 	l.ranges()
 	l.returnSites()
-	k.Notes = append(k.Notes,
-		"modules are not loaded from real images",
-		"text is as built: boot-time patching (alternatives, paravirt, return thunks, static calls, ftrace NOPing of __fentry__ calls) is not applied",
-	)
+	k.Notes = append(k.Notes, "modules are not loaded from real images")
+	if l.opts.CPU != nil {
+		bt, err := l.boot(l.opts)
+		if err != nil {
+			return nil, err
+		}
+		l.booted = bt
+	} else {
+		k.Notes = append(k.Notes, "text is as built: boot-time patching (alternatives, paravirt, return thunks, static calls, ftrace NOPing of __fentry__ calls) is not applied")
+		if c := &k.Config; c.RetThunk {
+			k.Notes = append(k.Notes, "returns are as built (jmp __x86_return_thunk): ReturnsPatched=false; on a CPU that needs no return thunk, boot's apply_returns would rewrite them to ret; int3")
+		}
+	}
 	if err := k.Validate(); err != nil {
 		return nil, fmt.Errorf("loaded image is inconsistent: %w", err)
 	}
@@ -592,9 +619,6 @@ func (l *loader) config() {
 	}
 	c.KprobesOnFtrace = len(k.McountLocs) > 0
 	c.ReturnsPatched = false
-	if c.RetThunk {
-		k.Notes = append(k.Notes, "returns are as built (jmp __x86_return_thunk): ReturnsPatched=false; on a CPU that needs no return thunk, boot's apply_returns would rewrite them to ret; int3")
-	}
 	if c.KprobesOnFtrace {
 		k.Notes = append(k.Notes, "KprobesOnFtrace inferred from the presence of __mcount_loc entries (the .config is not in the image)")
 	}

@@ -1,6 +1,12 @@
 // Package load opens a kernel for kpsim from a file, whatever its form: a
 // bzImage (vmlinuz), a vmlinux ELF (full or stripped), detected from the
 // file's magic. Every error names the file and the problem.
+//
+// The kernel it returns is the kernel as it runs: the text went through
+// the boot-time patching of alternative_instructions (paravirt,
+// retpolines, returns, alternatives) for a CPU, alternative.DefaultCPU
+// unless Options say otherwise, exactly as the kpsim CLI does for
+// --kernel (which passes its --cpu here). Kernel.Config.CPU names it.
 package load
 
 import (
@@ -8,6 +14,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/bzimage"
 	"github.com/kpsim/kpsim/image/elfload"
@@ -35,8 +42,47 @@ func Detect(b []byte) Kind {
 	return Unknown
 }
 
-// Open reads path and loads the kernel it holds.
+// Options choose how a kernel is booted.
+type Options struct {
+	// CPU names the boot CPU whose boot-time patching the text goes
+	// through (alternative.CPUNames); "" is alternative.DefaultCPU and
+	// alternative.CPUNone keeps the text as built.
+	CPU string
+	// Record keeps every patched site's before/after bytes (Booted).
+	Record bool
+}
+
+// Result is a loaded kernel and what booting it did (Booted is nil for
+// CPUNone).
+type Result struct {
+	Kernel *image.Kernel
+	Booted *elfload.Booted
+}
+
+// cpu resolves o.CPU; nil for CPUNone.
+func (o Options) cpu() (*alternative.CPU, error) {
+	name := o.CPU
+	if name == "" {
+		name = alternative.DefaultCPU
+	}
+	if name == alternative.CPUNone {
+		return nil, nil
+	}
+	return alternative.LookupCPU(name)
+}
+
+// Open reads path and loads the kernel it holds, booted for
+// alternative.DefaultCPU.
 func Open(path string) (*image.Kernel, error) {
+	r, err := OpenWith(path, Options{})
+	if err != nil {
+		return nil, err
+	}
+	return r.Kernel, nil
+}
+
+// OpenWith reads path and loads the kernel it holds, booted as o says.
+func OpenWith(path string, o Options) (*Result, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		if pe, ok := err.(*os.PathError); ok {
@@ -44,24 +90,44 @@ func Open(path string) (*image.Kernel, error) {
 		}
 		return nil, err
 	}
-	return Bytes(path, b)
+	return BytesWith(path, b, o)
 }
 
-// Bytes loads the kernel in b, read from the file called name.
+// Bytes loads the kernel in b, read from the file called name, booted for
+// alternative.DefaultCPU. b is not modified.
 func Bytes(name string, b []byte) (*image.Kernel, error) {
+	r, err := BytesWith(name, b, Options{})
+	if err != nil {
+		return nil, err
+	}
+	return r.Kernel, nil
+}
+
+// BytesWith loads the kernel in b, booted as o says. b is not modified.
+func BytesWith(name string, b []byte, o Options) (*Result, error) {
+	cpu, err := o.cpu()
+	if err != nil {
+		return nil, err
+	}
+	eo := elfload.Options{CPU: cpu, Record: o.Record}
 	switch Detect(b) {
 	case ELF:
-		return elfload.Load(name, b)
+		k, bt, err := elfload.LoadWith(name, b, eo)
+		if err != nil {
+			return nil, err
+		}
+		return &Result{k, bt}, nil
 	case BzImage:
 		vmlinux, _, err := bzimage.Decompress(name, b)
 		if err != nil {
 			return nil, err
 		}
-		k, err := elfload.Load(name, vmlinux)
+		eo.Owned = true // the decompressed vmlinux is ours to patch
+		k, bt, err := elfload.LoadWith(name, vmlinux, eo)
 		if err != nil {
 			return nil, err
 		}
-		return k, nil
+		return &Result{k, bt}, nil
 	}
 	if len(b) == 0 {
 		return nil, fmt.Errorf("%s: empty file", name)

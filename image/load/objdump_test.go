@@ -3,6 +3,7 @@ package load
 import (
 	"bufio"
 	"bytes"
+	"debug/elf"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/bzimage"
 	"github.com/kpsim/kpsim/x86"
@@ -32,12 +34,21 @@ func realKernel(t testing.TB) string {
 
 var (
 	realOnce    sync.Once
-	realK       *image.Kernel
 	realVmlinux []byte
 	realErr     error
+	realMu      sync.Mutex
+	realByCPU   = map[string]*Result{}
 )
 
-func loadReal(t testing.TB) (*image.Kernel, []byte) {
+// loadReal returns the real kernel booted for cpu (alternative.CPUNone:
+// as built) with its site records, and the decompressed vmlinux as built.
+// The vmlinux is decompressed once; each CPU's boot is cached.
+func loadReal(t testing.TB, cpu string) (*image.Kernel, []byte) {
+	r, vmlinux := loadRealResult(t, cpu)
+	return r.Kernel, vmlinux
+}
+
+func loadRealResult(t testing.TB, cpu string) (*Result, []byte) {
 	path := realKernel(t)
 	realOnce.Do(func() {
 		b, err := os.ReadFile(path)
@@ -46,22 +57,29 @@ func loadReal(t testing.TB) (*image.Kernel, []byte) {
 			return
 		}
 		if Detect(b) == BzImage {
-			if realVmlinux, _, realErr = bzimage.Decompress(path, b); realErr != nil {
-				return
-			}
+			realVmlinux, _, realErr = bzimage.Decompress(path, b)
 		} else {
 			realVmlinux = b
 		}
-		realK, realErr = Bytes(path, b)
 	})
 	if realErr != nil {
 		t.Fatal(realErr)
 	}
-	return realK, realVmlinux
+	realMu.Lock()
+	defer realMu.Unlock()
+	if r, ok := realByCPU[cpu]; ok {
+		return r, realVmlinux
+	}
+	r, err := BytesWith(path, realVmlinux, Options{CPU: cpu, Record: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	realByCPU[cpu] = r
+	return r, realVmlinux
 }
 
 func TestOpenRealKernel(t *testing.T) {
-	k, _ := loadReal(t)
+	k, _ := loadReal(t, alternative.DefaultCPU)
 	s := k.Summarize()
 	t.Logf("%s: functions %d, text %d B, jump %d, static calls %d, bugs %d, extable %d, blacklist %d (+%d ranges), mcount %d",
 		k.Name, s.Functions, s.TextBytes, s.JumpEntries, s.StaticCallSites, s.BugEntries, s.ExceptionEntries,
@@ -92,7 +110,9 @@ var objdumpExceptions = map[string]string{
 
 // TestBoundariesMatchObjdump: kpsim's instruction boundaries over every
 // function of the real .text equal objdump's, apart from the documented
-// exceptions above.
+// exceptions above: for the text as built, and for the text booted on the
+// default CPU (objdump then reads a copy of vmlinux with the patched text
+// written back at its file offsets).
 func TestBoundariesMatchObjdump(t *testing.T) {
 	if testing.Short() {
 		t.Skip("decodes the whole real .text twice")
@@ -101,7 +121,41 @@ func TestBoundariesMatchObjdump(t *testing.T) {
 	if err != nil {
 		t.Skip("objdump (binutils) not installed")
 	}
-	k, vmlinux := loadReal(t)
+	for _, cpu := range []string{alternative.CPUNone, alternative.DefaultCPU} {
+		t.Run(cpu, func(t *testing.T) {
+			k, vmlinux := loadReal(t, cpu)
+			if cpu != alternative.CPUNone {
+				vmlinux = withText(t, vmlinux, k)
+			}
+			compareObjdump(t, objdump, k, vmlinux)
+		})
+	}
+}
+
+// withText returns a copy of the vmlinux ELF with the text regions of k
+// written back at their file offsets.
+func withText(t *testing.T, vmlinux []byte, k *image.Kernel) []byte {
+	f, err := elf.NewFile(bytes.NewReader(vmlinux))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := bytes.Clone(vmlinux)
+	for _, r := range k.Regions {
+		done := false
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_LOAD && r.Start >= p.Vaddr && r.End() <= p.Vaddr+p.Filesz {
+				copy(out[p.Off+(r.Start-p.Vaddr):], r.Bytes)
+				done = true
+			}
+		}
+		if !done {
+			t.Fatalf("region %s not in a PT_LOAD segment", r.Name)
+		}
+	}
+	return out
+}
+
+func compareObjdump(t *testing.T, objdump string, k *image.Kernel, vmlinux []byte) {
 	f := filepath.Join(t.TempDir(), "vmlinux")
 	if err := os.WriteFile(f, vmlinux, 0o644); err != nil {
 		t.Fatal(err)

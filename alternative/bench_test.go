@@ -1,0 +1,24 @@
+package alternative_test
+
+import (
+	"testing"
+
+	"github.com/kpsim/kpsim/alternative"
+	"github.com/kpsim/kpsim/image/load"
+)
+
+// BenchmarkLoadDebian: loading the decompressed Debian vmlinux as built
+// and booted for each named CPU; the difference is the cost of
+// alternative_instructions (and of the private copy the ELF path makes).
+func BenchmarkLoadDebian(b *testing.B) {
+	booted(b, alternative.CPUNone) // decompress once, skip without the kernel
+	for _, cpu := range append([]string{alternative.CPUNone}, alternative.CPUNames()...) {
+		b.Run(cpu, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := load.BytesWith("vmlinux", vmELF, load.Options{CPU: cpu}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

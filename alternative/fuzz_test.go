@@ -1,0 +1,137 @@
+package alternative
+
+import (
+	"bytes"
+	"testing"
+)
+
+// FuzzParseAltInstructions: any bytes parse or fail cleanly, and a parsed
+// table re-encodes to the same bytes.
+func FuzzParseAltInstructions(f *testing.F) {
+	f.Add(hx(f, "f0 ff ff ff 10 00 00 00 10 81 06 01"), uint64(tText))
+	f.Add(make([]byte, 11), uint64(0))
+	f.Fuzz(func(t *testing.T, b []byte, base uint64) {
+		alts, err := ParseAltInstructions(b, base)
+		if err != nil {
+			return
+		}
+		var out []byte
+		for i, a := range alts {
+			at := base + uint64(i*AltInstrSize)
+			out = append(out, rel32(at, 0, a.Instr)...)
+			out = append(out, rel32(at+4, 0, a.Repl)...)
+			out = append(out, byte(a.CPUID), byte(a.CPUID>>8), a.InstrLen, a.ReplLen)
+			if a.Feature() >= featureLimit {
+				t.Fatalf("feature %d accepted", a.Feature())
+			}
+		}
+		if !bytes.Equal(out, b) {
+			t.Fatalf("round trip: % x != % x", out, b)
+		}
+	})
+}
+
+func FuzzParseParaInstructions(f *testing.F) {
+	f.Add(hx(f, "00 00 00 81 ff ff ff ff 01 06 ff 0f 00 00 00 00"))
+	f.Add(make([]byte, 17))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		sites, err := ParseParaInstructions(b)
+		if err != nil {
+			return
+		}
+		if len(sites)*ParaSiteSize != len(b) {
+			t.Fatalf("%d sites from %d bytes", len(sites), len(b))
+		}
+		for i, s := range sites {
+			e := b[i*ParaSiteSize:]
+			if s.Instr != le.Uint64(e) || s.Type != e[8] || s.Len != e[9] || s.Clobber != le.Uint16(e[10:]) {
+				t.Fatalf("site %d: %+v from % x", i, s, e[:16])
+			}
+		}
+	})
+}
+
+func FuzzParseSites(f *testing.F) {
+	f.Add(hx(f, "fc ff ff ff 00 00 00 00"), uint64(tText))
+	f.Fuzz(func(t *testing.T, b []byte, base uint64) {
+		s, err := ParseSites(".return_sites", b, base)
+		if err != nil {
+			if len(b)%SiteSize == 0 {
+				t.Fatalf("%d bytes refused: %v", len(b), err)
+			}
+			return
+		}
+		for i, a := range s {
+			at := base + uint64(i*SiteSize)
+			if !bytes.Equal(rel32(at, 0, a), b[i*SiteSize:i*SiteSize+4]) {
+				t.Fatalf("site %d: %#x", i, a)
+			}
+		}
+	})
+}
+
+// FuzzPatcher: random text and random tables never make the patcher
+// panic or write outside the sites it was given (each table's sites are
+// confined to the text; bytes outside every site stay as they were).
+func FuzzPatcher(f *testing.F) {
+	f.Add(hx(f, "ff 15 f2 ff ff ff e8 00 00 00 00 e9 00 00 00 00 90 90 90"), hx(f, "01 06 00 06 00 06 0b 05 10 03"), uint8(0))
+	f.Add(bytes.Repeat([]byte{0x90}, 64), hx(f, "02 08 10 05 20 03 30 02"), uint8(3))
+	f.Fuzz(func(t *testing.T, text, table []byte, cpuSel uint8) {
+		if len(text) == 0 || len(text) > 4096 {
+			return
+		}
+		m := &mem{}
+		buf := bytes.Clone(text)
+		m.add(tText, buf)
+		repl := bytes.Clone(text)
+		m.add(tRepl, repl)
+		names := [][]string{nil, {"X86_FEATURE_RETPOLINE"}, {"X86_FEATURE_RETPOLINE", "X86_FEATURE_RETPOLINE_LFENCE"}, {"X86_FEATURE_RETHUNK", "X86_FEATURE_INDIRECT_THUNK_ITS"}}
+		cpu := cpuWith(t, append(names[int(cpuSel)%len(names)], "X86_FEATURE_ALWAYS")...)
+		var tb Tables
+		touched := make([]bool, len(text))
+		mark := func(off, n int) {
+			for i := off; i < off+n && i < len(touched); i++ {
+				touched[i] = true
+			}
+		}
+		for i := 0; i+2 <= len(table); i += 2 {
+			off, arg := int(table[i])%len(text), table[i+1]
+			at := tText + uint64(off)
+			switch arg >> 6 {
+			case 0:
+				n := int(arg&7) + 1
+				if off+n > len(text) {
+					continue
+				}
+				tb.Para = append(tb.Para, ParaSite{Instr: at, Type: arg >> 3 & 3, Len: uint8(n)})
+				mark(off, n)
+			case 1:
+				tb.Retpolines = append(tb.Retpolines, at)
+				mark(off, 15)
+			case 2:
+				tb.Returns = append(tb.Returns, at)
+				mark(off, 15)
+			case 3:
+				n := int(arg&7) + 1
+				rn := int(arg>>3&7) % (n + 1)
+				if off+n > len(text) {
+					continue
+				}
+				tb.Alternatives = append(tb.Alternatives, AltInstr{Instr: at, Repl: tRepl + uint64(off), CPUID: uint16(arg&1) << 15, InstrLen: uint8(n), ReplLen: uint8(rn)})
+				mark(off, n)
+			}
+		}
+		p := &Patcher{CPU: cpu, Env: testEnv(), Mem: m, Record: true}
+		_ = p.AlternativeInstructions(&tb) // errors are fine, panics are not
+		for i := range text {
+			if !touched[i] && buf[i] != text[i] {
+				t.Fatalf("byte %d outside every site changed: %#x -> %#x", i, text[i], buf[i])
+			}
+		}
+		for _, s := range p.Sites {
+			if len(s.Before) != len(s.After) {
+				t.Fatalf("record %+v: lengths differ", s)
+			}
+		}
+	})
+}

@@ -1,0 +1,161 @@
+package elfload
+
+import (
+	"fmt"
+
+	"github.com/kpsim/kpsim/alternative"
+)
+
+// Options choose how Load builds the image.
+type Options struct {
+	// CPU, when not nil, boot-patches the text for that CPU as
+	// alternative_instructions does (package alternative). Nil keeps the
+	// text as built.
+	CPU *alternative.CPU
+	// Owned says data belongs to the loader: patch it in place instead of
+	// in a copy.
+	Owned bool
+	// Record keeps every patched site's before/after bytes in
+	// Booted.Sites (tests, kpsim image --boot-sites).
+	Record bool
+}
+
+// Booted is what boot patching did to a loaded image (nil when the text is
+// as built).
+type Booted struct {
+	CPU    *alternative.CPU
+	Tables alternative.Tables
+	Stats  alternative.Stats
+	Sites  []alternative.Site
+}
+
+// Table bounds alternative_instructions reads
+// (arch/x86/kernel/vmlinux.lds.S, 6.1).
+var bootBounds = []struct{ name, start, end, section string }{
+	{".parainstructions", "__parainstructions", "__parainstructions_end", ".parainstructions"},
+	{".retpoline_sites", "__retpoline_sites", "__retpoline_sites_end", ".retpoline_sites"},
+	{".return_sites", "__return_sites", "__return_sites_end", ".return_sites"},
+	{".altinstructions", "__alt_instructions", "__alt_instructions_end", ".altinstructions"},
+}
+
+// bootTable returns the bytes and base address of one site table: by its
+// bound symbols, else by its section header; ok false when absent.
+func (l *loader) bootTable(start, end, section string) (uint64, []byte, bool, error) {
+	if _, has := l.sym(start); has {
+		base, b, ok, err := l.span(start, end)
+		return base, b, ok, err
+	}
+	sec := l.f.Section(section)
+	if sec == nil || sec.Size == 0 {
+		return 0, nil, false, nil
+	}
+	b, ok := l.read(sec.Addr, sec.Size)
+	if !ok {
+		return 0, nil, false, fmt.Errorf("section %s [%#x, +%#x) is not in the file's PT_LOAD segments", section, sec.Addr, sec.Size)
+	}
+	return sec.Addr, b, true, nil
+}
+
+// pvOps reads pv_ops (struct paravirt_patch_template) from .data: one
+// pointer per slot, as many slots as the symbol's size holds.
+func (l *loader) pvOps() ([]uint64, error) {
+	a, ok := l.sym("pv_ops")
+	if !ok {
+		return nil, nil
+	}
+	var size uint64
+	for _, s := range l.k.Symbols {
+		if s.Name == "pv_ops" {
+			size = s.Size
+			break
+		}
+	}
+	if size == 0 || size%8 != 0 || size > 8*256 {
+		return nil, fmt.Errorf("pv_ops at %#x: size %d is not a table of pointers", a, size)
+	}
+	b, ok := l.read(a, size)
+	if !ok {
+		return nil, fmt.Errorf("pv_ops [%#x, +%d) is not in the file's PT_LOAD segments", a, size)
+	}
+	out := make([]uint64, size/8)
+	for i := range out {
+		out[i] = le.Uint64(b[8*i:])
+	}
+	return out, nil
+}
+
+// Text implements alternative.Memory over the file's PT_LOAD data (a
+// private copy when patching).
+func (l *loader) Text(addr uint64, n int) []byte {
+	for _, p := range l.progs {
+		if addr >= p.Vaddr && addr-p.Vaddr < p.Filesz {
+			off := p.Off + (addr - p.Vaddr)
+			end := min(p.Off+p.Filesz, off+uint64(n))
+			return l.data[off:end:end]
+		}
+	}
+	return nil
+}
+
+// boot applies alternative_instructions for o.CPU to the loaded text.
+//
+// Models arch/x86/kernel/alternative.c:alternative_instructions (called
+// from arch_cpu_finalize_init, after cpu_select_mitigations).
+func (l *loader) boot(o Options) (*Booted, error) {
+	cpu := o.CPU
+	pv, err := l.pvOps()
+	if err != nil {
+		return nil, err
+	}
+	env, err := alternative.NewEnv(l.sym, pv, cpu)
+	if err != nil {
+		return nil, fmt.Errorf("boot patching for %s: %w", cpu.Name, err)
+	}
+	bt := &Booted{CPU: cpu}
+	t := &bt.Tables
+	for _, tb := range bootBounds {
+		base, b, ok, err := l.bootTable(tb.start, tb.end, tb.section)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		switch tb.name {
+		case ".parainstructions":
+			t.Para, err = alternative.ParseParaInstructions(b)
+		case ".retpoline_sites":
+			t.Retpolines, err = alternative.ParseSites(tb.name, b, base)
+		case ".return_sites":
+			t.Returns, err = alternative.ParseSites(tb.name, b, base)
+		case ".altinstructions":
+			t.Alternatives, err = alternative.ParseAltInstructions(b, base)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(t.Para) > 0 && pv == nil {
+		return nil, fmt.Errorf("boot patching: %d .parainstructions sites but no pv_ops symbol", len(t.Para))
+	}
+	p := &alternative.Patcher{CPU: cpu, Env: env, Mem: l, Record: o.Record}
+	if err := p.AlternativeInstructions(t); err != nil {
+		return nil, fmt.Errorf("boot patching for %s: %w", cpu.Name, err)
+	}
+	bt.Stats, bt.Sites = p.Stats, p.Sites
+	k := l.k
+	k.PVOps = pv
+	k.Config.CPU = cpu.Name
+	k.Config.ReturnsPatched = p.Stats.Returns.Ret > 0 && p.Stats.Returns.Thunk == 0
+	s := &p.Stats
+	k.Notes = append(k.Notes,
+		"boot CPU "+cpu.Summary(),
+		fmt.Sprintf("boot patching (alternative_instructions): paravirt %d sites (%d direct calls, %d nops, %d paravirt_BUG); retpolines %d (%d call/jmp *%%reg, %d lfence, %d ITS thunk, %d kept, %d unfit, %d skipped); returns %d (%d ret, %d jmp %s, %d static-call trampolines, %d skipped); alternatives %d (%d replaced, %d calls re-based, %d jmps shortened, %d kept near, %d NOP runs optimized, %d undecodable walks)",
+			s.Paravirt.Sites, s.Paravirt.Direct, s.Paravirt.Nop, s.Paravirt.BUG,
+			s.Retpolines.Sites, s.Retpolines.Indirect, s.Retpolines.Lfence, s.Retpolines.ITS, s.Retpolines.Kept, s.Retpolines.Unfit, s.Retpolines.Skipped,
+			s.Returns.Sites, s.Returns.Ret, s.Returns.Thunk, cpu.ReturnThunk, s.Returns.Tramp, s.Returns.Skipped,
+			s.Alternatives.Sites, s.Alternatives.Replaced, s.Alternatives.CallFixed, s.Alternatives.JmpShort, s.Alternatives.JmpNear, s.Alternatives.NopRuns, s.Alternatives.Undecodable),
+		"boot patching changes instruction boundaries at paravirt direct calls, alternatives, optimize_nops padding, retpolines (unless kept) and returns patched to ret; not modelled: static-call and jump-label init (same length), ftrace NOPing of __fentry__ calls (same length), IBT sealing (IBT off)",
+	)
+	return bt, nil
+}
