@@ -29,6 +29,10 @@ type KallsymsOptions struct {
 	Build    ktab.Options
 	Variants []kallsyms.Variant // default: kallsyms.AllVariants()
 	Seed     uint64
+	// Budget, when positive, is the time each measurement's timing loop
+	// runs for (its pass count grown as testing.B grows b.N, at most
+	// Iters); zero times exactly Iters passes.
+	Budget time.Duration
 }
 
 // KallsymsRun is one variant's figures. *_ns are Go wall-clock nanoseconds
@@ -51,6 +55,9 @@ type KallsymsRun struct {
 	HeapPeakBytes   int64              `json:"heap_peak_bytes"`
 	ValidatedHits   int                `json:"validated_hits"`
 	ValidatedMisses int                `json:"validated_misses"`
+	// Passes are the timed passes of each measurement (hit, miss, sprint,
+	// sprint_no_offset, walk): Iters, or what the time budget reached.
+	Passes map[string]int `json:"passes"`
 }
 
 // KallsymsReport is the scenario's output.
@@ -62,6 +69,10 @@ type KallsymsReport struct {
 	Hits     []string       `json:"hits"`
 	Misses   []string       `json:"misses"`
 	Runs     []*KallsymsRun `json:"runs"`
+	// Budget is the time budget of each timing loop ("" for fixed Iters).
+	Budget string `json:"time_budget,omitempty"`
+	// Meta says how the report was made (the caller fills it).
+	Meta *Meta `json:"meta,omitempty"`
 }
 
 // SymbolsOf turns an image's vmlinux symbols into the build's input.
@@ -128,6 +139,9 @@ func RunKallsyms(kernel string, syms []ktab.Symbol, modules []*image.Module, o K
 	}
 	rep := &KallsymsReport{Scenario: "kallsyms", Kernel: kernel, Symbols: t.NumSyms, Iters: o.Iters, Hits: hits, Misses: misses}
 	walkIters := max(1, o.Iters/20000)
+	if o.Budget > 0 {
+		rep.Budget = o.Budget.String()
+	}
 	for _, v := range variants {
 		c, err := kallsyms.NewCompressed(t, v, kallsyms.CompressedOptions{Modules: modules})
 		if err != nil {
@@ -148,19 +162,28 @@ func RunKallsyms(kernel string, syms []ktab.Symbol, modules []*image.Module, o K
 			}
 			run.ValidatedMisses++
 		}
-		hit, err := c.Measure(kallsyms.KindLookupName, hits, nil, o.Iters)
+		run.Passes = map[string]int{}
+		measure := func(what string, kind kallsyms.LookupKind, names []string, as []uint64, maxN int) (kallsyms.Measurement, error) {
+			m, n, err := measureFor(o.Budget, maxN, func(n int) (kallsyms.Measurement, error) { return c.Measure(kind, names, as, n) })
+			run.Passes[what] = n
+			return m, err
+		}
+		hit, err := measure("hit", kallsyms.KindLookupName, hits, nil, o.Iters)
 		if err != nil {
 			return nil, err
 		}
-		miss, err := c.Measure(kallsyms.KindLookupName, misses, nil, o.Iters)
+		miss, err := measure("miss", kallsyms.KindLookupName, misses, nil, o.Iters)
 		if err != nil {
 			return nil, err
 		}
-		spr, err := c.Measure(kallsyms.KindSprint, nil, addrs, o.Iters)
+		spr, err := measure("sprint", kallsyms.KindSprint, nil, addrs, o.Iters)
 		if err != nil {
 			return nil, err
 		}
-		walk, err := c.Measure(kallsyms.KindOnEachSymbol, nil, nil, walkIters)
+		if o.Budget > 0 {
+			walkIters = o.Iters // the budget decides
+		}
+		walk, err := measure("walk", kallsyms.KindOnEachSymbol, nil, nil, walkIters)
 		if err != nil {
 			return nil, err
 		}
@@ -168,7 +191,9 @@ func RunKallsyms(kernel string, syms []ktab.Symbol, modules []*image.Module, o K
 		run.MissNS, run.MissOps, run.MissCycles = miss.NsPerCall, miss.OpsPerCall, miss.CyclesPerCall
 		run.SprintNS, run.SprintOps, run.SprintCycles = spr.NsPerCall, spr.OpsPerCall, spr.CyclesPerCall
 		run.WalkUS, run.WalkCycles = walk.NsPerCall/1000, walk.CyclesPerCall
-		run.SprintNoOffNS = timeCalls(o.Iters, addrs, func(a uint64) { c.SprintSymbolNoOffset(nil, a) })
+		run.SprintNoOffNS, run.Passes["sprint_no_offset"], _ = measureFor(o.Budget, o.Iters, func(n int) (float64, error) {
+			return timeCalls(n, addrs, func(a uint64) { c.SprintSymbolNoOffset(nil, a) }), nil
+		})
 		mem := c.Memory()
 		run.ExtraBytes, run.HeapPeakBytes = mem.ExtraRodata+mem.HeapPeak, mem.HeapPeak
 		rep.Runs = append(rep.Runs, run)
@@ -245,7 +270,17 @@ func (r *KallsymsReport) WriteCSV(w io.Writer) error {
 // per call and the modelled ops and cycles per call, with ratios to the
 // first variant (the baseline).
 func (r *KallsymsReport) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, " Simulated test_kallsyms_perf over %d symbols (%s), %d iterations\n", r.Symbols, r.Kernel, r.Iters)
+	iters := fmt.Sprintf("%d iterations", r.Iters)
+	if r.Budget != "" {
+		iters = fmt.Sprintf("%s per measurement", r.Budget)
+	}
+	fmt.Fprintf(w, " Simulated test_kallsyms_perf over %d symbols (%s), %s\n", r.Symbols, r.Kernel, iters)
+	for _, l := range r.Meta.Lines() {
+		writeWrapped(w, " "+l, "          ")
+	}
+	if r.Budget != "" {
+		fmt.Fprintf(w, " timing: each measurement timed for %s (at most %d passes; the passes each took are in --format json)\n", r.Budget, r.Iters)
+	}
 	fmt.Fprintf(w, " hits: %d names, misses: %d names; every variant validated first\n\n", len(r.Hits), len(r.Misses))
 	if len(r.Runs) == 0 {
 		return nil

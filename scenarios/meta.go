@@ -57,17 +57,22 @@ func (v Version) String() string {
 			s += "+dirty"
 		}
 	} else {
-		s += " (no VCS stamp: go run or go test)"
+		s += " (no VCS stamp: go test, -buildvcs=false or a git worktree; make build stamps one)"
 	}
 	return s + " " + v.Go
 }
+
+// vcsRevision is the revision the Makefile stamps with -ldflags -X
+// (go's own stamp is missing in git worktrees and with -buildvcs=false);
+// a "-dirty" suffix marks uncommitted changes.
+var vcsRevision string
 
 // BuildVersion reads this binary's version.
 func BuildVersion() Version {
 	v := Version{Module: "github.com/kpsim/kpsim", Version: "(unknown)", Go: runtime.Version()}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return v
+		bi = &debug.BuildInfo{}
 	}
 	if bi.Main.Path != "" {
 		v.Module = bi.Main.Path
@@ -84,6 +89,9 @@ func BuildVersion() Version {
 		case "vcs.modified":
 			v.Modified = s.Value == "true"
 		}
+	}
+	if v.Revision == "" && vcsRevision != "" {
+		v.Revision, v.Modified = strings.TrimSuffix(vcsRevision, "-dirty"), strings.HasSuffix(vcsRevision, "-dirty")
 	}
 	return v
 }

@@ -79,3 +79,63 @@ func TestRunManyBench(t *testing.T) {
 		t.Errorf("%d results", results)
 	}
 }
+
+// TestRunKallsymsBudget: without --iters each timing loop runs for
+// --benchtime (passes grown as testing.B grows b.N); the modelled counts
+// per call do not depend on the pass count; the report says how it was
+// made; --format bench writes benchstat's format.
+func TestRunKallsymsBudget(t *testing.T) {
+	args := append([]string{"run", "kallsyms", "--variants", "baseline,offset-index", "--format", "json"}, small...)
+	out, errs, code := runKpsim(append(args, "--benchtime", "2ms")...)
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	fixed, errs, code := runKpsim(append(args, "--iters", "3")...)
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	type rep struct {
+		Budget string `json:"time_budget"`
+		Meta   struct {
+			Kpsim struct{ Go string }
+		}
+		Runs []struct {
+			Name    string
+			HitOps  map[string]float64 `json:"hit_ops"`
+			MissCyc float64            `json:"miss_est_cycles"`
+			Passes  map[string]int
+		}
+	}
+	var b, f rep
+	if err := json.Unmarshal([]byte(out), &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(fixed), &f); err != nil {
+		t.Fatal(err)
+	}
+	if b.Budget != "2ms" || f.Budget != "" || b.Meta.Kpsim.Go == "" || len(b.Runs) != 2 {
+		t.Fatalf("budget %q / %q, meta %+v, %d runs", b.Budget, f.Budget, b.Meta, len(b.Runs))
+	}
+	for i, r := range b.Runs {
+		for _, m := range []string{"hit", "miss", "sprint", "sprint_no_offset", "walk"} {
+			if r.Passes[m] < 1 || f.Runs[i].Passes[m] != 3 && m != "walk" {
+				t.Errorf("%s %s: %d passes with the budget, %d fixed", r.Name, m, r.Passes[m], f.Runs[i].Passes[m])
+			}
+		}
+		if r.MissCyc != f.Runs[i].MissCyc || len(r.HitOps) != len(f.Runs[i].HitOps) {
+			t.Errorf("%s: counts depend on the pass count", r.Name)
+		}
+		for k, v := range r.HitOps {
+			if f.Runs[i].HitOps[k] != v {
+				t.Errorf("%s: hit op %s %v vs %v", r.Name, k, v, f.Runs[i].HitOps[k])
+			}
+		}
+	}
+	if _, errs, code := runKpsim(append(args, "--iters", "3", "--benchtime", "1ms")...); code != 2 || !strings.Contains(errs, "--benchtime: conflicts with --iters") {
+		t.Errorf("--iters with --benchtime: exit %d %q", code, errs)
+	}
+	bench, errs, code := runKpsim(append([]string{"run", "kallsyms", "--variants", "baseline", "--iters", "2", "--format", "bench"}, small...)...)
+	if code != 0 || !strings.Contains(bench, "BenchmarkKallsyms/variant=baseline/lookup=hit 2 ") || !strings.Contains(bench, "Unit est-cycles/op assume=exact") {
+		t.Errorf("bench: exit %d %s\n%.800s", code, errs, bench)
+	}
+}

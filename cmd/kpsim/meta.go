@@ -71,3 +71,18 @@ func costOverrides(path string) int {
 	}
 	return n
 }
+
+// kallsymsMeta describes a run kallsyms report: the synthetic image k, or
+// the symbol file and its SHA-256.
+func kallsymsMeta(fs *flag.FlagSet, imf *imageFlags, k *image.Kernel, symbols string, args []string) (*scenarios.Meta, error) {
+	if k != nil {
+		return reportMeta(fs, imf, k, "", "", "run kallsyms", args)
+	}
+	sum, err := scenarios.FileSHA256(symbols)
+	if err != nil {
+		return nil, usagef("--symbols: %v", err)
+	}
+	return &scenarios.Meta{Kpsim: scenarios.BuildVersion(), CPU: scenarios.DefaultCPU, Host: scenarios.HostCPU(),
+		Kernel:  scenarios.KernelInfo{Source: "symbols", Name: symbols, Path: symbols, SHA256: sum, Modules: []string{}},
+		Command: append([]string{"kpsim", "run", "kallsyms"}, args...)}, nil
+}

@@ -70,7 +70,10 @@ func printVersion(w io.Writer) {
 	v := scenarios.BuildVersion()
 	fmt.Fprintf(w, "%s\nmodule %s\n", v, v.Module)
 	if v.Revision != "" {
-		fmt.Fprintf(w, "vcs.revision %s\nvcs.time %s\nvcs.modified %v\n", v.Revision, v.Time, v.Modified)
+		fmt.Fprintf(w, "vcs.revision %s\nvcs.modified %v\n", v.Revision, v.Modified)
+		if v.Time != "" {
+			fmt.Fprintf(w, "vcs.time %s\n", v.Time)
+		}
 	}
 }
 
