@@ -89,7 +89,15 @@ func (s *Sweep) Plot(o PlotOptions) ([]byte, error) {
 		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 		p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
 	}
+	if len(s.Ns) <= 12 { // a tick at every N of the sweep
+		var ticks []plot.Tick
+		for _, n := range s.Ns {
+			ticks = append(ticks, plot.Tick{Value: float64(n), Label: shortN(n)})
+		}
+		p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	}
 	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs, p.Legend.YOffs = vg.Points(12), -vg.Points(12)
 	p.Add(plotter.NewGrid())
 	drawn := 0
 	for i, c := range d.Curves {
@@ -155,4 +163,12 @@ func (s *Sweep) Plot(o PlotOptions) ([]byte, error) {
 		}
 	}
 	return []byte(svg[:i] + `<metadata id="kpsim-plot-data">` + esc.String() + "</metadata>\n" + svg[i:]), nil
+}
+
+// shortN writes 5000 as 5k and 1500 as 1.5k.
+func shortN(n int) string {
+	if n >= 1000 && n%100 == 0 {
+		return strings.TrimSuffix(strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1000), "0"), ".") + "k"
+	}
+	return fmt.Sprint(n)
 }
