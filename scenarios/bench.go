@@ -16,12 +16,13 @@ var benchExactUnits = []string{"ops/op", "est-cycles/op", "registered/op", "opti
 // (golang.org/x/perf/benchfmt), so benchstat compares switch sets
 // (-col /patches) in one file and two builds across files.
 type BenchWriter struct {
+	raw  io.Writer
 	w    *benchfmt.Writer
 	meta bool
 }
 
 // NewBenchWriter returns a writer on w.
-func NewBenchWriter(w io.Writer) *BenchWriter { return &BenchWriter{w: benchfmt.NewWriter(w)} }
+func NewBenchWriter(w io.Writer) *BenchWriter { return &BenchWriter{raw: w, w: benchfmt.NewWriter(w)} }
 
 // WriteBench writes the report as benchmark results.
 func (r *ManyReport) WriteBench(w io.Writer) error {
@@ -37,6 +38,13 @@ func (r *ManyReport) WriteBench(w io.Writer) error {
 func (b *BenchWriter) Write(r *ManyReport, withN bool) error {
 	if !b.meta {
 		b.meta = true
+		// What identifies the build goes in lines benchstat ignores (not
+		// "key: value" configuration), so that "benchstat old.txt
+		// new.txt" pairs two builds' results instead of tabling them
+		// apart; the inputs (kernel, costs, faults, n, ...) are keys.
+		if m := r.Meta; m != nil {
+			fmt.Fprintf(b.raw, "# kpsim build: %s\n# modelled text sha256: %s (the kernel text as this build models it)\n", m.Kpsim, m.Kernel.TextSHA256)
+		}
 		for _, u := range benchExactUnits {
 			if err := b.w.Write(&benchfmt.UnitMetadata{UnitMetadataKey: benchfmt.UnitMetadataKey{Unit: u, Key: "assume"}, OrigUnit: u, Value: "exact"}); err != nil {
 				return err
@@ -95,7 +103,6 @@ func (r *ManyReport) benchConfig(withN bool) []benchfmt.Config {
 	}
 	add("scenario", r.Scenario)
 	if m := r.Meta; m != nil {
-		add("kpsim", m.Kpsim.String())
 		if m.Kernel.Source == "file" {
 			add("kernel", m.Kernel.Path)
 			add("kernel-sha256", m.Kernel.SHA256)
@@ -103,7 +110,6 @@ func (r *ManyReport) benchConfig(withN bool) []benchfmt.Config {
 			add("kernel", strings.SplitN(m.Kernel.String(), ";", 2)[0])
 		}
 		add("modules", fmt.Sprint(len(m.Kernel.Modules)))
-		add("text-sha256", m.Kernel.TextSHA256)
 		add("costs", m.Costs.String())
 		faults := m.Faults
 		if faults == "" {

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"io"
 
 	"golang.org/x/perf/benchfmt"
@@ -12,6 +13,9 @@ import (
 // and the modelled estimated cycles per call (est-cycles/op, exact: the
 // same every run), with the meta as configuration keys.
 func (r *KallsymsReport) WriteBench(w io.Writer) error {
+	if m := r.Meta; m != nil {
+		fmt.Fprintf(w, "# kpsim build: %s\n", m.Kpsim) // not a key: see BenchWriter.Write
+	}
 	bw := benchfmt.NewWriter(w)
 	if err := bw.Write(&benchfmt.UnitMetadata{UnitMetadataKey: benchfmt.UnitMetadataKey{Unit: "est-cycles/op", Key: "assume"}, OrigUnit: "est-cycles/op", Value: "exact"}); err != nil {
 		return err
