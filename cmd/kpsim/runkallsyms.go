@@ -24,7 +24,7 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 	symbols := fs.String("symbols", "", "symbol list (System.map or /proc/kallsyms); default: the synthetic image's symbols")
 	o := scenarios.KallsymsOptions{Iters: 100000, Build: kallsymsDefaults}
 	fs.IntVar(&o.Iters, "iters", o.Iters, "timed passes per measurement: exactly this many when given, else at most this many within --benchtime")
-	fs.DurationVar(&o.Budget, "benchtime", 100*time.Millisecond, "time each measurement's timing loop runs for, its pass count grown as testing.B grows b.N (ignored when --iters is given)")
+	fs.DurationVar(&o.Budget, "benchtime", 50*time.Millisecond, "time each measurement's timing loop runs for, its pass count grown as testing.B grows b.N (ignored when --iters is given)")
 	hits := fs.String("hits", "", "comma-separated names to look up as hits (default: 16 names of the table)")
 	misses := fs.String("misses", "", "comma-separated names to look up as misses (default: 8 names the table lacks)")
 	variants := fs.String("variants", "", "comma-separated variants (default: all): "+variantNames())
