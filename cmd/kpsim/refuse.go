@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"github.com/kpsim/kpsim/kallsyms/ktab"
@@ -148,16 +147,6 @@ func ablationSpec(name string) (scenarios.RunSpec, bool) {
 		}
 	}
 	return scenarios.RunSpec{}, false
-}
-
-// ablationNames lists the ablation run names (for messages).
-func ablationNames() []string {
-	var out []string
-	for _, s := range scenarios.AblationSpecs() {
-		out = append(out, s.Name)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // realKernelFlags are the image flags that apply to a real kernel too.
