@@ -180,8 +180,14 @@ func (t *Table) LateInit(c *sim.Counters) error {
 		}
 	}
 	t.idx = &Index{image.NewSortedIndex(sorted, t.entryBytes)}
+	perEntry := int64(t.entryBytes)
+	if t.sw.Has(sim.ReservationBtree) {
+		// reservation-btree: the same keys in a maple-like B-tree.
+		t.idx.UseTree(func(b *image.BugEntry) uint64 { return b.Addr }, c)
+		perEntry = t.idx.Bytes() / int64(max(1, t.idx.Len()))
+	}
 	c.SetBytes("bug.index.bytes", t.idx.Bytes())
-	c.SetBytes("bug.index.bytes_per_entry", int64(t.entryBytes))
+	c.SetBytes("bug.index.bytes_per_entry", perEntry)
 	return nil
 }
 
@@ -208,7 +214,7 @@ func (t *Table) Indexed() bool { return t.idx != nil }
 // (beyond the series).
 func (t *Table) findBugIndexed(c *sim.Counters, addr uint64) *image.BugEntry {
 	x := t.idx.Sorted
-	lo := image.LowerBound(len(x), func(i int) uint64 { return x[i].Addr }, addr, func() { c.Inc(OpIndexProbe) })
+	lo := t.idx.Seek(addr, func(b *image.BugEntry) uint64 { return b.Addr }, func() { c.Inc(OpIndexProbe) }, c)
 	if lo < len(x) {
 		c.Inc(OpIndexEntry)
 		if x[lo].Addr == addr {

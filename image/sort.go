@@ -137,6 +137,7 @@ func LowerBound(n int, key func(int) uint64, v uint64, onProbe func()) int {
 type SortedIndex[T any] struct {
 	Sorted     []T
 	entryBytes int
+	tree       *KeyTree // reservation-btree: lookups walk this instead
 }
 
 // NewSortedIndex wraps entries already sorted by address.
@@ -150,5 +151,11 @@ func (x *SortedIndex[T]) Len() int { return len(x.Sorted) }
 // EntryBytes returns the bytes charged per indexed entry.
 func (x *SortedIndex[T]) EntryBytes() int { return x.entryBytes }
 
-// Bytes returns the index's memory: Len() × EntryBytes().
-func (x *SortedIndex[T]) Bytes() int64 { return int64(len(x.Sorted)) * int64(x.entryBytes) }
+// Bytes returns the index's memory: Len() × EntryBytes(), or the B-tree's
+// nodes with UseTree.
+func (x *SortedIndex[T]) Bytes() int64 {
+	if x.tree != nil {
+		return x.tree.Bytes()
+	}
+	return int64(len(x.Sorted)) * int64(x.entryBytes)
+}

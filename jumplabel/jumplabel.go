@@ -322,8 +322,14 @@ func (t *Table) LateInit(c *sim.Counters) error {
 		}
 	}
 	t.idx = &Index{image.NewSortedIndex(sorted, t.entryBytes)}
+	perEntry := int64(t.entryBytes)
+	if t.sw.Has(sim.ReservationBtree) {
+		// reservation-btree: the same keys in a maple-like B-tree.
+		t.idx.UseTree(func(s *site) uint64 { return s.code }, c)
+		perEntry = t.idx.Bytes() / int64(max(1, t.idx.Len()))
+	}
 	c.SetBytes("jump_label.index.bytes", t.idx.Bytes())
-	c.SetBytes("jump_label.index.bytes_per_entry", int64(t.entryBytes))
+	c.SetBytes("jump_label.index.bytes_per_entry", perEntry)
 	return nil
 }
 
@@ -356,7 +362,7 @@ func (t *Table) jumpLabelTextReservedIndexed(c *sim.Counters, start, end uint64,
 		low = start - (JumpLabelMaxSize - 1)
 	}
 	x := t.idx.Sorted
-	i := image.LowerBound(len(x), func(i int) uint64 { return x[i].code }, low, func() { c.Inc(OpIndexProbe) })
+	i := t.idx.Seek(low, func(s *site) uint64 { return s.code }, func() { c.Inc(OpIndexProbe) }, c)
 	for ; i < len(x); i++ {
 		c.Inc(OpIndexEntry)
 		s := x[i]

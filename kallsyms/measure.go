@@ -30,7 +30,8 @@ type Measurement struct {
 	// counting off (nil counters), so the figure is the modelled loop's.
 	NsPerCall float64
 	// OpsPerCall are the modelled counts per call (one counted pass), by op
-	// name; CyclesPerCall prices them with sim.DefaultCosts.
+	// name; CyclesPerCall prices them (sim.DefaultCosts for Measure, the
+	// given table for MeasureWith).
 	OpsPerCall    map[string]float64
 	CyclesPerCall float64
 }
@@ -43,6 +44,11 @@ type Measurement struct {
 // the build. Go time depends on the machine: the weights' reference is an
 // AMD EPYC at 2.6 GHz.
 func (c *Compressed) Measure(kind LookupKind, names []string, addrs []uint64, iters int) (Measurement, error) {
+	return c.MeasureWith(sim.DefaultCosts(), kind, names, addrs, iters)
+}
+
+// MeasureWith is Measure pricing the counts with costs.
+func (c *Compressed) MeasureWith(costs *sim.CostTable, kind LookupKind, names []string, addrs []uint64, iters int) (Measurement, error) {
 	m := Measurement{Variant: c.v, Kind: kind}
 	var pass func(cn *sim.Counters)
 	sink := 0
@@ -104,7 +110,7 @@ func (c *Compressed) Measure(kind LookupKind, names []string, addrs []uint64, it
 	for _, x := range cn.NonZero() {
 		m.OpsPerCall[x.Op.Name()] += float64(x.N) / float64(m.Calls)
 	}
-	m.CyclesPerCall = sim.DefaultCosts().Cycles(cn) / float64(m.Calls)
+	m.CyclesPerCall = costs.Cycles(cn) / float64(m.Calls)
 	t0 := time.Now()
 	for range iters {
 		pass(nil)

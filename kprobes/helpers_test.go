@@ -58,6 +58,9 @@ func register(r *Registry, p *Kprobe, c *sim.Counters) error {
 func build(t testing.TB, withTree bool, addrs ...uint64) (*Registry, []*Kprobe) {
 	t.Helper()
 	r := NewRegistry(withTree)
+	if withTree && treeDesign != 0 {
+		r = NewRegistryFor(sim.Switches(0).With(sim.KprobeTree) | treeDesign)
+	}
 	var ps []*Kprobe
 	for _, a := range addrs {
 		p := &Kprobe{Addr: a}
@@ -68,6 +71,11 @@ func build(t testing.TB, withTree bool, addrs ...uint64) (*Registry, []*Kprobe) 
 	}
 	return r, ps
 }
+
+// treeDesign is added to the switches of the registries build makes with a
+// tree: TestIteratorsOnBtree sets kprobe-btree and reruns the iterator
+// semantics tests.
+var treeDesign sim.Switches
 
 func addrsOf(ps []*Kprobe) []uint64 {
 	out := []uint64{}

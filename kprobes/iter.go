@@ -35,7 +35,7 @@ type RangeIter struct {
 	c      *sim.Counters
 	gen    uint64
 	lo, hi uint64 // closed bounds [lo, hi]
-	node   *rbNode
+	node   cursor
 	cur    *Kprobe
 	state  uint8 // iterUnstarted, iterRunning, iterDone
 	desc   bool
@@ -51,7 +51,7 @@ const (
 func (r *Registry) newRange(lo, hi uint64, empty, desc bool, c *sim.Counters) RangeIter {
 	it := RangeIter{r: r, c: c, gen: r.gen, lo: lo, hi: hi, desc: desc}
 	switch {
-	case r.tree == nil:
+	case !r.HasTree():
 		it.err, it.state = ErrNoTree, iterDone
 	case empty || lo > hi:
 		it.state = iterDone
@@ -136,30 +136,29 @@ func (it *RangeIter) Next() bool {
 		return false
 	}
 	if it.r.gen != it.gen {
-		it.err, it.state, it.cur, it.node = ErrStaleCursor, iterDone, nil, nil
+		it.err, it.state, it.cur = ErrStaleCursor, iterDone, nil
+		it.node.drop()
 		return false
 	}
-	var n *rbNode
 	if it.state == iterUnstarted {
 		it.state = iterRunning
 		if it.desc {
-			n = it.r.tree.floor(it.hi, it.c)
+			it.node = it.r.seekLE(it.hi, it.c)
 		} else {
-			n = it.r.tree.lowerBound(it.lo, it.c)
+			it.node = it.r.seekGE(it.lo, it.c)
 		}
+	} else if it.desc {
+		it.node.prev(it.c)
 	} else {
-		it.c.Inc(opTreeStep)
-		if it.desc {
-			n = prev(it.node)
-		} else {
-			n = next(it.node)
-		}
+		it.node.next(it.c)
 	}
-	if n == nil || (it.desc && key(n) < it.lo) || (!it.desc && key(n) > it.hi) {
-		it.state, it.cur, it.node = iterDone, nil, nil
+	n := &it.node
+	if !n.ok() || (it.desc && n.key() < it.lo) || (!it.desc && n.key() > it.hi) {
+		it.state, it.cur = iterDone, nil
+		it.node.drop()
 		return false
 	}
-	it.node, it.cur = n, probe(n)
+	it.cur = n.probe()
 	return true
 }
 
@@ -214,7 +213,7 @@ type AddrIter struct {
 	back    uint64
 	started bool
 	last    uint64
-	hi      *rbNode // first entry not yet taken (address > last), nil at end
+	hi      cursor // first entry not yet taken (address > last), invalid at end
 	win     [MaxLookBack + 1]*Kprobe
 	wn      int
 	at      *Kprobe
@@ -226,7 +225,7 @@ type AddrIter struct {
 func (r *Registry) AddrIter(lookBack int, c *sim.Counters) AddrIter {
 	it := AddrIter{r: r, c: c, gen: r.gen}
 	switch {
-	case r.tree == nil:
+	case !r.HasTree():
 		it.err = ErrNoTree
 	case lookBack < 0 || lookBack > MaxLookBack:
 		it.err = ErrLookBack
@@ -252,7 +251,7 @@ func (it *AddrIter) Query(addr uint64) (*Kprobe, error) {
 	lo := subClamp(addr, it.back)
 	if !it.started {
 		it.started = true
-		it.hi = it.r.tree.lowerBound(lo, it.c)
+		it.hi = it.r.seekGE(lo, it.c)
 	}
 	// Drop window entries that fell below the new window.
 	k := 0
@@ -267,20 +266,17 @@ func (it *AddrIter) Query(addr uint64) (*Kprobe, error) {
 		it.wn -= k
 	}
 	// Move past every entry up to addr; keep those inside the window.
-	var steps uint64
-	for it.hi != nil {
-		a := key(it.hi)
+	for it.hi.ok() {
+		a := it.hi.key()
 		if a > addr {
 			break
 		}
 		if a >= lo {
-			it.win[it.wn] = probe(it.hi)
+			it.win[it.wn] = it.hi.probe()
 			it.wn++
 		}
-		it.hi = next(it.hi)
-		steps++
+		it.hi.next(it.c)
 	}
-	it.c.Add(opTreeStep, steps)
 	it.last = addr
 	it.at = nil
 	if it.wn > 0 && it.win[it.wn-1].Addr == addr {
@@ -291,7 +287,8 @@ func (it *AddrIter) Query(addr uint64) (*Kprobe, error) {
 
 func (it *AddrIter) fail(err error) error {
 	it.err = err
-	it.hi, it.at = nil, nil
+	it.hi.drop()
+	it.at = nil
 	for i := range it.win {
 		it.win[i] = nil
 	}

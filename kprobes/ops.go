@@ -68,3 +68,20 @@ var (
 		"compare of the query with the cursor's cached next node and window bounds, all L1-hot",
 		"one query of the monotonic address iterator (P6), excluding the steps it makes")
 )
+
+// The bucket-head loads of a kprobe_table bigger than upstream's 512 bytes
+// (kprobe-hash-bits=B): 2^B heads of 8 bytes stop fitting L1d (32-48 KB)
+// above B = 12 and L2 (1-2 MB) above B = 17.
+const (
+	l1Bytes = 32 << 10
+	l2Bytes = 1 << 20
+)
+
+var (
+	opHashHeadL2 = sim.NewOp("kprobe.hash.head.l2", latL2-latL1,
+		"a kprobe_table above 32 KB (B > 12) no longer stays in L1d: the head load is an L2 hit, 14 - 5 cycles more than kprobe.hash.lookup assumes",
+		"the extra latency of one bucket-head load from a kprobe_table between 32 KB and 1 MB")
+	opHashHeadL3 = sim.NewOp("kprobe.hash.head.l3", latL3-latL1,
+		"a kprobe_table above 1 MB (B > 17) no longer stays in L2: the head load is an L3 hit, 42 - 5 cycles more",
+		"the extra latency of one bucket-head load from a kprobe_table above 1 MB")
+)

@@ -418,9 +418,7 @@ func (kp *Kprobes) Bytes() []sim.NamedBytes {
 		{Name: "kprobe.insn_slots.bytes", Bytes: kp.insnSlots.bytes()},
 		{Name: "kprobe.optinsn_slots.bytes", Bytes: kp.optSlots.bytes()},
 	}
-	if kp.Reg.HasTree() {
-		// P4: an rb_node (3 words) per hashed entry.
-		out = append(out, sim.NamedBytes{Name: "kprobe.tree.bytes", Bytes: int64(kp.Reg.Len()) * 24})
-	}
-	return out
+	// The index: the hash table's bucket heads (or the rhashtable), and the
+	// P4 tree (an rb_node of 3 words per entry, or the B-tree's nodes).
+	return append(out, kp.Reg.Bytes()...)
 }

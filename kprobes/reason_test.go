@@ -37,6 +37,8 @@ var (
 	// functions renamed to its compiler clones.
 	cloneBase  string
 	cloneFuncs []string
+	// cfiFunc is a plain function renamed to a __pfx_ preamble symbol.
+	cfiFunc string
 )
 
 func smallConfig(seed uint64) synth.Config {
@@ -48,7 +50,7 @@ func smallConfig(seed uint64) synth.Config {
 	return cfg
 }
 
-func testImage(t *testing.T) *image.Kernel {
+func testImage(t testing.TB) *image.Kernel {
 	t.Helper()
 	reasonImageOnce.Do(func() {
 		cfg := smallConfig(11)
@@ -82,6 +84,13 @@ func testImage(t *testing.T) *image.Kernel {
 				}
 			}
 			cloneFuncs = append(cloneFuncs, cloneBase+suffix)
+		}
+		pfx := base[len(base)-3]
+		for j := range k.Symbols {
+			if k.Symbols[j].Addr == pfx.Addr && k.Symbols[j].Name == pfx.Name {
+				k.Symbols[j].Name = "__pfx_" + pfx.Name
+				cfiFunc = k.Symbols[j].Name
+			}
 		}
 		reasonImage = k
 	})
@@ -133,6 +142,15 @@ func boot(t *testing.T, k *image.Kernel, sw sim.Switches, faults string) *kprobe
 	return b.KP
 }
 
+func bootB(b *testing.B, k *image.Kernel, f *sim.Faults) *kprobes.Kprobes {
+	b.Helper()
+	m, err := scenarios.Boot(k, 0, 8, f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m.KP
+}
+
 func target(k *image.Kernel, i int) uint64 { return k.SymbolsByName(synth.ProbeTargetName(i))[0].Addr }
 
 // inPlain returns a plain function holding addr, or nil.
@@ -169,8 +187,10 @@ type reasonCase struct {
 	name string
 	// probes are registered in order, with the optimizer drained after
 	// each; the last one is checked.
-	probes    []*kprobes.Kprobe
-	faults    string
+	probes []*kprobes.Kprobe
+	faults string
+	// prep changes the image before boot and returns the undo.
+	prep      func() func()
 	wantErr   error
 	wantState kprobes.State
 	check     string
@@ -254,6 +274,21 @@ func reasonCases(t *testing.T, k *image.Kernel) []reasonCase {
 		add(reasonCase{name: "freed init text", probes: []*kprobes.Kprobe{{Addr: it.Start + 1}}, wantErr: kprobes.EINVAL,
 			check: "check_kprobe_address_safe: __module_text_address", detail: `in \.init\.text, which is freed .*`})
 	}
+	if len(k.Modules) > 0 {
+		m := k.Modules[0]
+		var s image.Symbol
+		for _, f := range m.Symbols {
+			if f.IsText() && f.Size > 0 && m.Text.Contains(f.Addr) {
+				s = f
+				break
+			}
+		}
+		add(reasonCase{name: "module going away", probes: []*kprobes.Kprobe{{Addr: s.Addr}}, wantErr: kprobes.ENOENT,
+			prep:  func() func() { st := m.State; m.State = image.ModuleGoing; return func() { m.State = st } },
+			check: "check_kprobe_address_safe: try_module_get", detail: regexp.QuoteMeta("module " + m.Name + " is going away (MODULE_STATE_GOING)")})
+	}
+	add(reasonCase{name: "CFI preamble symbol", probes: []*kprobes.Kprobe{{SymbolName: cfiFunc}}, wantErr: kprobes.EINVAL,
+		check: "check_kprobe_address_safe: is_cfi_preamble_symbol", detail: regexp.QuoteMeta(cfiFunc + " is a CFI/FineIBT preamble")})
 	for _, m := range k.Modules {
 		if m.Init != nil && m.State == image.ModuleLive {
 			add(reasonCase{name: "module init text", probes: []*kprobes.Kprobe{{Addr: m.Init.Start}}, wantErr: kprobes.ENOENT,
@@ -333,6 +368,9 @@ func TestReasons(t *testing.T) {
 	for _, sw := range []sim.Switches{0, sim.PresetAll.Set} {
 		for _, c := range reasonCases(t, k) { // fresh probes for each set
 			t.Run(sw.Name()+"/"+c.name, func(t *testing.T) {
+				if c.prep != nil {
+					defer c.prep()()
+				}
 				kp := boot(t, k, sw, c.faults)
 				var err error
 				for _, p := range c.probes {
@@ -447,5 +485,46 @@ func TestReasonAndStateJSON(t *testing.T) {
 	}
 	if !(kprobes.Reason{}).IsZero() || (kprobes.Reason{}).String() != "" {
 		t.Fatal("zero Reason")
+	}
+}
+
+// HoldTrail puts a front door's summary, noted after the call, before the
+// call's own steps.
+func TestHoldTrail(t *testing.T) {
+	k := testImage(t)
+	kp := boot(t, k, 0, "")
+	kp.HoldTrail()() // no trail: a no-op
+	tr := &kprobes.Trail{}
+	kp.Trail = tr
+	flush := kp.HoldTrail()
+	saved := kp.Trail
+	kp.Trail = kprobes.Indent(saved, 1)
+	_, _ = kp.KprobeAddr(0, synth.ProbeTargetName(0), 0)
+	kp.Trail = saved
+	kp.Trail.Record(kprobes.Step{Check: "kprobe_on_func_entry", Result: "0"})
+	flush()
+	if len(tr.Steps) < 3 || tr.Steps[0].Check != "kprobe_on_func_entry" || tr.Steps[1].Depth != 1 || tr.Steps[1].Check != "_kprobe_addr" {
+		t.Fatalf("%+v", tr.Steps)
+	}
+}
+
+// register_kprobes is all or nothing: the probes before the failing one
+// are rolled back, the ones after it never tried, and each says so.
+func TestReasonsBatch(t *testing.T) {
+	k := testImage(t)
+	kp := boot(t, k, sim.PresetSeries.Set, "")
+	ps := []*kprobes.Kprobe{{SymbolName: synth.ProbeTargetName(0)}, {SymbolName: synth.ProbeTargetName(1), Offset: 1}, {SymbolName: synth.ProbeTargetName(5)}}
+	if i, err := kp.RegisterKprobes(ps); i != 1 || !errors.Is(err, kprobes.EILSEQ) {
+		t.Fatalf("RegisterKprobes = %d, %v", i, err)
+	}
+	want := []string{
+		"register_kprobes: rolled back: kps[1] failed with -EILSEQ (arch_prepare_kprobe: can_probe: +1 is not an instruction boundary: the 6-byte mov at +0 spans it)",
+		"arch_prepare_kprobe: can_probe: +1 is not an instruction boundary: the 6-byte mov at +0 spans it",
+		"register_kprobes: not attempted: kps[1] failed with -EILSEQ (arch_prepare_kprobe: can_probe: +1 is not an instruction boundary: the 6-byte mov at +0 spans it)",
+	}
+	for i, p := range ps {
+		if p.State() != kprobes.StateUnregistered || p.Why().String() != want[i] {
+			t.Errorf("kps[%d]: %s, %q; want unregistered, %q", i, p.State(), p.Why(), want[i])
+		}
 	}
 }

@@ -137,6 +137,12 @@ func (kp *Kprobes) registerKprobe(p *Kprobe) error {
 	}
 	c.Enter(PhaseInsert)
 	if err := kp.Reg.Insert(p, c); err != nil {
+		if errors.Is(err, ErrNoMem) {
+			// Only an alternative index allocates here (rhashtable slow
+			// path, maple node split): the prepared slot is given back.
+			kp.archRemoveKprobe(p)
+			return ENOMEM
+		}
 		return fmt.Errorf("registry: %w", err)
 	}
 	if kp.tracing() {
@@ -182,6 +188,16 @@ func (kp *Kprobes) RegisterKprobes(ps []*Kprobe) (int, error) {
 		if err := kp.RegisterKprobe(p); err != nil {
 			if i > 0 {
 				kp.UnregisterKprobes(ps[:i])
+			}
+			// The rest of the batch says why it is not registered.
+			why := fmt.Sprintf("kps[%d] failed with %s (%s)", i, errName(err), p.Why())
+			for j, q := range ps {
+				switch {
+				case j < i:
+					q.refused = Reason{Check: "register_kprobes", Detail: "rolled back: " + why}
+				case j > i:
+					q.refused = Reason{Check: "register_kprobes", Detail: "not attempted: " + why}
+				}
 			}
 			return i, err
 		}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/kpsim/kpsim/maple"
+	"github.com/kpsim/kpsim/rhashtable"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -47,6 +49,10 @@ var (
 	ErrNoTree = errors.New("kprobes: registry has no probe tree (kprobe-tree is off)")
 	// ErrLookBack: an AddrIter look-back outside 0..MaxLookBack.
 	ErrLookBack = errors.New("kprobes: address iterator look-back outside 0..MaxLookBack")
+	// ErrNoMem: an alternative index (rhashtable, maple B-tree) could not
+	// allocate for an insert; register_kprobe then fails with -ENOMEM.
+	// Upstream's hlist and rb_node never allocate.
+	ErrNoMem = errors.New("kprobes: the probe index could not allocate (-ENOMEM)")
 )
 
 // bucket is one kprobe_table[] hlist. The chain is stored oldest-first, so
@@ -61,11 +67,23 @@ type bucket struct {
 // Registry models the registered-probe state of kernel/kprobes.c:
 // kprobe_table[] and, with P4, the address-ordered tree kept in lock-step
 // with it. The zero value is not usable; call NewRegistry.
+//
+// The alternative designs change the storage, never the answers:
+// kprobe-hash-bits=B sizes kprobe_table to 2^B buckets, kprobe-rhashtable
+// replaces it by a lib/rhashtable.c table, kprobe-btree keeps the P4 tree
+// as a maple-like B-tree instead of an rbtree.
 type Registry struct {
-	table [KprobeTableSize]bucket
-	tree  *rbIndex // nil: kprobe-tree switch off (upstream)
+	table []bucket // kprobe_table[1 << bits]; nil with the rhashtable
+	bits  uint
+	rht   *rhashtable.Table[*Kprobe] // kprobe-rhashtable
+	tree  *rbIndex                   // nil: kprobe-tree switch off (upstream), or the B-tree
+	bt    *maple.Tree[*Kprobe]       // kprobe-btree: the P4 tree as a B-tree
 	n     int
 	gen   uint64
+
+	// Faults, if set, gives the fault plan the alternative indexes'
+	// allocations consult (kprobes.New points it at Kprobes.Faults).
+	Faults func() *sim.Faults
 
 	// AllDisarmed models kprobes_all_disarmed (debugfs kprobes/enabled=0).
 	AllDisarmed bool
@@ -74,19 +92,80 @@ type Registry struct {
 // NewRegistry returns an empty registry. withTree turns on the P4 tree
 // (sim.KprobeTree); the hash table is always maintained, as upstream.
 func NewRegistry(withTree bool) *Registry {
-	r := &Registry{}
+	var ss sim.Switches
 	if withTree {
+		ss = ss.With(sim.KprobeTree)
+	}
+	return NewRegistryFor(ss)
+}
+
+// NewRegistryFor returns an empty registry as the switches in ss shape it:
+// the P4 tree with kprobe-tree (a B-tree with kprobe-btree), kprobe_table
+// with 2^B buckets with kprobe-hash-bits=B, an rhashtable in its place with
+// kprobe-rhashtable.
+func NewRegistryFor(ss sim.Switches) *Registry {
+	r := &Registry{bits: ss.HashBits()}
+	if ss.Has(sim.KprobeRhashtable) {
+		r.rht = rhashtable.New(rhashtable.KprobeParams, func(p *Kprobe) uint64 { return p.Addr }, nil, rhtSeed, nil)
+	} else {
+		r.table = make([]bucket, 1<<r.bits)
+	}
+	switch {
+	case ss.Has(sim.KprobeTree) && ss.Has(sim.KprobeBtree):
+		r.bt = maple.New(func(p *Kprobe) uint64 { return p.Addr }, nil)
+	case ss.Has(sim.KprobeTree):
 		r.tree = newRBIndex()
 	}
 	return r
 }
 
-// NewRegistryFor returns an empty registry with the tree on exactly when
-// the kprobe-tree switch is in ss.
-func NewRegistryFor(ss sim.Switches) *Registry { return NewRegistry(ss.Has(sim.KprobeTree)) }
+// rhtSeed seeds the rhashtable's hash_rnd stream: fixed, so runs repeat.
+const rhtSeed = 0x6b70726f6265 // "kprobe"
 
-// HasTree reports whether the P4 tree is maintained.
-func (r *Registry) HasTree() bool { return r.tree != nil }
+func (r *Registry) faults() *sim.Faults {
+	if r.Faults == nil {
+		return nil
+	}
+	return r.Faults()
+}
+
+// HasTree reports whether the P4 tree (rbtree or B-tree) is maintained.
+func (r *Registry) HasTree() bool { return r.tree != nil || r.bt != nil }
+
+// HashBits returns the kprobe_table's hash bits (0 with the rhashtable).
+func (r *Registry) HashBits() uint {
+	if r.rht != nil {
+		return 0
+	}
+	return r.bits
+}
+
+// Bytes returns the memory of the probe index beyond the probes
+// themselves: the bucket heads (kprobe.table.bytes, 8 per bucket), or the
+// rhashtable and its bucket table (kprobe.rhashtable.bytes, and its peak
+// during a rehash), and the tree: an rb_node (3 words) per entry in struct
+// kprobe (kprobe.tree.bytes) or the B-tree's 256-byte nodes
+// (kprobe.btree.bytes).
+func (r *Registry) Bytes() []sim.NamedBytes {
+	var out []sim.NamedBytes
+	if r.rht != nil {
+		out = append(out, sim.NamedBytes{Name: "kprobe.rhashtable.bytes", Bytes: r.rht.Bytes()},
+			sim.NamedBytes{Name: "kprobe.rhashtable.peak_bytes", Bytes: r.rht.PeakBytes()})
+	} else {
+		out = append(out, sim.NamedBytes{Name: "kprobe.table.bytes", Bytes: int64(len(r.table)) * 8})
+	}
+	switch {
+	case r.tree != nil:
+		out = append(out, sim.NamedBytes{Name: "kprobe.tree.bytes", Bytes: int64(r.n) * 24})
+	case r.bt != nil:
+		out = append(out, sim.NamedBytes{Name: "kprobe.btree.bytes", Bytes: r.bt.Bytes()})
+	}
+	return out
+}
+
+// Rhashtable returns the rhashtable index (nil unless kprobe-rhashtable).
+// Simulator-side, for reports and tests.
+func (r *Registry) Rhashtable() *rhashtable.Table[*Kprobe] { return r.rht }
 
 // Len returns the number of hashed entries (plain probes plus aggregators).
 func (r *Registry) Len() int { return r.n }
@@ -99,14 +178,22 @@ func (r *Registry) Generation() uint64 { return r.gen }
 // TreeHeight returns the height of the P4 tree in nodes (0 without tree).
 // Simulator-side.
 func (r *Registry) TreeHeight() int {
-	if r.tree == nil {
-		return 0
+	switch {
+	case r.bt != nil:
+		return r.bt.Height()
+	case r.tree != nil:
+		return r.tree.height()
 	}
-	return r.tree.height()
+	return 0
 }
 
 // ChainLen returns the length of bucket b's chain. Simulator-side.
-func (r *Registry) ChainLen(b int) int { return len(r.table[b].addrs) }
+func (r *Registry) ChainLen(b int) int {
+	if r.rht != nil {
+		return r.rht.ChainLen(b)
+	}
+	return len(r.table[b].addrs)
+}
 
 // Chain returns bucket b's chain in walk order, head (newest) first.
 // Simulator-side; allocates.
@@ -119,6 +206,9 @@ func (r *Registry) Chain(b int) []*Kprobe {
 // Entries returns every hashed entry in address order. Simulator-side;
 // allocates; uncounted.
 func (r *Registry) Entries() []*Kprobe {
+	if r.rht != nil {
+		return r.rht.Entries()
+	}
 	out := make([]*Kprobe, 0, r.n)
 	for i := range r.table {
 		out = append(out, r.table[i].probes...)
@@ -140,11 +230,20 @@ func (r *Registry) Entries() []*Kprobe {
 // p->addr == addr; return the first match or nil. Counts one
 // kprobe.hash.lookup and one kprobe.hash.visit per node compared: a hit at
 // chain position j (1-based from the head) costs j, a miss the chain length.
+//
+// With kprobe-hash-bits=B the bucket is hash_ptr(addr, B) of 2^B; a bucket
+// array too big for L1 also counts kprobe.hash.head.l2 or .l3. With
+// kprobe-rhashtable the lookup is rhashtable_lookup_fast.
 func (r *Registry) GetKprobe(addr uint64, c *sim.Counters) *Kprobe {
-	b := &r.table[HashPtr(addr, KprobeHashBits)]
+	if r.rht != nil {
+		p, _ := r.rht.Lookup(addr, c)
+		return p
+	}
+	b := &r.table[HashPtr(addr, r.bits)]
 	addrs := b.addrs
 	n := len(addrs)
 	c.Inc(opHashLookup)
+	r.headCost(c)
 	for i := n - 1; i >= 0; i-- {
 		if addrs[i] == addr {
 			c.Add(opHashVisit, uint64(n-i))
@@ -157,6 +256,17 @@ func (r *Registry) GetKprobe(addr uint64, c *sim.Counters) *Kprobe {
 
 // find returns the entry hashed at addr without counting (simulator-side).
 func (r *Registry) find(addr uint64) *Kprobe { return r.GetKprobe(addr, nil) }
+
+// headCost counts the extra latency of a bucket-head load from a
+// kprobe_table bigger than L1 (upstream's 512 bytes never is).
+func (r *Registry) headCost(c *sim.Counters) {
+	switch bytes := 8 << r.bits; {
+	case bytes > l2Bytes:
+		c.Inc(opHashHeadL3)
+	case bytes > l1Bytes:
+		c.Inc(opHashHeadL2)
+	}
+}
 
 // Insert hashes p as the entry for p.Addr: it models
 // hlist_add_head_rcu(&p->hlist, &kprobe_table[hash_ptr(p->addr, 6)]) in
@@ -172,10 +282,29 @@ func (r *Registry) Insert(p *Kprobe, c *sim.Counters) error {
 	if r.find(p.Addr) != nil {
 		return ErrExists
 	}
-	b := &r.table[HashPtr(p.Addr, KprobeHashBits)]
-	b.addrs = append(b.addrs, p.Addr)
-	b.probes = append(b.probes, p)
-	c.Inc(opHashAdd)
+	// The B-tree store goes first: a real conversion would preallocate the
+	// maple nodes (mas_preallocate) before touching the hash table.
+	if r.bt != nil {
+		r.bt.Faults = r.faults()
+		if err := r.bt.Insert(p, c); err != nil {
+			return ErrNoMem
+		}
+	}
+	if r.rht != nil {
+		r.rht.Faults = r.faults()
+		if err := r.rht.Insert(p, c); err != nil {
+			if r.bt != nil {
+				r.bt.Delete(p.Addr, nil) // undo the store (uncounted: the preallocation is freed)
+			}
+			return ErrNoMem
+		}
+	} else {
+		b := &r.table[HashPtr(p.Addr, r.bits)]
+		b.addrs = append(b.addrs, p.Addr)
+		b.probes = append(b.probes, p)
+		c.Inc(opHashAdd)
+		r.headCost(c)
+	}
 	if r.tree != nil {
 		r.tree.insert(p, c)
 	}
@@ -196,12 +325,21 @@ func (r *Registry) Replace(old, ap *Kprobe, c *sim.Counters) error {
 	if ap == nil || ap.owner != nil || ap.parent != nil || ap.Addr != old.Addr {
 		return ErrBusy
 	}
-	b := &r.table[HashPtr(old.Addr, KprobeHashBits)]
-	i := slices.Index(b.probes, old) // simulator-side: the kernel has pprev
-	b.probes[i] = ap
-	c.Inc(opHashReplace)
-	if r.tree != nil {
+	if r.rht != nil {
+		if err := r.rht.Replace(old.Addr, ap, c); err != nil {
+			return ErrInvalid
+		}
+	} else {
+		b := &r.table[HashPtr(old.Addr, r.bits)]
+		i := slices.Index(b.probes, old) // simulator-side: the kernel has pprev
+		b.probes[i] = ap
+		c.Inc(opHashReplace)
+	}
+	switch {
+	case r.tree != nil:
 		r.tree.replace(old, ap, c)
+	case r.bt != nil:
+		r.bt.Replace(ap, c)
 	}
 	old.owner, ap.owner = nil, r
 	r.gen++
@@ -215,13 +353,23 @@ func (r *Registry) Delete(p *Kprobe, c *sim.Counters) error {
 	if p == nil || p.owner != r {
 		return ErrInvalid
 	}
-	b := &r.table[HashPtr(p.Addr, KprobeHashBits)]
-	i := slices.Index(b.probes, p) // simulator-side: the kernel has pprev
-	b.probes = slices.Delete(b.probes, i, i+1)
-	b.addrs = slices.Delete(b.addrs, i, i+1)
-	c.Inc(opHashDel)
-	if r.tree != nil {
+	if r.rht != nil {
+		r.rht.Faults = r.faults()
+		if err := r.rht.Remove(p.Addr, c); err != nil {
+			return ErrInvalid
+		}
+	} else {
+		b := &r.table[HashPtr(p.Addr, r.bits)]
+		i := slices.Index(b.probes, p) // simulator-side: the kernel has pprev
+		b.probes = slices.Delete(b.probes, i, i+1)
+		b.addrs = slices.Delete(b.addrs, i, i+1)
+		c.Inc(opHashDel)
+	}
+	switch {
+	case r.tree != nil:
 		r.tree.erase(p, c)
+	case r.bt != nil:
+		r.bt.Delete(p.Addr, c)
 	}
 	p.owner = nil
 	r.n--

@@ -130,6 +130,7 @@ func New(d Deps, cfg Config, sw sim.Switches, c *sim.Counters) (*Kprobes, error)
 		optSlots:  newInsnCache("kprobe_optinsn_slots", cfg.OptprobeSlotSize),
 		core:      d.Image.CoreText(), init: d.Image.InitText(),
 	}
+	kp.Reg.Faults = func() *sim.Faults { return kp.Faults }
 	kp.entryText, _ = d.Image.Range(image.RangeEntryText)
 	kp.thunks, kp.hasThunks = d.Image.Range(image.RangeIndirectThunk)
 	return kp, nil

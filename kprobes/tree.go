@@ -2,6 +2,7 @@ package kprobes
 
 import (
 	"github.com/emirpasic/gods/trees/redblacktree"
+	"github.com/kpsim/kpsim/maple"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -172,3 +173,69 @@ func (x *rbIndex) height() int {
 	}
 	return h(x.t.Root)
 }
+
+// cursor is a position in the P4 tree, whichever way it is kept: an rb
+// node, or a B-tree cursor (kprobe-btree). The iterators only see this.
+type cursor struct {
+	rb   *rbNode
+	mt   maple.Cursor[*Kprobe]
+	isBT bool
+}
+
+// seekGE returns a cursor at the first entry >= addr (invalid if none):
+// one descent, counted by the tree kind (kprobe.tree.search/visit, or
+// maple.search/node/line).
+func (r *Registry) seekGE(addr uint64, c *sim.Counters) cursor {
+	if r.bt != nil {
+		return cursor{mt: r.bt.SeekGE(addr, c), isBT: true}
+	}
+	return cursor{rb: r.tree.lowerBound(addr, c)}
+}
+
+// seekLE returns a cursor at the last entry <= addr (invalid if none).
+func (r *Registry) seekLE(addr uint64, c *sim.Counters) cursor {
+	if r.bt != nil {
+		return cursor{mt: r.bt.SeekLE(addr, c), isBT: true}
+	}
+	return cursor{rb: r.tree.floor(addr, c)}
+}
+
+func (cur *cursor) ok() bool {
+	if cur.isBT {
+		return cur.mt.Valid()
+	}
+	return cur.rb != nil
+}
+
+func (cur *cursor) probe() *Kprobe {
+	if cur.isBT {
+		return cur.mt.Entry()
+	}
+	return probe(cur.rb)
+}
+
+func (cur *cursor) key() uint64 { return cur.probe().Addr }
+
+// next moves to the in-order successor: one kprobe.tree.step (rb_next), or
+// the B-tree's mas_next counts.
+func (cur *cursor) next(c *sim.Counters) {
+	if cur.isBT {
+		cur.mt.Next(c)
+		return
+	}
+	c.Inc(opTreeStep)
+	cur.rb = next(cur.rb)
+}
+
+// prev moves to the in-order predecessor (rb_prev / mas_prev).
+func (cur *cursor) prev(c *sim.Counters) {
+	if cur.isBT {
+		cur.mt.Prev(c)
+		return
+	}
+	c.Inc(opTreeStep)
+	cur.rb = prev(cur.rb)
+}
+
+// drop releases the position (the iterator is done).
+func (cur *cursor) drop() { *cur = cursor{} }

@@ -347,6 +347,17 @@ func (kp *Kprobes) noteSub(check, args, result string) {
 	kp.Trail.Record(Step{Depth: kp.depth + 1, Check: check, Args: args, Result: result})
 }
 
+// HoldTrail is hold for front doors: the steps recorded until flush runs
+// are written with those at the current depth first, the deeper ones
+// after, so a caller can note its summary of a call after making it and
+// still have it lead the call's own steps. A no-op without a trail.
+func (kp *Kprobes) HoldTrail() (flush func()) {
+	if !kp.tracing() {
+		return func() {}
+	}
+	return kp.hold()
+}
+
 // hold buffers the steps recorded until the returned flush runs, then
 // writes the check's own steps (at the current depth) before the ones
 // nested under them: a walk's summary, known only at its end, comes

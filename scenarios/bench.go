@@ -111,6 +111,7 @@ func (r *ManyReport) benchConfig(withN bool) []benchfmt.Config {
 		}
 		add("modules", fmt.Sprint(len(m.Kernel.Modules)))
 		add("costs", m.Costs.String())
+		add("weights", m.Costs.Regime)
 		faults := m.Faults
 		if faults == "" {
 			faults = "none"

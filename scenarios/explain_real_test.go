@@ -48,8 +48,12 @@ func TestRealKernelReasons(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	step := 11
+	if raceEnabled {
+		step = 37
+	}
 	var sample []Target
-	for i := 0; i < len(all.Targets); i += 11 {
+	for i := 0; i < len(all.Targets); i += step {
 		a := all.Targets[i].Addr
 		sample = append(sample, Target{Addr: a}, Target{Addr: a + 5})
 	}
@@ -73,7 +77,7 @@ func TestRealKernelReasons(t *testing.T) {
 		lines = append(lines, c+"\t"+itoa(n))
 	}
 	sort.Strings(lines)
-	t.Logf("%d probes (every 11th function at +0 and +5):\n%s", len(base), strings.Join(lines, "\n"))
+	t.Logf("%d probes (every %dth function at +0 and +5):\n%s", len(base), step, strings.Join(lines, "\n"))
 }
 
 func itoa(n int) string {
@@ -85,4 +89,49 @@ func itoa(n int) string {
 		b = append([]byte{byte('0' + n%10)}, b...)
 	}
 	return string(b)
+}
+
+// TestRealKernelTrailsSame: on the Debian kernel, explain's whole trail
+// for functions spread over the text at +0, +5 and +9, registered one
+// after another on one kernel, is the same under every preset and
+// ablation set.
+func TestRealKernelTrailsSame(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads and probes the real kernel")
+	}
+	k := realKernel(t)
+	fs := k.Functions()
+	n := 100
+	if raceEnabled {
+		n = 20
+	}
+	var targets []Target
+	for i := 100; i < len(fs) && len(targets) < 3*n; i += len(fs) / n {
+		if fs[i].Size > 0 {
+			for _, off := range []uint32{0, 5, 9} {
+				targets = append(targets, Target{Symbol: fs[i].Name, Offset: off})
+			}
+		}
+	}
+	want := make([]string, len(targets))
+	for si, spec := range allSpecs() {
+		m, err := Boot(k, spec.Switches, 8, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, tg := range targets {
+			x, err := Explain(m, tg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sb strings.Builder
+			_, _ = x.Trail.WriteTo(&sb)
+			got := sb.String() + "= " + x.State.String() + " " + x.Why.String() + " " + itoa(x.Code)
+			if si == 0 {
+				want[i] = got
+			} else if got != want[i] {
+				t.Fatalf("%s: %+v:\n%s\nwant (none):\n%s", spec.Name, tg, got, want[i])
+			}
+		}
+	}
 }

@@ -158,7 +158,11 @@ func TestReasonsSameProperty(t *testing.T) {
 	// failure), unless the command line asks otherwise.
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for name, v := range map[string]string{"rapid.checks": "20", "rapid.seed": "20261201", "rapid.nofailfile": "true"} {
+	checks := "20"
+	if raceEnabled {
+		checks = "6"
+	}
+	for name, v := range map[string]string{"rapid.checks": checks, "rapid.seed": "20261201", "rapid.nofailfile": "true"} {
 		if f := flag.Lookup(name); f != nil && !set[name] {
 			old := f.Value.String()
 			_ = f.Value.Set(v)

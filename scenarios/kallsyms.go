@@ -33,6 +33,10 @@ type KallsymsOptions struct {
 	// runs for (its pass count grown as testing.B grows b.N, at most
 	// Iters); zero times exactly Iters passes.
 	Budget time.Duration
+	// Costs price the counts (default: the registered weights); Why says
+	// why this table was chosen, for the report.
+	Costs *sim.CostTable
+	Why   string
 }
 
 // KallsymsRun is one variant's figures. *_ns are Go wall-clock nanoseconds
@@ -66,6 +70,7 @@ type KallsymsReport struct {
 	Kernel   string         `json:"kernel"`
 	Symbols  int            `json:"symbols"`
 	Iters    int            `json:"iters"`
+	Weights  string         `json:"weights"`
 	Hits     []string       `json:"hits"`
 	Misses   []string       `json:"misses"`
 	Runs     []*KallsymsRun `json:"runs"`
@@ -137,7 +142,14 @@ func RunKallsyms(kernel string, syms []ktab.Symbol, modules []*image.Module, o K
 	if len(variants) == 0 {
 		variants = kallsyms.AllVariants()
 	}
-	rep := &KallsymsReport{Scenario: "kallsyms", Kernel: kernel, Symbols: t.NumSyms, Iters: o.Iters, Hits: hits, Misses: misses}
+	costs := o.Costs
+	if costs == nil {
+		costs = sim.DefaultCosts()
+	}
+	rep := &KallsymsReport{Scenario: "kallsyms", Kernel: kernel, Symbols: t.NumSyms, Iters: o.Iters, Hits: hits, Misses: misses, Weights: costs.Describe()}
+	if o.Why != "" {
+		rep.Weights += "; " + o.Why
+	}
 	walkIters := max(1, o.Iters/20000)
 	if o.Budget > 0 {
 		rep.Budget = o.Budget.String()
@@ -164,7 +176,7 @@ func RunKallsyms(kernel string, syms []ktab.Symbol, modules []*image.Module, o K
 		}
 		run.Passes = map[string]int{}
 		measure := func(what string, kind kallsyms.LookupKind, names []string, as []uint64, maxN int) (kallsyms.Measurement, error) {
-			m, n, err := measureFor(o.Budget, maxN, func(n int) (kallsyms.Measurement, error) { return c.Measure(kind, names, as, n) })
+			m, n, err := measureFor(o.Budget, maxN, func(n int) (kallsyms.Measurement, error) { return c.MeasureWith(costs, kind, names, as, n) })
 			run.Passes[what] = n
 			return m, err
 		}
@@ -281,6 +293,7 @@ func (r *KallsymsReport) WriteTable(w io.Writer) error {
 	if r.Budget != "" {
 		fmt.Fprintf(w, " timing: each measurement timed for %s (at most %d passes; the passes each took are in --format json)\n", r.Budget, r.Iters)
 	}
+	fmt.Fprintf(w, " weights: %s\n", r.Weights) // one line: a reader greps it
 	fmt.Fprintf(w, " hits: %d names, misses: %d names; every variant validated first\n\n", len(r.Hits), len(r.Misses))
 	if len(r.Runs) == 0 {
 		return nil

@@ -243,6 +243,7 @@ type ManyReport struct {
 	Kernel   string         `json:"kernel"`
 	CPU      string         `json:"cpu"` // boot CPU the kernel text was patched for (image.Config.CPU), "none" when as built
 	N        int            `json:"n"`
+	Weights  string         `json:"weights"`
 	Via      Via            `json:"via"`
 	Params   map[string]any `json:"params"`
 	Runs     []*RunResult   `json:"runs"`
@@ -466,7 +467,7 @@ func imageProbes(k *image.Kernel, o ManyOptions) []Target {
 
 // RunMany runs every spec on the setup and returns the report.
 func RunMany(s *ManySetup, specs []RunSpec, wire Wiring, costs *sim.CostTable, faults string, prog Progress) (*ManyReport, error) {
-	rep := &ManyReport{Scenario: "many", Kernel: s.Kernel.Name, CPU: s.Kernel.BootCPU(), N: s.Opts.N, Via: s.Opts.FrontDoor(), Params: s.params(), Targets: s.Targets}
+	rep := &ManyReport{Scenario: "many", Kernel: s.Kernel.Name, CPU: s.Kernel.BootCPU(), N: s.Opts.N, Weights: costs.Describe(), Via: s.Opts.FrontDoor(), Params: s.params(), Targets: s.Targets}
 	for _, spec := range specs {
 		r, err := runOne(s, spec, wire, costs, faults, prog)
 		if err != nil {
@@ -1059,12 +1060,16 @@ func whyDigest(rs []ProbeResult) string {
 // AblationSpecs returns the runs --ablation adds: every switch alone (an
 // iterator switch with the kprobe-tree it needs) and, for the series'
 // switches, the series minus that switch (minus kprobe-tree drops the
-// iterators too).
+// iterators too); then every alternative design on top of the series.
 func AblationSpecs() []RunSpec {
 	var out []RunSpec
 	for _, s := range sim.AllSwitches() {
 		set := s.Closure()
-		out = append(out, RunSpec{Name: set.Name(), Switches: set})
+		name := set.Name()
+		if len(s.Rules().RequiresAny) > 0 {
+			name = s.String() + "+indexes" // every index it can change
+		}
+		out = append(out, RunSpec{Name: name, Switches: set})
 	}
 	for _, s := range sim.PresetSeries.Set.List() {
 		set := sim.PresetSeries.Set.Without(s)
@@ -1072,6 +1077,14 @@ func AblationSpecs() []RunSpec {
 			set = set.Without(d)
 		}
 		out = append(out, RunSpec{Name: "series-" + s.String(), Switches: set})
+	}
+	// The alternative designs alone (above) and on top of the series.
+	for _, s := range sim.DesignSwitches() {
+		set := sim.PresetSeries.Set.With(s)
+		if set.Validate() != nil {
+			continue
+		}
+		out = append(out, RunSpec{Name: set.Name(), Switches: set})
 	}
 	return out
 }

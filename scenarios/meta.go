@@ -139,17 +139,9 @@ type CostInfo struct {
 // String is the one-line form.
 func (c CostInfo) String() string {
 	if c.File == "" {
-		s := "registered defaults (docs/cost-model.md)"
-		if c.Regime != "" {
-			s += ", " + c.Regime
-		}
-		return s
+		return "no cost file: the built-in weights below (docs/cost-model.md)"
 	}
-	s := fmt.Sprintf("%s sha256:%s (%d weights overridden)", c.File, short(c.SHA256), c.Overrides)
-	if c.Regime != "" {
-		s += ", " + c.Regime
-	}
-	return s
+	return fmt.Sprintf("%s sha256:%s (%d weights set by the file)", c.File, short(c.SHA256), c.Overrides)
 }
 
 // DefaultCPU is the CPU the registered weights assume: the measured ones

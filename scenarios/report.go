@@ -40,6 +40,9 @@ func (r *ManyReport) WriteTable(w io.Writer) error {
 	if r.Meta == nil {
 		fmt.Fprintf(w, " kernel: %s\n", r.Kernel)
 	}
+	if r.Weights != "" {
+		writeWrapped(w, " weights: "+r.Weights, "          ")
+	}
 	if r.CPU != "" {
 		fmt.Fprintf(w, " boot CPU: %s (the CPU the kernel text was boot-patched for)\n", r.CPU)
 	}
@@ -62,11 +65,11 @@ func (r *ManyReport) WriteTable(w io.Writer) error {
 	return nil
 }
 
-// memSum adds up a run's modelled kernel memory (bytes_per_entry figures excluded).
+// memSum adds up a run's modelled kernel memory (bytes_per_entry, peak and height figures excluded).
 func memSum(r *RunResult) int64 {
 	var t int64
 	for k, v := range r.KernelMem {
-		if !strings.HasSuffix(k, "_per_entry") {
+		if !strings.HasSuffix(k, "_per_entry") && !strings.HasSuffix(k, ".peak_bytes") && !strings.HasSuffix(k, ".height") {
 			t += v
 		}
 	}

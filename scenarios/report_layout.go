@@ -104,6 +104,7 @@ type jsonReport struct {
 	Scenario string         `json:"scenario"`
 	Kernel   string         `json:"kernel"`
 	CPU      string         `json:"cpu"` // boot CPU the text was patched for, "none" when as built
+	Weights  string         `json:"weights"`
 	N        int            `json:"n"`
 	Via      Via            `json:"via"`
 	Params   map[string]any `json:"params"`
@@ -111,7 +112,7 @@ type jsonReport struct {
 }
 
 func (r *ManyReport) jsonReport() jsonReport {
-	out := jsonReport{Schema: SchemaVersion, Meta: r.Meta, Scenario: r.Scenario, Kernel: r.Kernel, CPU: r.CPU, N: r.N, Via: r.Via, Params: r.Params, Runs: []jsonRun{}}
+	out := jsonReport{Schema: SchemaVersion, Meta: r.Meta, Scenario: r.Scenario, Kernel: r.Kernel, CPU: r.CPU, Weights: r.Weights, N: r.N, Via: r.Via, Params: r.Params, Runs: []jsonRun{}}
 	for _, run := range r.Runs {
 		jr := jsonRun{Name: run.Name, Patches: run.Patches, Registered: run.Registered, Optimized: run.Optimized, OnFtrace: run.OnFtrace,
 			Rejected: run.Rejected, Reasons: run.Reasons, NotTried: run.NotTried, Digest: run.Digest, WhyDigest: run.WhyDigest,

@@ -113,10 +113,66 @@ func TestParseCosts(t *testing.T) {
 	}
 }
 
+func TestParseCostsHeader(t *testing.T) {
+	in := "# kpsim cost file\n#: format: kpsim-costs 1\n#: cpu: CPU A\n#: compiler: cc 12\n#: date: 2026-12-01T00:00:00Z\n" +
+		"#: regime: cold\n#: clock: rdtsc\n#: l2: 2097152\ntest.a 3.5 # measured: bench_a (cold)\n"
+	ct, err := ParseCosts("c.costs", strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := ct.Meta
+	if m.Format != "kpsim-costs 1" || m.CPU != "CPU A" || m.Compiler != "cc 12" || m.Regime != "cold" || m.Clock != "rdtsc" || m.Extra["l2"] != "2097152" {
+		t.Errorf("meta = %+v", m)
+	}
+	if ct.Weight(testOpA) != 3.5 || ct.Note(testOpA) != "measured: bench_a (cold)" || ct.Source(testOpA) != "c.costs:9" {
+		t.Errorf("op a: %g %q %q", ct.Weight(testOpA), ct.Note(testOpA), ct.Source(testOpA))
+	}
+	if w := ct.ForeignCPU("CPU B"); !strings.Contains(w, `"CPU A"`) || !strings.Contains(w, `"CPU B"`) || !strings.Contains(w, "c.costs") {
+		t.Errorf("ForeignCPU = %q, want both CPUs and the file named", w)
+	}
+	if w := ct.ForeignCPU("CPU A"); w != "" {
+		t.Errorf("ForeignCPU on the same CPU = %q", w)
+	}
+	if _, err := ParseCosts("x", strings.NewReader("#: regime: tepid\n")); err == nil || !strings.Contains(err.Error(), "x:1: regime") {
+		t.Errorf("bad regime: err = %v", err)
+	}
+	if _, err := ParseCosts("x", strings.NewReader("#: no colon here\n")); err == nil {
+		t.Error("header without a value accepted")
+	}
+	// An old-style file (no header) still parses, and a file parsed over
+	// a base keeps the base's other weights.
+	base, err := ParseCosts("base", strings.NewReader("test.b 4\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	over, err := ParseCostsOver(base, "over", strings.NewReader("test.a 9\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if over.Weight(testOpA) != 9 || over.Weight(testOpB) != 4 || over.Source(testOpB) != "base:1" || base.Weight(testOpA) == 9 {
+		t.Errorf("ParseCostsOver: a=%g b=%g src=%q base a=%g", over.Weight(testOpA), over.Weight(testOpB), over.Source(testOpB), base.Weight(testOpA))
+	}
+}
+
+func TestCPUModel(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Processor\ncpu MHz\t: 2600.000\n", "Intel(R) Xeon(R) Processor"},
+		{"processor\t: 0\nHardware\t: BCM2835\n", "BCM2835"},
+		{"cpu\t\t: POWER9 (raw), altivec supported\n", "POWER9 (raw), altivec supported"},
+		{"", ""},
+	} {
+		if got := CPUModel(tc.in); got != tc.want {
+			t.Errorf("CPUModel(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
 func FuzzParseCosts(f *testing.F) {
 	f.Add("test.a 7.5 # c\n")
 	f.Add("test.b 0\ntest.a 1e3\n")
 	f.Add("# only a comment\n")
+	f.Add("#: cpu: Some CPU\n#: regime: hot\ntest.a 2 # measured: x\n")
+	f.Add("#: regime: lukewarm\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		ct, err := ParseCosts("fuzz", strings.NewReader(in))
 		if err != nil {
@@ -257,7 +313,7 @@ func ExampleParseSwitches() {
 }
 
 func FuzzParseSwitches(f *testing.F) {
-	for _, s := range []string{"none", "series", "all", "series,bug-index", "kprobe-tree,iter-can-probe", "iter-can-probe", ""} {
+	for _, s := range []string{"none", "series", "all", "series,bug-index", "kprobe-tree,iter-can-probe", "iter-can-probe", "", "series,kprobe-hash-bits=12", "kprobe-rhashtable,kprobe-hash-bits=7", "series,kprobe-btree,reservation-btree"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, spec string) {

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -27,7 +28,21 @@ const (
 	BlacklistIndex                     // beyond the series
 	KallsymsOffsetIndex                // kallsyms series: 3-byte kallsyms_names_offsets
 	KallsymsTokenCmp                   // kallsyms series: on-the-fly compressed compare
+	// The alternative designs a reviewer asks about (issue 13). They are
+	// not in any preset: each replaces a structure the series keeps.
+	KprobeHashBits   // kprobe_table with 2^B buckets (parameterised: kprobe-hash-bits=B)
+	KprobeRhashtable // lib/rhashtable.c as the probe index
+	KprobeBtree      // a maple-like B-tree in place of the P4 rbtree
+	ReservationBtree // the late-init reservation indexes as B-trees instead of sorted arrays
 	numSwitches
+)
+
+// The range of kprobe-hash-bits=B, and the value With(KprobeHashBits) uses
+// when no value is given (the ablation run).
+const (
+	MinHashBits     = 6  // KPROBE_HASH_BITS upstream
+	MaxHashBits     = 20 // 8 MiB of bucket heads
+	DefaultHashBits = 10 // what "kprobe-hash-bits" alone means: 1024 buckets
 )
 
 // SwitchInfo describes a switch.
@@ -36,6 +51,20 @@ type SwitchInfo struct {
 	Patch    string // "P1".."P12", or "" beyond the series
 	Requires []Switch
 	Doc      string
+}
+
+// SwitchRules are the rules beyond Requires that the alternative designs
+// need.
+type SwitchRules struct {
+	// RequiresAny: at least one of these must be in the set.
+	RequiresAny []Switch
+	// Conflicts: none of these may be in the set.
+	Conflicts []Switch
+	// Design marks an alternative design (in no preset).
+	Design bool
+	// Param names the switch's value ("B" for kprobe-hash-bits=B), "" for
+	// a plain switch.
+	Param string
 }
 
 var switchInfo = [numSwitches]SwitchInfo{
@@ -53,6 +82,31 @@ var switchInfo = [numSwitches]SwitchInfo{
 	BlacklistIndex:       {"blacklist-index", "", nil, "within_kprobe_blacklist: address index instead of the list walk (beyond the series)"},
 	KallsymsOffsetIndex:  {"kallsyms-offset-index", "", nil, "kallsyms: 3-byte kallsyms_names_offsets index instead of marker walks (the kallsyms series)"},
 	KallsymsTokenCmp:     {"kallsyms-token-cmp", "", nil, "kallsyms: compare names on the fly from the compressed tokens (the kallsyms series)"},
+	KprobeHashBits:       {"kprobe-hash-bits", "", nil, "design: kprobe_table with 2^B buckets (hash_ptr(addr, B)), B in 6..20; the simplest possible patch"},
+	KprobeRhashtable:     {"kprobe-rhashtable", "", nil, "design: lib/rhashtable.c (jhash2, growth at 75% load by the deferred worker, shrink below 30%) in place of kprobe_table"},
+	KprobeBtree:          {"kprobe-btree", "", []Switch{KprobeTree}, "design: the P4 tree is a maple-like B-tree (16 slots, 256-byte nodes; google/btree) under the same iterators"},
+	ReservationBtree:     {"reservation-btree", "", nil, "design: the late-init reservation indexes (static-call, jump-label, bug, blacklist) are maple-like B-trees instead of sorted arrays"},
+}
+
+var switchRules = [numSwitches]SwitchRules{
+	KprobeHashBits:   {Conflicts: []Switch{KprobeRhashtable}, Design: true, Param: "B"},
+	KprobeRhashtable: {Conflicts: []Switch{KprobeHashBits}, Design: true},
+	KprobeBtree:      {Design: true},
+	ReservationBtree: {RequiresAny: []Switch{StaticCallIndex, JumpLabelIndex, BugIndex, BlacklistIndex}, Design: true},
+}
+
+// Rules returns the switch's rules beyond Requires.
+func (s Switch) Rules() SwitchRules { return switchRules[s] }
+
+// DesignSwitches lists the alternative designs.
+func DesignSwitches() []Switch {
+	var out []Switch
+	for s := Switch(0); s < numSwitches; s++ {
+		if switchRules[s].Design {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Info returns the switch's description.
@@ -70,17 +124,71 @@ func AllSwitches() []Switch {
 	return out
 }
 
-// Switches is a set of switches.
-type Switches uint32
+// Switches is a set of switches. The low 32 bits are one bit per switch;
+// a parameterised switch keeps its value above them (bits 32-39: the B of
+// kprobe-hash-bits=B), so a set is still a comparable integer and the zero
+// value is upstream.
+type Switches uint64
+
+const (
+	flagMask      Switches = 1<<32 - 1
+	hashBitsShift          = 32
+	hashBitsMask  Switches = 0xff << hashBitsShift
+)
 
 // Has reports whether s is in the set.
 func (ss Switches) Has(s Switch) bool { return ss&(1<<s) != 0 }
 
-// With returns the set plus s.
-func (ss Switches) With(s Switch) Switches { return ss | 1<<s }
+// With returns the set plus s. A parameterised switch gets its default
+// value unless the set already carries one (WithHashBits sets it).
+func (ss Switches) With(s Switch) Switches {
+	ss |= 1 << s
+	if s == KprobeHashBits && ss&hashBitsMask == 0 {
+		ss |= Switches(DefaultHashBits) << hashBitsShift
+	}
+	return ss
+}
 
-// Without returns the set minus s.
-func (ss Switches) Without(s Switch) Switches { return ss &^ (1 << s) }
+// Without returns the set minus s (and its value).
+func (ss Switches) Without(s Switch) Switches {
+	ss &^= 1 << s
+	if s == KprobeHashBits {
+		ss &^= hashBitsMask
+	}
+	return ss
+}
+
+// WithHashBits returns the set with kprobe-hash-bits=b. b is not checked
+// here; Validate checks it.
+func (ss Switches) WithHashBits(b uint) Switches {
+	return (ss&^hashBitsMask | 1<<KprobeHashBits) | Switches(b&0xff)<<hashBitsShift
+}
+
+// HashBits returns the kprobe_table's hash bits: B with kprobe-hash-bits=B,
+// else upstream's KPROBE_HASH_BITS (6).
+func (ss Switches) HashBits() uint {
+	if !ss.Has(KprobeHashBits) {
+		return MinHashBits
+	}
+	return uint(ss&hashBitsMask) >> hashBitsShift
+}
+
+// union merges two sets; a value of t wins over one of ss.
+func (ss Switches) union(t Switches) Switches {
+	out := ss | t&flagMask
+	if t&hashBitsMask != 0 {
+		out = out&^hashBitsMask | t&hashBitsMask
+	}
+	return out
+}
+
+// name returns s's name in the set: "kprobe-hash-bits=12" for a value.
+func (ss Switches) name(s Switch) string {
+	if s == KprobeHashBits {
+		return fmt.Sprintf("%s=%d", s, ss.HashBits())
+	}
+	return s.String()
+}
 
 // List returns the members in order.
 func (ss Switches) List() []Switch {
@@ -97,7 +205,7 @@ func (ss Switches) List() []Switch {
 func (ss Switches) Names() []string {
 	out := []string{}
 	for _, s := range ss.List() {
-		out = append(out, s.String())
+		out = append(out, ss.name(s))
 	}
 	return out
 }
@@ -123,8 +231,18 @@ var (
 	PresetSeries = Preset{"series", setOf(StaticCallIndex, JumpLabelIndex, JumpSizeOpcode, KprobeTree,
 		IterGetOptimized, IterRecoverOptprobed, IterCheckOptimized, IterCanOptimize, IterCanProbe, IterCopyOptimized),
 		"the kprobes lookup-cost series, P1-P12"}
-	PresetAll = Preset{"all", (1 << numSwitches) - 1, "the series plus every change beyond it"}
+	PresetAll = Preset{"all", nonDesign(), "the series plus every change beyond it (no alternative design)"}
 )
+
+func nonDesign() Switches {
+	var out Switches
+	for s := Switch(0); s < numSwitches; s++ {
+		if !switchRules[s].Design {
+			out = out.With(s)
+		}
+	}
+	return out
+}
 
 // Presets lists the presets.
 func Presets() []Preset { return []Preset{PresetNone, PresetSeries, PresetAll} }
@@ -151,10 +269,25 @@ func ParseSwitches(spec string) (Switches, error) {
 	for _, part := range strings.Split(spec, ",") {
 		part = strings.TrimSpace(part)
 		if p, ok := lookupPreset(part); ok {
-			ss |= p.Set
+			ss = ss.union(p.Set)
 			continue
 		}
-		s, ok := LookupSwitch(part)
+		name, val, hasVal := strings.Cut(part, "=")
+		s, ok := LookupSwitch(name)
+		if ok && hasVal {
+			if switchRules[s].Param == "" {
+				return 0, fmt.Errorf("patch switch %s takes no value (got %q)", s, part)
+			}
+			b, err := strconv.ParseUint(val, 10, 8)
+			if err != nil || b < MinHashBits || b > MaxHashBits {
+				return 0, fmt.Errorf("%s: B must be an integer in %d..%d (got %q)", s, MinHashBits, MaxHashBits, val)
+			}
+			ss = ss.WithHashBits(uint(b))
+			continue
+		}
+		if ok && switchRules[s].Param != "" {
+			return 0, fmt.Errorf("patch switch %s needs a value: %s=%s (%s in %d..%d)", s, s, switchRules[s].Param, switchRules[s].Param, MinHashBits, MaxHashBits)
+		}
 		if !ok {
 			return 0, fmt.Errorf("unknown patch switch or preset %q (known: %s)", part, strings.Join(knownNames(), ", "))
 		}
@@ -165,10 +298,37 @@ func ParseSwitches(spec string) (Switches, error) {
 
 // Validate checks that every switch's requirements are in the set.
 func (ss Switches) Validate() error {
+	if ss&^(flagMask|hashBitsMask) != 0 || ss&flagMask>>numSwitches != 0 {
+		return fmt.Errorf("patch set %#x has unknown bits", uint64(ss))
+	}
+	if ss.Has(KprobeHashBits) {
+		if b := ss.HashBits(); b < MinHashBits || b > MaxHashBits {
+			return fmt.Errorf("kprobe-hash-bits: B must be in %d..%d (got %d)", MinHashBits, MaxHashBits, b)
+		}
+	} else if ss&hashBitsMask != 0 {
+		return fmt.Errorf("patch set carries hash bits without kprobe-hash-bits")
+	}
 	for _, s := range ss.List() {
-		for _, r := range switchInfo[s].Requires {
+		info, rules := switchInfo[s], switchRules[s]
+		for _, r := range info.Requires {
 			if !ss.Has(r) {
 				return fmt.Errorf("patch switch %s requires %s (add it explicitly; kpsim does not enable it for you)", s, r)
+			}
+		}
+		for _, x := range rules.Conflicts {
+			if ss.Has(x) {
+				return fmt.Errorf("patch switches %s and %s are alternatives to each other (pick one)", s, x)
+			}
+		}
+		if len(rules.RequiresAny) > 0 {
+			found := false
+			var names []string
+			for _, r := range rules.RequiresAny {
+				found = found || ss.Has(r)
+				names = append(names, r.String())
+			}
+			if !found {
+				return fmt.Errorf("patch switch %s needs one of %s (it changes how those indexes are kept)", s, strings.Join(names, ", "))
 			}
 		}
 	}
@@ -176,10 +336,15 @@ func (ss Switches) Validate() error {
 }
 
 // Closure returns s together with everything it requires.
+// For a switch that needs one of several (RequiresAny), all of them are
+// taken: reservation-btree alone means every reservation index as a B-tree.
 func (s Switch) Closure() Switches {
 	ss := Switches(0).With(s)
 	for _, r := range switchInfo[s].Requires {
-		ss |= r.Closure()
+		ss = ss.union(r.Closure())
+	}
+	for _, r := range switchRules[s].RequiresAny {
+		ss = ss.union(r.Closure())
 	}
 	return ss
 }
@@ -231,6 +396,10 @@ func knownNames() []string {
 	}
 	var sw []string
 	for s := Switch(0); s < numSwitches; s++ {
+		if p := switchRules[s].Param; p != "" {
+			sw = append(sw, s.String()+"="+p)
+			continue
+		}
 		sw = append(sw, s.String())
 	}
 	sort.Strings(sw)

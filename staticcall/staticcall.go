@@ -226,8 +226,14 @@ func (t *Table) LateInit(c *sim.Counters) error {
 		}
 	}
 	t.idx = &Index{image.NewSortedIndex(sorted, t.entryBytes)}
+	perEntry := int64(t.entryBytes)
+	if t.sw.Has(sim.ReservationBtree) {
+		// reservation-btree: the same keys in a maple-like B-tree.
+		t.idx.UseTree(func(s *site) uint64 { return s.addr }, c)
+		perEntry = t.idx.Bytes() / int64(max(1, t.idx.Len()))
+	}
 	c.SetBytes("static_call.index.bytes", t.idx.Bytes())
-	c.SetBytes("static_call.index.bytes_per_entry", int64(t.entryBytes))
+	c.SetBytes("static_call.index.bytes_per_entry", perEntry)
 	return nil
 }
 
@@ -259,7 +265,7 @@ func (t *Table) staticCallTextReservedIndexed(c *sim.Counters, start, end uint64
 		low = start - (CallInsnSize - 1)
 	}
 	x := t.idx.Sorted
-	lo := image.LowerBound(len(x), func(i int) uint64 { return x[i].addr }, low, func() { c.Inc(OpIndexProbe) })
+	lo := t.idx.Seek(low, func(s *site) uint64 { return s.addr }, func() { c.Inc(OpIndexProbe) }, c)
 	for i := lo; i < len(x); i++ {
 		c.Inc(OpIndexSite)
 		s := x[i]

@@ -290,6 +290,7 @@ func (t *Tracing) traceKprobeCreate(line string, argv []string) (*TraceKprobe, *
 			symbol, offset = symbol[:i], v
 		}
 		// kprobe_on_func_entry: the -ENOENT case is deferred to registration.
+		flush := kp.HoldTrail() // the summary below leads its nested steps
 		done := t.nest()
 		err := kp.KprobeOnFuncEntry(0, symbol, uint32(offset))
 		done()
@@ -301,6 +302,7 @@ func (t *Tracing) traceKprobeCreate(line string, argv []string) (*TraceKprobe, *
 			res += ": deferred to registration"
 		}
 		t.note("kprobe_on_func_entry", fmt.Sprintf("%q, %d", symbol, offset), res)
+		flush()
 		if err == kprobes.EINVAL && isReturn {
 			return nil, refuse(errno.EINVAL, fn, "retprobe address must be a function entry")
 		}

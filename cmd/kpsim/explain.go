@@ -56,10 +56,15 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	format := fs.String("format", "text", "output: text or json")
 	via := fs.String("via", "register_kprobe", "front door: register_kprobe, kprobe_events (a tracefs line, then its enable file) or perf_kprobe (perf_event_open on the kprobe PMU)")
 	noEnable := fs.Bool("no-enable", false, "with --via kprobe_events: leave the event disabled (the probe is then prepared but never armed or optimized)")
+	cf := addCostFlags(fs, "cold", "a registration probes a function not touched before")
 	if err := parse(fs, rest, stdout); err != nil {
 		return err
 	}
 	if err := refuseSynthFlags(fs, imf, ""); err != nil {
+		return err
+	}
+	costs, err := cf.load(stderr, "explain")
+	if err != nil {
 		return err
 	}
 	door := explainDoor{via: scenarios.Via(*via), enable: !*noEnable}
@@ -77,7 +82,7 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 		return usagef("--post: trace kprobes have no post handler (--via %s)", door.via)
 	}
 	if target == "" {
-		return usagef("missing TARGET (SYM, SYM+OFF or 0xADDR)")
+		return usagef("missing TARGET (SYM, SYM+OFF, 0xADDR or a kprobe_events line)")
 	}
 	spec, err := parseExplainTarget(target)
 	if err != nil {
@@ -129,6 +134,7 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	x.costs = costs
 	var same *verifyResult
 	if *verify {
 		if same, err = verifyExplain(k, x, spec, priors, *cpus, *faults, door); err != nil {
@@ -154,7 +160,7 @@ func flagTakesValue(a string) bool {
 		return false
 	}
 	switch strings.TrimLeft(a, "-") {
-	case "post", "verify", "traced", "ibt", "retpoline", "rethunk", "returns-patched", "probe-targets-traced", "h", "help":
+	case "post", "verify", "no-enable", "traced", "ibt", "retpoline", "rethunk", "returns-patched", "probe-targets-traced", "h", "help":
 		return false
 	}
 	return true
@@ -162,24 +168,32 @@ func flagTakesValue(a string) bool {
 
 // parseExplainTarget reads SYM, SYM+OFF (decimal or 0x hex) or 0xADDR.
 func parseExplainTarget(s string) (scenarios.Target, error) {
+	if strings.ContainsAny(strings.TrimSpace(s), " \t") {
+		// What a target list takes: a kprobe_events line, NAME [MODULE].
+		ts, err := scenarios.ParseTargets("TARGET", strings.NewReader(s))
+		if err != nil {
+			return scenarios.Target{}, errors.New(strings.TrimPrefix(err.Error(), "TARGET:1: "))
+		}
+		return ts[0], nil
+	}
 	if strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X") {
 		a, err := strconv.ParseUint(s[2:], 16, 64)
 		if err != nil || a == 0 {
 			return scenarios.Target{}, errors.New("not a hex address")
 		}
-		return scenarios.Target{Addr: a}, nil
+		return scenarios.Target{Addr: a, Raw: s}, nil
 	}
 	sym, off, hasOff := strings.Cut(s, "+")
 	if sym == "" || strings.ContainsAny(sym, " \t:/") {
 		return scenarios.Target{}, errors.New("want SYM, SYM+OFF or 0xADDR")
 	}
-	spec := scenarios.Target{Symbol: sym}
+	spec := scenarios.Target{Symbol: sym, Raw: s}
 	if hasOff {
 		v, err := strconv.ParseUint(off, 0, 32)
 		if err != nil {
 			return scenarios.Target{}, fmt.Errorf("offset %q is not a non-negative number", off)
 		}
-		spec.Offset = uint32(v)
+		spec.Offset, spec.OwnOffset = uint32(v), true
 	}
 	return spec, nil
 }
@@ -222,6 +236,14 @@ func explainImage(imf *imageFlags, n int, traced bool) (*image.Kernel, error) {
 type explained struct {
 	*scenarios.Explanation
 	Priors []priorResult
+	costs  *sim.CostTable // --cost-regime / --costs (calibrate.go)
+}
+
+func (x *explained) costTable() *sim.CostTable {
+	if x.costs == nil {
+		return sim.DefaultCosts()
+	}
+	return x.costs
 }
 
 type priorResult struct {
@@ -283,6 +305,8 @@ func explainOn(k *image.Kernel, sw sim.Switches, spec scenarios.Target, priors [
 
 func describeTarget(t scenarios.Target) string {
 	switch {
+	case t.Raw != "":
+		return t.Raw
 	case t.Symbol != "" && t.Offset != 0:
 		return fmt.Sprintf("%s+%d", t.Symbol, t.Offset)
 	case t.Symbol != "":
@@ -371,7 +395,8 @@ func writeExplainText(w io.Writer, k *image.Kernel, x *explained, sw sim.Switche
 	} else {
 		fmt.Fprintln(w, "The trail's decisions are identical under every switch set (presets and ablation sets; kpsim's tests prove it, --verify rechecks this probe); the switches change only what the checks cost:")
 	}
-	costs := sim.DefaultCosts()
+	costs := x.costTable()
+	fmt.Fprintf(w, "weights: %s\n", costs.Describe())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "phase\tops\test. cycles\t\n")
 	phases := sim.Phases()
@@ -446,7 +471,7 @@ func writeExplainJSON(w io.Writer, k *image.Kernel, x *explained, sw sim.Switche
 		Cycles  float64           `json:"est_cycles"`
 	}{Kernel: k.Name, Door: x.Door, Patches: sw.Name(), Result: resultString(x), Errno: x.Code, State: x.State.String(),
 		Check: x.Why.Check, Detail: x.Why.Detail, Reason: x.Why.String(), Ops: map[string]uint64{}, Verify: v, With: x.Priors,
-		Cycles: sim.DefaultCosts().Cycles(x.Counters)}
+		Cycles: x.costTable().Cycles(x.Counters)}
 	if x.Addr != 0 {
 		out.Addr, out.Where = fmt.Sprintf("%#x", x.Addr), symPlus(k, x.Addr)
 	}

@@ -8,7 +8,44 @@ import (
 
 	"github.com/kpsim/kpsim/scenarios"
 	"github.com/kpsim/kpsim/sim"
+	"github.com/kpsim/kpsim/sim/calibrate"
 )
+
+// listOps prints every counted op with its documented weight (and why),
+// the built-in hot and cold weights and the benchmark they came from.
+func listOps(tw *tabwriter.Writer) error {
+	hot, err := calibrate.Builtin("hot")
+	if err != nil {
+		return err
+	}
+	cold, err := calibrate.Builtin("cold")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(tw, "\nCOUNTED OPS\tdocumented\thot\tcold\tcalibrated by\twhy the documented weight\n")
+	for i, o := range sim.Ops() {
+		op := sim.Op(i)
+		kind, what := calibrate.Classify(o)
+		by := ""
+		switch kind {
+		case calibrate.Measured:
+			by = what
+			if hot.Source(op) == "default" || cold.Source(op) == "default" {
+				by += " (not in the built-in profile: documented weight used)"
+			}
+		case calibrate.Documented:
+			by = "documented: not measurable from user space"
+		case calibrate.Metric:
+			by = "metric, never priced"
+		default:
+			by = "uncovered: documented weight used"
+		}
+		fmt.Fprintf(tw, "  %s\t%g\t%g\t%g\t%s\t%s\n", o.Name, o.Cycles, hot.Weight(op), cold.Weight(op), by, o.Rationale)
+	}
+	fmt.Fprintf(tw, "\n  hot/cold: %s; %s\n", hot.Describe(), cold.Describe())
+	fmt.Fprintln(tw, "  run kallsyms uses hot by default, run many cold; --cost-regime documented uses the documented column")
+	return tw.Flush()
+}
 
 func runList(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("list", stdout)
@@ -30,11 +67,22 @@ func runList(args []string, stdout, stderr io.Writer) error {
 		for _, r := range info.Requires {
 			req = append(req, r.String())
 		}
+		rules := s.Rules()
+		if len(rules.RequiresAny) > 0 {
+			req = append(req, fmt.Sprintf("one of %d indexes", len(rules.RequiresAny)))
+		}
 		patch := info.Patch
-		if patch == "" {
+		switch {
+		case rules.Design:
+			patch = "design"
+		case patch == "":
 			patch = "beyond"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", info.Name, patch, strings.Join(req, ","), info.Doc)
+		name := info.Name
+		if rules.Param != "" {
+			name += "=" + rules.Param
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", name, patch, strings.Join(req, ","), info.Doc)
 	}
 	fmt.Fprintln(tw, "\nPRESETS")
 	for _, p := range sim.Presets() {
@@ -52,9 +100,5 @@ func runList(args []string, stdout, stderr io.Writer) error {
 	for _, p := range sim.Phases() {
 		fmt.Fprintf(tw, "  %s\t%s\n", p.Name, p.Doc)
 	}
-	fmt.Fprintln(tw, "\nCOUNTED OPS\tcycles\twhy that weight")
-	for _, o := range sim.Ops() {
-		fmt.Fprintf(tw, "  %s\t%g\t%s\n", o.Name, o.Cycles, o.Rationale)
-	}
-	return tw.Flush()
+	return listOps(tw)
 }

@@ -7,6 +7,7 @@
 //	kpsim image  [image flags] [--format table|json]
 //	kpsim decode [image flags] [--func NAME | --all] [--summary]
 //	kpsim run many [image flags] [--n N] [--patches LIST]... [--ablation] [--format table|json|csv] [--out FILE]
+//	kpsim calibrate [--out FILE] [--cc CC] [--regime hot|cold|both] [--quick]
 //	kpsim list
 //
 // Each subcommand has its own flags; `kpsim CMD --help` lists them. Bad usage
@@ -39,6 +40,7 @@ func init() {
 		{"kallsyms", "kpsim kallsyms dump --symbols FILE [--all-symbols] [--absolute-percpu] [--base-relative] [--what tokens|stats]", "build the compressed kallsyms tables from a symbol list and dump them", runKallsyms},
 		{"sweep", sweepUsage, "run a scenario at several N: totals, fits of a + b·N + c·N², growth exponents, plots", runSweep},
 		{"report", reportUsage, "write one self-contained HTML (plots inline) or Markdown report of a run or a sweep", runReport},
+		calibrateCommand,
 		{"explain", explainUsage, "print the decision trail of one probe: every check, what it looked at and what it decided", runExplain},
 		{"list", "kpsim list", "list scenarios, patch switches, presets, fault points, counted ops and phases", runList},
 	}
@@ -106,7 +108,7 @@ func topUsage(w io.Writer) {
 	fmt.Fprintln(w, "kpsim: a kernel-model simulator of Linux kprobe registration on x86-64")
 	fmt.Fprintln(w, "\nCommands:")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.doc)
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.doc)
 	}
 	fmt.Fprintln(w, "\nRun 'kpsim COMMAND --help' for a command's flags.")
 }

@@ -29,8 +29,8 @@ func generatorFlags() map[string]bool {
 // profile and every generator flag whose value differs from the
 // profile's, or the image file and its SHA-256), the cost file and its
 // SHA-256, the faults and the CPUs.
-func reportMeta(fs *flag.FlagSet, imf *imageFlags, k *image.Kernel, costFile, faults, cmd string, args []string) (*scenarios.Meta, error) {
-	m := &scenarios.Meta{Kpsim: scenarios.BuildVersion(), Faults: faults, CPU: scenarios.DefaultCPU, Host: scenarios.HostCPU(),
+func reportMeta(fs *flag.FlagSet, imf *imageFlags, k *image.Kernel, costs *sim.CostTable, costFile, faults, cmd string, args []string) (*scenarios.Meta, error) {
+	m := &scenarios.Meta{Kpsim: scenarios.BuildVersion(), Faults: faults, CPU: costCPU(costs), Host: scenarios.HostCPU(),
 		Command: append(append([]string{"kpsim"}, strings.Fields(cmd)...), args...)}
 	var err error
 	if imf.synthetic() {
@@ -47,42 +47,59 @@ func reportMeta(fs *flag.FlagSet, imf *imageFlags, k *image.Kernel, costFile, fa
 	if err != nil {
 		return nil, usagef("--kernel: %v", err)
 	}
+	m.Costs = costInfo(costs, costFile)
 	if costFile != "" {
 		sum, err := scenarios.FileSHA256(costFile)
 		if err != nil {
 			return nil, usagef("--costs: %v", err)
 		}
-		m.Costs = scenarios.CostInfo{File: costFile, SHA256: sum, Overrides: costOverrides(costFile)}
+		m.Costs.SHA256 = sum
 	}
 	return m, nil
 }
 
-// costOverrides counts the weights a cost file sets.
-func costOverrides(path string) int {
-	t, err := sim.LoadCosts(path)
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for i := range sim.Ops() {
-		if t.Source(sim.Op(i)) != "default" {
-			n++
+// costInfo names the weights: the table's description (the regime, or
+// the file and where it was calibrated) and, for a file, how many weights
+// its lines set.
+func costInfo(costs *sim.CostTable, costFile string) scenarios.CostInfo {
+	ci := scenarios.CostInfo{File: costFile}
+	if costs != nil {
+		ci.Regime = costs.Describe()
+		for i := range sim.Ops() {
+			if costFile != "" && strings.HasPrefix(costs.Source(sim.Op(i)), costFile+":") {
+				ci.Overrides++
+			}
 		}
 	}
-	return n
+	return ci
+}
+
+// costCPU is the CPU the weights assume: where a cost file (or a built-in
+// calibrated profile) was measured, else the registered defaults' machine.
+func costCPU(costs *sim.CostTable) string {
+	if costs != nil && costs.Meta.CPU != "" {
+		return costs.Meta.CPU + " (as calibrated)"
+	}
+	return scenarios.DefaultCPU
 }
 
 // kallsymsMeta describes a run kallsyms report: the synthetic image k, or
 // the symbol file and its SHA-256.
-func kallsymsMeta(fs *flag.FlagSet, imf *imageFlags, k *image.Kernel, symbols string, args []string) (*scenarios.Meta, error) {
+func kallsymsMeta(fs *flag.FlagSet, imf *imageFlags, k *image.Kernel, costs *sim.CostTable, costFile, symbols string, args []string) (*scenarios.Meta, error) {
 	if k != nil {
-		return reportMeta(fs, imf, k, "", "", "run kallsyms", args)
+		return reportMeta(fs, imf, k, costs, costFile, "", "run kallsyms", args)
 	}
 	sum, err := scenarios.FileSHA256(symbols)
 	if err != nil {
 		return nil, usagef("--symbols: %v", err)
 	}
-	return &scenarios.Meta{Kpsim: scenarios.BuildVersion(), CPU: scenarios.DefaultCPU, Host: scenarios.HostCPU(),
+	ci := costInfo(costs, costFile)
+	if costFile != "" {
+		if ci.SHA256, err = scenarios.FileSHA256(costFile); err != nil {
+			return nil, usagef("--costs: %v", err)
+		}
+	}
+	return &scenarios.Meta{Kpsim: scenarios.BuildVersion(), CPU: costCPU(costs), Host: scenarios.HostCPU(), Costs: ci,
 		Kernel:  scenarios.KernelInfo{Source: "symbols", Name: symbols, Path: symbols, SHA256: sum, Modules: []string{}},
 		Command: append([]string{"kpsim", "run", "kallsyms"}, args...)}, nil
 }

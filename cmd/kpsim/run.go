@@ -68,10 +68,11 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 	var patches patchList
 	fs.Var(&patches, "patches", "a run: a preset (none, series, all) or comma-separated switches; repeatable (default: none and series)")
 	ablation := fs.Bool("ablation", false, "add, for every switch, a run with it alone and a run with the series minus it")
+	designs := fs.Bool("compare-designs", false, "run upstream, the series and the alternative designs (bigger hash, rhashtable, B-trees) side by side")
 	format := fs.String("format", "table", "output: table, json, csv or bench (Go benchmark format for benchstat: -col /patches)")
 	out := fs.String("out", "", "write the report to this file (written whole or not at all)")
 	faults := fs.String("faults", "", "fault injection: POINT or POINT@N, comma-separated (kpsim list shows the points)")
-	costFile := fs.String("costs", "", "cost-weight overrides, one 'OP CYCLES' per line")
+	cf := addCostFlags(fs, "cold", "registration probes distinct functions")
 	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
@@ -124,17 +125,16 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 	if _, err := sim.ParseFaults(*faults); err != nil {
 		return usagef("--faults: %s", err.Error())
 	}
-	costs := sim.DefaultCosts()
-	if *costFile != "" {
-		var err error
-		if costs, err = sim.LoadCosts(*costFile); err != nil {
-			return usagef("--costs: %s", err.Error())
-		}
-	}
-	if len(patches) == 0 {
-		patches = patchList{"none", "series"}
+	costs, err := cf.load(stderr, "run many")
+	if err != nil {
+		return err
 	}
 	var specs []scenarios.RunSpec
+	if *designs {
+		specs = scenarios.CompareDesignSpecs()
+	} else if len(patches) == 0 {
+		patches = patchList{"none", "series"}
+	}
 	for _, p := range patches {
 		ss, err := sim.ParseSwitches(p)
 		if err != nil {
@@ -197,7 +197,7 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if rep.Meta, err = reportMeta(fs, imf, setup.Kernel, *costFile, *faults, "run many", args); err != nil {
+	if rep.Meta, err = reportMeta(fs, imf, setup.Kernel, costs, *cf.file, *faults, "run many", args); err != nil {
 		return err
 	}
 	if manyHook != nil { // a sweep or report collects the report itself
@@ -213,7 +213,11 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 	case "bench":
 		err = rep.WriteBench(&buf)
 	default:
-		err = rep.WriteTable(&buf)
+		if *designs {
+			err = rep.WriteDesignTable(&buf)
+		} else {
+			err = rep.WriteTable(&buf)
+		}
 	}
 	if err != nil {
 		return err

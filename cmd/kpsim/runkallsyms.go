@@ -31,6 +31,7 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.Build.AllSymbols, "all-symbols", o.Build.AllSymbols, "build with --all-symbols")
 	fs.BoolVar(&o.Build.AbsolutePercpu, "absolute-percpu", o.Build.AbsolutePercpu, "build with --absolute-percpu")
 	fs.BoolVar(&o.Build.BaseRelative, "base-relative", o.Build.BaseRelative, "build with --base-relative")
+	cf := addCostFlags(fs, "hot", "test_kallsyms_perf repeats its names")
 	format := fs.String("format", "table", "output: table, json or csv")
 	out := fs.String("out", "", "write the report to this file (written whole or not at all)")
 	if err := parse(fs, args, stdout); err != nil {
@@ -56,6 +57,12 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 		o.Budget = 0
 	case o.Budget <= 0:
 		return usagef("--benchtime: must be positive (got %s)", o.Budget)
+	}
+	if o.Costs, err = cf.load(stderr, "run kallsyms"); err != nil {
+		return err
+	}
+	if *cf.regime == "hot" && *cf.file == "" {
+		o.Why = "hot by default because test_kallsyms_perf repeats its names (--cost-regime cold for registration's)"
 	}
 	o.Hits, o.Misses = splitList(*hits), splitList(*misses)
 	for _, v := range splitList(*variants) {
@@ -102,7 +109,7 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	if rep.Meta, err = kallsymsMeta(fs, imf, kimg, *symbols, args); err != nil {
+	if rep.Meta, err = kallsymsMeta(fs, imf, kimg, o.Costs, *cf.file, *symbols, args); err != nil {
 		return err
 	}
 	var buf bytes.Buffer

@@ -314,6 +314,7 @@ func (l *List) archWithinKprobeBlacklist(c *sim.Counters, addr uint64) bool {
 type Index struct {
 	start, end []uint64
 	covered    int
+	tree       *image.KeyTree // reservation-btree: the starts in a B-tree
 }
 
 // Len returns the number of merged ranges.
@@ -322,8 +323,14 @@ func (x *Index) Len() int { return len(x.start) }
 // Covered returns how many list entries the index replaces.
 func (x *Index) Covered() int { return x.covered }
 
-// Bytes returns the index's memory: Len() × IndexEntryBytes.
-func (x *Index) Bytes() int64 { return int64(len(x.start)) * IndexEntryBytes }
+// Bytes returns the index's memory: Len() × IndexEntryBytes, or the
+// B-tree's nodes (reservation-btree).
+func (x *Index) Bytes() int64 {
+	if x.tree != nil {
+		return x.tree.Bytes()
+	}
+	return int64(len(x.start)) * IndexEntryBytes
+}
 
 // search: the last range starting at or below addr (OpIndexProbe per
 // binary-search step), then one containment test (OpIndexEntry).
@@ -333,7 +340,12 @@ func (x *Index) Bytes() int64 { return int64(len(x.start)) * IndexEntryBytes }
 func (x *Index) search(c *sim.Counters, addr uint64) bool {
 	// The first range with start > addr, i.e. start >= addr+1 (no range
 	// starts at the top of the address space).
-	lo := image.LowerBound(len(x.start), func(i int) uint64 { return x.start[i] }, addr+1, func() { c.Inc(OpIndexProbe) })
+	var lo int
+	if x.tree != nil {
+		lo = x.tree.LowerBound(addr+1, c)
+	} else {
+		lo = image.LowerBound(len(x.start), func(i int) uint64 { return x.start[i] }, addr+1, func() { c.Inc(OpIndexProbe) })
+	}
 	if lo == 0 {
 		return false
 	}
@@ -386,9 +398,15 @@ func (l *List) LateInit(c *sim.Counters) error {
 		x.start = append(x.start, e.Start)
 		x.end = append(x.end, e.End)
 	}
+	perEntry := int64(IndexEntryBytes)
+	if l.sw.Has(sim.ReservationBtree) {
+		// reservation-btree: the range starts in a maple-like B-tree.
+		x.tree = image.NewKeyTree(len(x.start), func(i int) uint64 { return x.start[i] }, c)
+		perEntry = x.Bytes() / int64(max(1, len(x.start)))
+	}
 	l.idx = x
 	c.SetBytes("kprobe_blacklist.index.bytes", x.Bytes())
-	c.SetBytes("kprobe_blacklist.index.bytes_per_entry", IndexEntryBytes)
+	c.SetBytes("kprobe_blacklist.index.bytes_per_entry", perEntry)
 	return nil
 }
 

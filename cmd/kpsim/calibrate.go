@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/kpsim/kpsim/kallsyms/ktab"
+	"github.com/kpsim/kpsim/scenarios"
+	"github.com/kpsim/kpsim/sim"
+	"github.com/kpsim/kpsim/sim/calibrate"
+)
+
+// calibrateCommand is listed in main.go's command table.
+var calibrateCommand = command{"calibrate",
+	"kpsim calibrate [--out FILE] [--cc CC] [--regime hot|cold|both] [--quick] [--symbols FILE | image flags]",
+	"measure the cycle weights on this machine with C microbenchmarks (cc -O2) and write a cost file for --costs",
+	runCalibrate}
+
+func runCalibrate(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("calibrate", stdout)
+	imf, err := addImageFlagsFor(fs, args)
+	if err != nil {
+		return err
+	}
+	out := fs.String("out", "", "write the cost file here (written whole or not at all); with --regime both, FILE.hot and FILE.cold. Default: stdout")
+	cc := fs.String("cc", "", "C compiler command (default $CC, else cc)")
+	regime := fs.String("regime", "cold", "hot (a few items repeated), cold (distinct items per call) or both")
+	quick := fs.Bool("quick", false, "tiny sizes and 3 repetitions: a smoke test, not weights to use")
+	check := fs.Bool("check", false, "also run the C data structures' self-checks")
+	symbols := fs.String("symbols", "", "symbol list (System.map or /proc/kallsyms) for the kallsyms tables; default: the image's symbols")
+	if err := parse(fs, args, stdout); err != nil {
+		return err
+	}
+	var regimes []string
+	switch *regime {
+	case "hot", "cold":
+		regimes = []string{*regime}
+	case "both":
+		regimes = calibrate.Regimes
+		if *out == "" {
+			return usagef("--regime both writes two files: give --out FILE (FILE.hot, FILE.cold)")
+		}
+	default:
+		return usagef("--regime: want hot, cold or both, got %q", *regime)
+	}
+	sinks := map[string]*atomicFile{}
+	for _, r := range regimes {
+		if *out == "" {
+			continue
+		}
+		path := *out
+		if len(regimes) > 1 {
+			path += "." + r
+		}
+		s, err := newAtomicFile(path)
+		if err != nil {
+			return usagef("--out: %s", err.Error())
+		}
+		defer s.abort()
+		sinks[r] = s
+	}
+	// The compiler is checked before the image is built, so a machine
+	// without one learns it at once.
+	if err := calibrate.CheckCompiler(*cc); err != nil {
+		return usagef("%v", err)
+	}
+	opt := calibrate.Options{CC: *cc, Regimes: regimes, Quick: *quick, Check: *check, Progress: stderr,
+		Command: strings.TrimSpace("kpsim calibrate " + strings.Join(args, " "))}
+	var syms []ktab.Symbol
+	if *symbols != "" {
+		f, err := os.Open(*symbols)
+		if err != nil {
+			return usagef("--symbols: %v", err)
+		}
+		defer f.Close()
+		if syms, err = ktab.ParseSymbols(*symbols, bufio.NewReaderSize(f, 1<<20)); err != nil {
+			return usagef("%v", err)
+		}
+		opt.TablesName = *symbols
+	}
+	k, _, err := imf.load()
+	if err != nil {
+		return err
+	}
+	if ct := k.CoreText(); ct != nil {
+		opt.Text = ct.Bytes
+	}
+	if syms == nil {
+		syms, opt.TablesName = scenarios.SymbolsOf(k), k.Name
+	}
+	var vm []ktab.Symbol
+	for _, s := range syms {
+		if s.Module == "" {
+			vm = append(vm, s)
+		}
+	}
+	if opt.Tables, err = ktab.Build(vm, ktab.Options{AllSymbols: true, AbsolutePercpu: true, BaseRelative: true}); err != nil {
+		return usagef("%v", err)
+	}
+	opt.TablesName = fmt.Sprintf("%s (%d symbols, kallsyms_names %d bytes)", opt.TablesName, opt.Tables.NumSyms, len(opt.Tables.Names))
+	res, err := calibrate.Run(opt)
+	if errors.Is(err, calibrate.ErrNoCompiler) {
+		return usagef("%v", err)
+	}
+	if err != nil {
+		return err
+	}
+	if u := calibrate.UncoveredOps(); len(u) > 0 {
+		fmt.Fprintf(stderr, "kpsim calibrate: warning: no benchmark or documented value for %s: their registered weights are kept\n", strings.Join(u, ", "))
+	}
+	for _, r := range regimes {
+		var buf bytes.Buffer
+		if err := calibrate.WriteCostFile(&buf, res, r); err != nil {
+			return err
+		}
+		if s := sinks[r]; s != nil {
+			if err := s.commit(buf.Bytes()); err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "kpsim calibrate: wrote %s (%s regime)\n", s.path, r)
+			continue
+		}
+		if _, err := stdout.Write(buf.Bytes()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// costFlags are the cost-model flags of the scenario commands.
+type costFlags struct {
+	regime *string
+	file   *string
+}
+
+func addCostFlags(fs interface {
+	String(name, value, usage string) *string
+}, defRegime, why string) *costFlags {
+	return &costFlags{
+		regime: fs.String("cost-regime", defRegime, "built-in weights: hot (a few items repeated), cold (distinct items per call) or documented (the registered defaults); default "+defRegime+": "+why),
+		file:   fs.String("costs", "", "cost file (OP CYCLES per line, as kpsim calibrate writes) overriding the --cost-regime weights"),
+	}
+}
+
+// load returns the cost table the flags select, warning on stderr when a
+// cost file was calibrated on another CPU.
+func (c *costFlags) load(stderr io.Writer, cmd string) (*sim.CostTable, error) {
+	base, err := calibrate.Builtin(*c.regime)
+	if err != nil {
+		return nil, usagef("--cost-regime: %v", err)
+	}
+	if *c.file == "" {
+		return base, nil
+	}
+	f, err := os.Open(*c.file)
+	if err != nil {
+		return nil, usagef("--costs: cost file: %v", unwrapPathErr(err))
+	}
+	defer f.Close()
+	t, err := sim.ParseCostsOver(base, *c.file, f)
+	if err != nil {
+		return nil, usagef("--costs: %s", err.Error())
+	}
+	calibrate.FillFromBenches(t)
+	if w := t.ForeignCPU(sim.LocalCPU()); w != "" {
+		fmt.Fprintf(stderr, "kpsim %s: %s\n", cmd, w)
+	}
+	return t, nil
+}

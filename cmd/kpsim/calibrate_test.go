@@ -1,0 +1,149 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kpsim/kpsim/sim"
+)
+
+// TestCalibrateWithoutCompiler: one line, exit 2, nothing written.
+func TestCalibrateWithoutCompiler(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "c.costs")
+	for _, args := range [][]string{
+		{"calibrate", "--cc", filepath.Join(dir, "no-such-cc"), "--out", out},
+		{"calibrate", "--cc", "  "},
+	} {
+		_, errs, code := runKpsim(args...)
+		if code != 2 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "no C compiler") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line", args, code, errs)
+		}
+	}
+	t.Setenv("CC", filepath.Join(dir, "also-missing"))
+	if _, errs, code := runKpsim("calibrate"); code != 2 || !strings.Contains(errs, "also-missing") {
+		t.Errorf("$CC missing: exit %d, stderr %q", code, errs)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("left files: %v", entries)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"calibrate", "--regime", "tepid"}, "--regime"},
+		{[]string{"calibrate", "--regime", "both"}, "--out"},
+		{[]string{"run", "many", "--cost-regime", "tepid"}, "--cost-regime"},
+		{[]string{"run", "kallsyms", "--cost-regime", "tepid"}, "--cost-regime"},
+	} {
+		if _, errs, code := runKpsim(tc.args...); code != 2 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q", tc.args, code, errs)
+		}
+	}
+}
+
+// TestCalibrateQuick: the CLI writes both regimes' files, and run many
+// reads one back.
+func TestCalibrateQuick(t *testing.T) {
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no C compiler")
+	}
+	if testing.Short() {
+		t.Skip("compiles and runs the C benchmarks")
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "q")
+	_, errs, code := runKpsim(append([]string{"calibrate", "--quick", "--regime", "both", "--out", out}, small...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, r := range []string{"hot", "cold"} {
+		ct, err := sim.LoadCosts(out + "." + r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ct.Meta.Regime != r || ct.Meta.CPU != sim.LocalCPU() {
+			t.Errorf("%s: header %+v", r, ct.Meta)
+		}
+	}
+	rep, errs, code := runKpsim(append([]string{"run", "many", "--costs", out + ".cold", "--patches", "none"}, smallRun...)...)
+	if code != 0 || strings.Contains(errs, "warning") || !strings.Contains(rep, "weights: "+out+".cold") {
+		t.Fatalf("exit %d, stderr %q, report:\n%s", code, errs, rep)
+	}
+}
+
+// TestForeignCostFile: a cost file calibrated on another CPU is used, with
+// a warning naming both CPUs.
+func TestForeignCostFile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "other.costs")
+	body := "#: format: kpsim-costs 1\n#: cpu: Imaginary CPU 9000 @ 9.99GHz\n#: regime: cold\nkprobe.hash.visit 99 # measured elsewhere\n"
+	if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	local := sim.LocalCPU()
+	if local == "" {
+		t.Skip("no CPU model in /proc/cpuinfo")
+	}
+	out, errs, code := runKpsim(append([]string{"run", "many", "--costs", f, "--patches", "none", "--format", "json"}, smallRun...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "Imaginary CPU 9000") || !strings.Contains(errs, local) || !strings.Contains(errs, "warning") {
+		t.Errorf("stderr %q: want one warning naming both CPUs", errs)
+	}
+	if !strings.Contains(out, `"weights": "`+f) {
+		t.Errorf("report does not name the cost file")
+	}
+}
+
+// TestListShowsBothRegimes: kpsim list prints documented, hot and cold
+// weights and the benchmark behind each.
+func TestListShowsBothRegimes(t *testing.T) {
+	out, _, code := runKpsim("list")
+	if code != 0 {
+		t.Fatal(code)
+	}
+	for _, want := range []string{"documented", "hot", "cold", "calibrated by", "hlist_visit", "documented: not measurable from user space", "built-in hot profile", "built-in cold profile"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("list lacks %q", want)
+		}
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 4 && f[0] == "kprobe.hash.visit" && f[1] == f[2] && f[2] == f[3] {
+			t.Errorf("kprobe.hash.visit: documented, hot and cold all %s: profiles not calibrated?", f[1])
+		}
+	}
+}
+
+// TestRunKallsymsSaysHot: run kallsyms defaults to the hot profile and
+// says why.
+func TestRunKallsymsSaysHot(t *testing.T) {
+	out, errs, code := runKpsim(append([]string{"run", "kallsyms", "--iters", "10", "--variants", "baseline"}, small...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "built-in hot profile") || !strings.Contains(out, "repeats its names") {
+		t.Errorf("output does not say it is hot and why:\n%s", out)
+	}
+	out, _, _ = runKpsim(append([]string{"run", "kallsyms", "--iters", "10", "--variants", "baseline", "--cost-regime", "cold"}, small...)...)
+	if !strings.Contains(out, "built-in cold profile") {
+		t.Errorf("--cost-regime cold not reported:\n%s", out)
+	}
+}
+
+// TestExplainUsesTheColdProfile: explain prices one registration with
+// the cold profile by default, and --cost-regime documented gives the
+// registered weights.
+func TestExplainUsesTheColdProfile(t *testing.T) {
+	out, errs, code := runKpsim(append(append([]string{"explain"}, small...), "kprobe_many_func_7")...)
+	if code != 0 || !strings.Contains(out, "weights: built-in cold profile") {
+		t.Fatalf("exit %d (%s):\n%s", code, errs, out)
+	}
+	out, _, code = runKpsim(append(append([]string{"explain"}, small...), "kprobe_many_func_7", "--cost-regime", "documented")...)
+	if code != 0 || !strings.Contains(out, "weights: documented defaults") {
+		t.Fatalf("--cost-regime documented: exit %d:\n%s", code, out)
+	}
+}

@@ -1,0 +1,66 @@
+package calibrate
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/kpsim/kpsim/sim"
+)
+
+// The built-in profiles: kpsim calibrate --regime both on the reference
+// machine (see the files' headers), committed as data.
+//
+//go:embed profiles/*.costs
+var profiles embed.FS
+
+var builtin struct {
+	sync.Mutex
+	t map[string]*sim.CostTable
+}
+
+// Builtin returns the built-in cost profile of a regime ("hot" or "cold")
+// over the registered defaults; "documented" returns the defaults. Lines
+// for ops this build does not register are skipped, so the profile serves
+// any set of linked packages; ops the profile lacks keep their documented
+// weight. The table is shared: callers must not change it (Clone first).
+func Builtin(regime string) (*sim.CostTable, error) {
+	if regime == "documented" {
+		return sim.DefaultCosts(), nil
+	}
+	if regime != "hot" && regime != "cold" {
+		return nil, fmt.Errorf("cost regime %q: want hot, cold or documented", regime)
+	}
+	builtin.Lock()
+	defer builtin.Unlock()
+	if t := builtin.t[regime]; t != nil {
+		return t, nil
+	}
+	name := "profiles/" + regime + ".costs"
+	b, err := profiles.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	// Blank out lines naming ops this build lacks, keeping line numbers.
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		f := strings.Fields(l)
+		if len(f) > 0 && !strings.HasPrefix(f[0], "#") {
+			if _, ok := sim.LookupOp(f[0]); !ok {
+				lines[i] = ""
+			}
+		}
+	}
+	t, err := sim.ParseCostsOver(sim.DefaultCosts(), "built-in "+regime+" profile", bytes.NewReader([]byte(strings.Join(lines, "\n"))))
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %s: %w", name, err)
+	}
+	FillFromBenches(t)
+	if builtin.t == nil {
+		builtin.t = map[string]*sim.CostTable{}
+	}
+	builtin.t[regime] = t
+	return t, nil
+}
