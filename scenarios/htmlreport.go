@@ -65,6 +65,7 @@ func (d *Document) build() (*docData, error) {
 		dd.Meta = append(dd.Meta,
 			docRow{"modules", []string{fmt.Sprintf("%d: %s", len(m.Kernel.Modules), strings.Join(m.Kernel.Modules, " "))}},
 			docRow{"costs", []string{m.Costs.String()}},
+			docRow{"weights", []string{r.Weights}},
 			docRow{"faults", []string{faults}},
 			docRow{"cpu assumed", []string{m.CPU}},
 			docRow{"wall time on", []string{m.Host}},
