@@ -136,7 +136,7 @@ func parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 		return errHelp
 	}
 	if err != nil {
-		return usagef("%s", err.Error())
+		return usagef("%s%s", err.Error(), flagSuggestion(fs, err))
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))

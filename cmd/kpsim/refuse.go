@@ -191,3 +191,18 @@ func printGroupedDefaults(fs *flag.FlagSet, w io.Writer) {
 		sub.PrintDefaults()
 	}
 }
+
+// flagSuggestion suggests a defined flag for flag's "flag provided but
+// not defined: -X" error.
+func flagSuggestion(fs *flag.FlagSet, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: ")
+	if !ok {
+		return ""
+	}
+	var known []string
+	fs.VisitAll(func(f *flag.Flag) { known = append(known, f.Name) })
+	if s := didYouMean(strings.TrimLeft(name, "-"), known); s != "" {
+		return strings.Replace(s, `"`, `"--`, 1)
+	}
+	return ""
+}

@@ -26,6 +26,8 @@ func TestRefusals(t *testing.T) {
 		{[]string{"run", "many", "--patches", "seris"}, `did you mean "series"?`},
 		{[]string{"run", "many", "--patches", "series,kprobe-tre"}, `did you mean "kprobe-tree"?`},
 		{[]string{"swep"}, `did you mean "sweep"?`},
+		{[]string{"run", "many", "--patchs", "none"}, `did you mean "--patches"?`},
+		{[]string{"run", "many", "--ablaton"}, `did you mean "--ablation"?`},
 	} {
 		_, errs, code := runKpsim(tc.args...)
 		if code != 2 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, tc.want) {
