@@ -33,6 +33,8 @@ type KallsymsOptions struct {
 	// runs for (its pass count grown as testing.B grows b.N, at most
 	// Iters); zero times exactly Iters passes.
 	Budget time.Duration
+	// Progress, if set, is told about every measurement (a terminal's bar).
+	Progress Progress
 	// Costs price the counts (default: the registered weights); Why says
 	// why this table was chosen, for the report.
 	Costs *sim.CostTable
@@ -154,6 +156,11 @@ func RunKallsyms(kernel string, syms []ktab.Symbol, modules []*image.Module, o K
 	if o.Budget > 0 {
 		rep.Budget = o.Budget.String()
 	}
+	done := 0
+	if o.Progress != nil {
+		o.Progress.Start("kallsyms", 4*len(variants)) // hit, miss, sprint, walk per variant
+		defer o.Progress.Done()
+	}
 	for _, v := range variants {
 		c, err := kallsyms.NewCompressed(t, v, kallsyms.CompressedOptions{Modules: modules})
 		if err != nil {
@@ -178,6 +185,10 @@ func RunKallsyms(kernel string, syms []ktab.Symbol, modules []*image.Module, o K
 		measure := func(what string, kind kallsyms.LookupKind, names []string, as []uint64, maxN int) (kallsyms.Measurement, error) {
 			m, n, err := measureFor(o.Budget, maxN, func(n int) (kallsyms.Measurement, error) { return c.MeasureWith(costs, kind, names, as, n) })
 			run.Passes[what] = n
+			if o.Progress != nil {
+				done++
+				o.Progress.Update(done)
+			}
 			return m, err
 		}
 		hit, err := measure("hit", kallsyms.KindLookupName, hits, nil, o.Iters)

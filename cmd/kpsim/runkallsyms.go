@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/kallsyms/ktab"
@@ -105,6 +107,9 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 		syms, mods, kernel, kimg = scenarios.SymbolsOf(k), k.Modules, k.Name, k
 	}
 	o.Seed = imf.seed
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		o.Progress = &termProgress{w: stderr}
+	}
 	rep, err := scenarios.RunKallsyms(kernel, syms, mods, o)
 	if err != nil {
 		return usagef("%v", err)
