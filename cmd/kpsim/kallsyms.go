@@ -27,9 +27,9 @@ func runKallsyms(args []string, stdout, stderr io.Writer) error {
 	// build (CONFIG_KALLSYMS_ALL, _ABSOLUTE_PERCPU, _BASE_RELATIVE all y);
 	// --X=false gives scripts/kallsyms' own (off) defaults.
 	opt := kallsymsDefaults
-	fs.BoolVar(&opt.AllSymbols, "all-symbols", opt.AllSymbols, "scripts/kallsyms --all-symbols (CONFIG_KALLSYMS_ALL; --all-symbols=false to drop it)")
-	fs.BoolVar(&opt.AbsolutePercpu, "absolute-percpu", opt.AbsolutePercpu, "scripts/kallsyms --absolute-percpu (--absolute-percpu=false to drop it)")
-	fs.BoolVar(&opt.BaseRelative, "base-relative", opt.BaseRelative, "scripts/kallsyms --base-relative (--base-relative=false to drop it)")
+	fs.BoolVar(&opt.AllSymbols, "all-symbols", opt.AllSymbols, "scripts/kallsyms --all-symbols (CONFIG_KALLSYMS_ALL)")
+	fs.BoolVar(&opt.AbsolutePercpu, "absolute-percpu", opt.AbsolutePercpu, "scripts/kallsyms --absolute-percpu")
+	fs.BoolVar(&opt.BaseRelative, "base-relative", opt.BaseRelative, "scripts/kallsyms --base-relative")
 	what := fs.String("what", "stats", "tokens (the 256 token strings, index order) or stats (sizes and table hashes)")
 	if err := parse(fs, args[1:], stdout); err != nil {
 		return err

@@ -125,7 +125,7 @@ func newFlagSet(c string, stdout io.Writer) *flag.FlagSet {
 
 // parse parses args; --help prints the usage and flags to stdout.
 func parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
-	err := fs.Parse(args)
+	err := fs.Parse(noFlags(fs, args))
 	if errors.Is(err, flag.ErrHelp) {
 		for _, c := range commands {
 			if c.name == strings.Fields(fs.Name())[0] {

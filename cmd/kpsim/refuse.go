@@ -174,7 +174,7 @@ func printGroupedDefaults(fs *flag.FlagSet, w io.Writer) {
 			}
 			usage := f.Usage
 			if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() && f.DefValue == "true" {
-				usage += " (on by default; --" + f.Name + "=false turns it off)"
+				usage += " (on by default; --no-" + f.Name + " or --" + f.Name + "=false turns it off)"
 			}
 			sub.Var(f.Value, f.Name, usage)
 			sub.Lookup(f.Name).DefValue = f.DefValue
@@ -205,4 +205,26 @@ func flagSuggestion(fs *flag.FlagSet, err error) string {
 		return strings.Replace(s, `"`, `"--`, 1)
 	}
 	return ""
+}
+
+// noFlags rewrites --no-X to --X=false for a boolean flag X that has no
+// --no-X of its own, so both spellings turn a default-on flag off.
+func noFlags(fs *flag.FlagSet, args []string) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		name, ok := strings.CutPrefix(strings.TrimLeft(a, "-"), "no-")
+		if ok && strings.HasPrefix(a, "-") && !strings.Contains(name, "=") && fs.Lookup("no-"+name) == nil {
+			if f := fs.Lookup(name); f != nil {
+				if bf, isBool := f.Value.(interface{ IsBoolFlag() bool }); isBool && bf.IsBoolFlag() {
+					out = append(out, "--"+name+"=false")
+					continue
+				}
+			}
+		}
+		out = append(out, a)
+	}
+	return out
 }

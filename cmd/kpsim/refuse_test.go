@@ -75,6 +75,10 @@ func TestKallsymsDefaultsAgree(t *testing.T) {
 	if def != all || def == none {
 		t.Errorf("dump defaults are not the pinned kernel's flags")
 	}
+	noX, _, _ := runKpsim("kallsyms", "dump", "--symbols", p, "--no-all-symbols", "--no-absolute-percpu", "--no-base-relative")
+	if noX != none {
+		t.Errorf("--no-X is not --X=false")
+	}
 	if kallsymsDefaults.AllSymbols != true || !kallsymsDefaults.AbsolutePercpu || !kallsymsDefaults.BaseRelative {
 		t.Errorf("defaults %+v", kallsymsDefaults)
 	}

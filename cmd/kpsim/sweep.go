@@ -5,9 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"golang.org/x/term"
 
 	"github.com/kpsim/kpsim/scenarios"
 	"github.com/kpsim/kpsim/sim"
@@ -143,7 +146,14 @@ func parseSweep(name string, args []string, stdout io.Writer, formats []string) 
 func (j *sweepJob) reports(stderr io.Writer) ([]*scenarios.ManyReport, error) {
 	var reps []*scenarios.ManyReport
 	defer func() { manyHook = nil }()
-	for _, n := range j.ns {
+	tty := false
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		tty = true
+	}
+	for i, n := range j.ns {
+		if tty {
+			fmt.Fprintf(stderr, "sweep: n=%d (%d of %d)\n", n, i+1, len(j.ns))
+		}
 		var got *scenarios.ManyReport
 		manyHook = func(r *scenarios.ManyReport) { got = r }
 		args := append(append([]string(nil), j.scenarioArgs...), "--n", strconv.Itoa(n))
