@@ -4,7 +4,9 @@
 // loaded module's table on module_bug_list, newest module first) and, behind
 // the beyond-the-series switch sim.BugIndex, with a late-init address index
 // of the core table (the series' cover letter names the bug-entry lookup as
-// the next "low hanging fruit"). Module tables stay linear in both forms.
+// the next "low hanging fruit"). Module tables stay linear under it; the
+// second beyond-the-series switch sim.ModuleBugIndex gives each module an
+// index built at module load (modindex.go).
 //
 // Upstream code read from Debian's linux-source-6.1 (6.1.192); the index is
 // kpsim's own proposal, modelled like P1/P2.
@@ -67,6 +69,9 @@ type Table struct {
 	idx        *Index
 	idxErr     error
 	fast       *fastScan // simulator fast path (EnableFastScan); nil: walk
+
+	mods     map[*image.Module]*modIndex // module-bug-index (modindex.go)
+	modBytes int64
 }
 
 // New returns the find_bug model of image k under switches sw; faults f
@@ -100,13 +105,15 @@ func (t *Table) SetIndexEntryBytes(n int) error {
 //
 // Models lib/bug.c:find_bug.
 func (t *Table) FindBug(c *sim.Counters, addr uint64) *image.BugEntry {
-	if t.fast != nil && t.idx == nil && t.fast.miss(c, addr, true) {
+	if t.fast != nil && t.idx == nil && t.mods == nil && t.fast.miss(c, addr, true) {
 		return nil
 	}
 	if t.idx != nil {
 		if b := t.findBugIndexed(c, addr); b != nil {
 			return b
 		}
+	} else if t.fast != nil && !t.fast.has(addr) {
+		c.Add(OpScanEntry, t.fast.core)
 	} else {
 		for i := range t.k.BugEntries {
 			c.Inc(OpScanEntry)
@@ -121,16 +128,27 @@ func (t *Table) FindBug(c *sim.Counters, addr uint64) *image.BugEntry {
 // moduleFindBug walks module_bug_list, newest module first (list_add_rcu
 // at the head in module_bug_finalize), and each module's whole table; it
 // does not first look for the module owning addr. One OpModuleVisit per
-// module, one OpScanEntry per entry.
+// module, one OpScanEntry per entry. Under sim.ModuleBugIndex a module
+// with an index is searched through it instead (modindex.go).
 //
 // Models lib/bug.c:module_find_bug.
 func (t *Table) moduleFindBug(c *sim.Counters, addr uint64) *image.BugEntry {
-	if t.fast != nil && t.fast.miss(c, addr, false) {
+	if t.fast != nil && t.mods == nil && t.fast.miss(c, addr, false) {
 		return nil
 	}
 	for m := len(t.k.Modules) - 1; m >= 0; m-- {
 		mod := t.k.Modules[m]
 		c.Inc(OpModuleVisit)
+		if x := t.mods[mod]; x != nil {
+			if b := x.find(c, addr); b != nil {
+				return b
+			}
+			continue
+		}
+		if t.fast != nil && !t.fast.has(addr) {
+			c.Add(OpScanEntry, uint64(len(mod.BugEntries)))
+			continue
+		}
 		for i := range mod.BugEntries {
 			c.Inc(OpScanEntry)
 			if mod.BugEntries[i].Addr == addr {

@@ -30,6 +30,12 @@ func (t *Table) EnableFastScan() {
 	t.fast = f
 }
 
+// has reports whether addr is a bug address anywhere.
+func (f *fastScan) has(addr uint64) bool {
+	_, hit := f.all[addr]
+	return hit
+}
+
 // miss counts the walks for an address with no bug entry: the core walk
 // (unless the index answered it) and module_find_bug's.
 func (f *fastScan) miss(c *sim.Counters, addr uint64, core bool) bool {

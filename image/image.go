@@ -193,6 +193,20 @@ type Module struct {
 	ExTable         []ExEntry
 	Blacklist       []uint64 // the module's _kprobe_blacklist table
 	McountLocs      []uint64
+	// Ranges are the module's own section ranges add_module_kprobe_blacklist
+	// walks: RangeKprobesText (.kprobes.text) and RangeNoinstrText
+	// (.noinstr.text), when the module has them (find_module_sections).
+	Ranges []Range
+}
+
+// Range returns the module's named section range and whether it has it.
+func (m *Module) Range(name string) (Range, bool) {
+	for _, r := range m.Ranges {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Range{}, false
 }
 
 // Contains reports whether addr is in the module's core or init text.

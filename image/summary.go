@@ -21,8 +21,10 @@ type Summary struct {
 	McountLocations  int             `json:"mcount_locations"`
 	Modules          int             `json:"modules"`
 	ModuleTables     []ModuleSummary `json:"module_tables"`
-	Config           Config          `json:"config"`
-	Notes            []string        `json:"notes,omitempty"`
+	ModuleTotals     ModuleSummary   `json:"module_totals"` // sums over ModuleTables, Name "total"
+
+	Config Config   `json:"config"`
+	Notes  []string `json:"notes,omitempty"`
 }
 
 // RangeSummary is a section range with hex addresses (JSON numbers cannot
@@ -44,8 +46,23 @@ type ModuleSummary struct {
 	JumpEntries      int    `json:"jump_entries"`
 	StaticCallSites  int    `json:"static_call_sites"`
 	BugEntries       int    `json:"bug_entries"`
+	ExceptionEntries int    `json:"exception_entries"`
 	BlacklistEntries int    `json:"blacklist_entries"`
+	BlacklistRanges  int    `json:"blacklist_ranges"` // .kprobes.text / .noinstr.text ranges
 	McountLocations  int    `json:"mcount_locations"`
+}
+
+func (t *ModuleSummary) add(m ModuleSummary) {
+	t.Functions += m.Functions
+	t.TextBytes += m.TextBytes
+	t.InitTextBytes += m.InitTextBytes
+	t.JumpEntries += m.JumpEntries
+	t.StaticCallSites += m.StaticCallSites
+	t.BugEntries += m.BugEntries
+	t.ExceptionEntries += m.ExceptionEntries
+	t.BlacklistEntries += m.BlacklistEntries
+	t.BlacklistRanges += m.BlacklistRanges
+	t.McountLocations += m.McountLocations
 }
 
 // BlacklistRangeNames are the section ranges within_kprobe_blacklist and
@@ -94,8 +111,8 @@ func (k *Kernel) Summarize() Summary {
 	}
 	for _, m := range k.Modules {
 		ms := ModuleSummary{Name: m.Name, State: m.State.String(), JumpEntries: len(m.JumpEntries),
-			StaticCallSites: len(m.StaticCallSites), BugEntries: len(m.BugEntries),
-			BlacklistEntries: len(m.Blacklist), McountLocations: len(m.McountLocs)}
+			StaticCallSites: len(m.StaticCallSites), BugEntries: len(m.BugEntries), ExceptionEntries: len(m.ExTable),
+			BlacklistEntries: len(m.Blacklist), BlacklistRanges: len(m.Ranges), McountLocations: len(m.McountLocs)}
 		for _, sym := range m.Symbols {
 			if sym.IsText() && sym.Size > 0 {
 				ms.Functions++
@@ -108,6 +125,8 @@ func (k *Kernel) Summarize() Summary {
 			ms.InitTextBytes = uint64(len(m.Init.Bytes))
 		}
 		s.ModuleTables = append(s.ModuleTables, ms)
+		s.ModuleTotals.add(ms)
 	}
+	s.ModuleTotals.Name = "total"
 	return s
 }

@@ -31,10 +31,10 @@ func (k *Kernel) Validate() error {
 	if !sort.SliceIsSorted(k.Symbols, func(i, j int) bool { return k.Symbols[i].Addr < k.Symbols[j].Addr }) {
 		return fmt.Errorf("image %s: symbols are not sorted by address", k.Name)
 	}
-	if err := checkJumpTable(k, "vmlinux", k.JumpEntries); err != nil {
+	if err := checkJumpTable(k, "vmlinux", k.JumpEntries, false); err != nil {
 		return err
 	}
-	if err := checkStaticCalls(k, "vmlinux", k.StaticCallSites); err != nil {
+	if err := checkStaticCalls(k, "vmlinux", k.StaticCallSites, false); err != nil {
 		return err
 	}
 	for i, b := range k.BugEntries {
@@ -51,14 +51,17 @@ func (k *Kernel) Validate() error {
 		}
 	}
 	for _, m := range k.Modules {
-		if err := checkJumpTable(k, "module "+m.Name, m.JumpEntries); err != nil {
+		// A LIVE module's init text is freed; its init sites stay in the
+		// tables (marked init, never patched again) and point at nothing.
+		freed := m.Init == nil
+		if err := checkJumpTable(k, "module "+m.Name, m.JumpEntries, freed); err != nil {
 			return err
 		}
-		if err := checkStaticCalls(k, "module "+m.Name, m.StaticCallSites); err != nil {
+		if err := checkStaticCalls(k, "module "+m.Name, m.StaticCallSites, freed); err != nil {
 			return err
 		}
 		for i, j := range m.JumpEntries {
-			if !m.Contains(j.Code) {
+			if !m.Contains(j.Code) && !(freed && j.Init) {
 				return fmt.Errorf("image %s: module %s jump entry %d at %#x is outside the module", k.Name, m.Name, i, j.Code)
 			}
 		}
@@ -68,9 +71,9 @@ func (k *Kernel) Validate() error {
 
 // checkJumpTable: ordered by (key, code) as jump_label_sort_entries leaves
 // it, codes inside text, no two sites overlapping (a site is at most 5 bytes).
-func checkJumpTable(k *Kernel, owner string, e []JumpEntry) error {
+func checkJumpTable(k *Kernel, owner string, e []JumpEntry, freedInit bool) error {
 	for i := range e {
-		if k.RegionAt(e[i].Code) == nil {
+		if k.RegionAt(e[i].Code) == nil && !(freedInit && e[i].Init) {
 			return fmt.Errorf("image %s: %s jump entry %d at %#x is outside any text", k.Name, owner, i, e[i].Code)
 		}
 		if i > 0 {
@@ -93,9 +96,9 @@ func checkJumpTable(k *Kernel, owner string, e []JumpEntry) error {
 	return nil
 }
 
-func checkStaticCalls(k *Kernel, owner string, s []StaticCallSite) error {
+func checkStaticCalls(k *Kernel, owner string, s []StaticCallSite, freedInit bool) error {
 	for i := range s {
-		if k.RegionAt(s[i].Addr) == nil {
+		if k.RegionAt(s[i].Addr) == nil && !(freedInit && s[i].Init) {
 			return fmt.Errorf("image %s: %s static-call site %d at %#x is outside any text", k.Name, owner, i, s[i].Addr)
 		}
 		if i > 0 && s[i-1].Key > s[i].Key {

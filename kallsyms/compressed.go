@@ -822,7 +822,7 @@ func (c *Compressed) moduleAddressLookup(addr uint64, tl *tally) (*image.Module,
 	for i := range m.Symbols {
 		tl.modSym++
 		s := &m.Symbols[i]
-		if s.Name == "" {
+		if s.Name == "" || IsMappingSymbol(s.Name) {
 			continue
 		}
 		if s.Addr <= addr && (best == nil || s.Addr > best.Addr) {

@@ -14,6 +14,7 @@ package kallsyms
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/sim"
@@ -236,6 +237,19 @@ func (s *Sorted) LookupSymbolName(c *sim.Counters, addr uint64) (string, bool) {
 	return "", false
 }
 
+// IsMappingSymbol reports whether find_kallsyms_symbol skips a module
+// symbol by name: assembler-local ".L" labels (gas keeps those that
+// relocations against mergeable sections need) and ARM-style "$a", "$x",
+// "$t", "$d" mapping symbols.
+//
+// Models kernel/module/kallsyms.c:is_arm_mapping_symbol.
+func IsMappingSymbol(name string) bool {
+	if len(name) >= 2 && name[0] == '.' && name[1] == 'L' {
+		return true
+	}
+	return len(name) >= 2 && name[0] == '$' && strings.IndexByte("axtd", name[1]) >= 0 && (len(name) == 2 || name[2] == '.')
+}
+
 // moduleAddressLookup models kernel/module/kallsyms.c:module_address_lookup
 // → __module_address, then find_kallsyms_symbol's linear scan for the
 // closest preceding symbol and the next one (default: end of the text the
@@ -260,7 +274,7 @@ func (s *Sorted) moduleAddressLookup(c *sim.Counters, addr uint64) (*image.Modul
 	for i := range m.Symbols {
 		c.Inc(OpModSym)
 		sym := &m.Symbols[i]
-		if sym.Name == "" {
+		if sym.Name == "" || IsMappingSymbol(sym.Name) {
 			continue
 		}
 		if sym.Addr <= addr && (best == nil || sym.Addr > best.Addr) {

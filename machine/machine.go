@@ -119,6 +119,7 @@ func Wire(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults)
 	if err != nil {
 		return kprobes.Deps{}, nil, err
 	}
+	bt.FinalizeModules(c) // module_bug_finalize at each module's load (module-bug-index)
 	bl, err := blacklist.New(c, k, sw, faults, syms)
 	if err != nil {
 		return kprobes.Deps{}, nil, err

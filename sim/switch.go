@@ -28,6 +28,7 @@ const (
 	BlacklistIndex                     // beyond the series
 	KallsymsOffsetIndex                // kallsyms series: 3-byte kallsyms_names_offsets
 	KallsymsTokenCmp                   // kallsyms series: on-the-fly compressed compare
+	ModuleBugIndex                     // beyond the series
 	// The alternative designs a reviewer asks about (issue 13). They are
 	// not in any preset: each replaces a structure the series keeps.
 	KprobeHashBits   // kprobe_table with 2^B buckets (parameterised: kprobe-hash-bits=B)
@@ -82,6 +83,7 @@ var switchInfo = [numSwitches]SwitchInfo{
 	BlacklistIndex:       {"blacklist-index", "", nil, "within_kprobe_blacklist: address index instead of the list walk (beyond the series)"},
 	KallsymsOffsetIndex:  {"kallsyms-offset-index", "", nil, "kallsyms: 3-byte kallsyms_names_offsets index instead of marker walks (the kallsyms series)"},
 	KallsymsTokenCmp:     {"kallsyms-token-cmp", "", nil, "kallsyms: compare names on the fly from the compressed tokens (the kallsyms series)"},
+	ModuleBugIndex:       {"module-bug-index", "", nil, "module_find_bug: per-module address index of each module's bug table, built at module load (beyond the series)"},
 	KprobeHashBits:       {"kprobe-hash-bits", "", nil, "design: kprobe_table with 2^B buckets (hash_ptr(addr, B)), B in 6..20; the simplest possible patch"},
 	KprobeRhashtable:     {"kprobe-rhashtable", "", nil, "design: lib/rhashtable.c (jhash2, growth at 75% load by the deferred worker, shrink below 30%) in place of kprobe_table"},
 	KprobeBtree:          {"kprobe-btree", "", []Switch{KprobeTree}, "design: the P4 tree is a maple-like B-tree (16 slots, 256-byte nodes; google/btree) under the same iterators"},

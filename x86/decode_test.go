@@ -136,6 +136,9 @@ func TestDecodeX86asmFaults(t *testing.T) {
 		{hex: "0f 0d 08", len: 3, mnemonic: "prefetchw", op: x86asm.PREFETCHW},
 		{hex: "0f 78 c8", len: 3, mnemonic: "vmread"},
 		{hex: "0f 79 04 24", len: 4, mnemonic: "vmwrite"},
+		{hex: "66 0f 38 81 04 24", len: 6, mnemonic: "invvpid"}, // kvm-intel.ko
+		{hex: "66 0f 38 80 04 24", len: 6, mnemonic: "invept"},
+		{hex: "66 0f 38 82 0c 24", len: 6, mnemonic: "invpcid"},
 		{hex: "0f 1c 00", len: 3, mnemonic: "cldemote"},
 		{hex: "48 0f c7 5c 24 08", len: 6, mnemonic: "xrstors64"},
 	})

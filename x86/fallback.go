@@ -81,6 +81,10 @@ func fallbackName(l *layout) (string, x86asm.Op, bool) {
 		}
 	case 2:
 		switch l.opcode[2] {
+		case 0x80, 0x81, 0x82: // INVEPT / INVVPID / INVPCID Gy,Mdq (66): kvm-intel.ko has them
+			if !mod3 && lp == 0x66 {
+				return [...]string{"invept", "invvpid", "invpcid"}[l.opcode[2]-0x80], 0, true
+			}
 		case 0xf8:
 			if !mod3 {
 				switch lp {

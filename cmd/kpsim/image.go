@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+
+	"github.com/kpsim/kpsim/image"
 )
 
 func runImage(args []string, stdout, stderr io.Writer) error {
@@ -67,11 +69,15 @@ func runImage(args []string, stdout, stderr io.Writer) error {
 	if len(s.ModuleTables) > 0 {
 		fmt.Fprintln(stdout, "\nmodules:")
 		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "name\tstate\tfunctions\ttext\tinit text\tjump\tstatic call\tbug\tblacklist\tmcount\t")
-		for _, m := range s.ModuleTables {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", m.Name, m.State, m.Functions, m.TextBytes,
-				m.InitTextBytes, m.JumpEntries, m.StaticCallSites, m.BugEntries, m.BlacklistEntries, m.McountLocations)
+		fmt.Fprintln(tw, "name\tstate\tfunctions\ttext\tinit text\tjump\tstatic call\tbug\tmcount\textable\tblacklist\tranges\t")
+		line := func(m image.ModuleSummary) {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", m.Name, m.State, m.Functions, m.TextBytes,
+				m.InitTextBytes, m.JumpEntries, m.StaticCallSites, m.BugEntries, m.McountLocations, m.ExceptionEntries, m.BlacklistEntries, m.BlacklistRanges)
 		}
+		for _, m := range s.ModuleTables {
+			line(m)
+		}
+		line(s.ModuleTotals)
 		tw.Flush()
 	}
 	c := s.Config

@@ -22,10 +22,12 @@ type imageFlags struct {
 	kernel  string
 	profile string
 	cpu     string
+	noCache bool
 	fs      *flag.FlagSet
 	// record keeps the boot-patched sites of a --kernel image in booted.
 	record bool
 	booted *elfload.Booted
+	mods   moduleFlags // --modules, --modules-dir (modules.go)
 }
 
 // explicit reports whether the flag was given on the command line.
@@ -105,7 +107,7 @@ func addImageFlagsProfile(fs *flag.FlagSet, base synth.Config) *imageFlags {
 	fs.IntVar(&c.IRQEntryFunctions, "irqentry-functions", c.IRQEntryFunctions, "functions in the irqentry text")
 	fs.IntVar(&c.NoinstrFunctions, "noinstr-functions", c.NoinstrFunctions, "functions in .noinstr.text")
 	fs.IntVar(&c.KprobesTextFunctions, "kprobes-text-functions", c.KprobesTextFunctions, "functions in .kprobes.text")
-	fs.IntVar(&c.Modules, "modules", c.Modules, "loaded modules")
+	f.addModuleFlags(fs)
 	fs.IntVar(&c.ModuleFunctions, "module-functions", c.ModuleFunctions, "functions per module")
 	fs.IntVar(&c.ModuleInitFunctions, "module-init-functions", c.ModuleInitFunctions, "init functions per module")
 	fs.IntVar(&c.ModuleJumpEntries, "module-jump-entries", c.ModuleJumpEntries, "jump-label sites per module")
@@ -122,6 +124,7 @@ func addImageFlagsProfile(fs *flag.FlagSet, base synth.Config) *imageFlags {
 	fs.BoolVar(&c.Retpoline, "retpoline", c.Retpoline, "CONFIG_RETPOLINE: indirect branches through thunks")
 	fs.BoolVar(&c.RetThunk, "rethunk", c.RetThunk, "CONFIG_RETHUNK: returns built as jmp __x86_return_thunk")
 	fs.BoolVar(&c.ReturnsPatched, "returns-patched", c.ReturnsPatched, "synthetic images: boot patched return thunks to ret; int3 (with --kernel the --cpu decides; an explicit value must agree with it)")
+	fs.BoolVar(&f.noCache, "no-cache", false, "with --kernel: decompress the bzImage again instead of reading the cached vmlinux ($KPSIM_CACHE_DIR or the user cache dir's kpsim/vmlinux, keyed by the bzImage's SHA-256)")
 	fs.StringVar(&f.cpu, "cpu", "", "boot CPU whose boot-time patching (paravirt, retpolines, returns, alternatives) the --kernel text goes through: "+strings.Join(alternative.CPUNames(), ", ")+", or none for the text as built (default "+alternative.DefaultCPU+" with --kernel; synthetic images: sets --returns-patched from the CPU's return mode)")
 	fs.IntVar(&c.ProbeTargets, "probe-targets", c.ProbeTargets, "add N generated probe-target functions (the batch kprobe sample)")
 	fs.BoolVar(&c.ProbeTargetsTraced, "probe-targets-traced", c.ProbeTargetsTraced, "build the probe targets with __fentry__ calls")
@@ -160,11 +163,17 @@ func (f *imageFlags) load() (*image.Kernel, *synth.Truth, error) {
 				return nil, nil, usagef("--returns-patched=%v: with --kernel the boot CPU decides the returns, and --cpu %s %s", f.cfg.ReturnsPatched, name, returnsOf(cpu))
 			}
 		}
-		r, err := load.OpenWith(f.kernel, load.Options{CPU: name, Record: f.record})
+		if err := f.preflight(); err != nil { // --modules, before the kernel is read (modules.go)
+			return nil, nil, err
+		}
+		r, err := load.OpenWith(f.kernel, load.Options{CPU: name, Record: f.record, NoCache: f.noCache})
 		if err != nil {
 			return nil, nil, usagef("--kernel: %v", err)
 		}
 		f.booted = r.Booted
+		if err := f.loadModules(r.Kernel); err != nil {
+			return nil, nil, err
+		}
 		return r.Kernel, nil, nil
 	}
 	if cpu != nil {
@@ -173,6 +182,9 @@ func (f *imageFlags) load() (*image.Kernel, *synth.Truth, error) {
 			return nil, nil, usagef("--returns-patched=%v contradicts --cpu %s, which %s", f.cfg.ReturnsPatched, cpu.Name, returnsOf(cpu))
 		}
 		f.cfg.ReturnsPatched = want
+	}
+	if err := f.mods.synthCheck(); err != nil {
+		return nil, nil, err
 	}
 	f.cfg.Seed = f.seed
 	mix, err := parseJumpMix(f.jumpMix)

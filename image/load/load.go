@@ -50,6 +50,8 @@ type Options struct {
 	CPU string
 	// Record keeps every patched site's before/after bytes (Booted).
 	Record bool
+	// NoCache skips the decompressed-vmlinux cache (also KPSIM_NO_CACHE=1).
+	NoCache bool
 }
 
 // Result is a loaded kernel and what booting it did (Booted is nil for
@@ -118,7 +120,7 @@ func BytesWith(name string, b []byte, o Options) (*Result, error) {
 		}
 		return &Result{k, bt}, nil
 	case BzImage:
-		vmlinux, _, err := bzimage.Decompress(name, b)
+		vmlinux, err := decompressCached(name, b, o.NoCache)
 		if err != nil {
 			return nil, err
 		}

@@ -23,8 +23,11 @@
 // arch_populate_kprobe_blacklist, which adds the entry text
 // [__entry_text_start, __entry_text_end) only — not the irqentry or
 // softirqentry text. Module entries follow at the tail, per module:
-// its _kprobe_blacklist, its kprobes text and noinstr text (the image model
-// has no per-module kprobes/noinstr text, so only the first is modelled).
+// its _kprobe_blacklist, then one entry per symbol of its .kprobes.text and
+// of its .noinstr.text (image.Module.Ranges; in the Debian 6.1 modules only
+// kvm, kvm-intel and kvm-amd have noinstr text, none has kprobes text or a
+// _kprobe_blacklist). x86's arch_within_kprobe_blacklist tests vmlinux's
+// kprobes text only: a module's ranges count through the list.
 package blacklist
 
 import (
@@ -210,9 +213,9 @@ func (l *List) archPopulateKprobeBlacklist(c *sim.Counters) error {
 }
 
 // AddModule appends module m's entries at MODULE_STATE_COMING: each
-// address of its _kprobe_blacklist (failures ignored, as the kernel does).
-// The image has no per-module kprobes/noinstr text, so those two area
-// walks add nothing.
+// address of its _kprobe_blacklist (failures ignored, as the kernel does),
+// then the symbols of its kprobes text and of its noinstr text (an area
+// walk stops at its first failure, its error ignored).
 //
 // Models kernel/kprobes.c:add_module_kprobe_blacklist.
 func (l *List) AddModule(c *sim.Counters, m *image.Module) {
@@ -220,26 +223,41 @@ func (l *List) AddModule(c *sim.Counters, m *image.Module) {
 	for _, a := range m.Blacklist {
 		_, _ = l.kprobeAddKsymBlacklist(c, a, m)
 	}
+	for _, name := range []string{image.RangeKprobesText, image.RangeNoinstrText} {
+		if r, ok := m.Range(name); ok && r.Start != 0 {
+			_ = l.kprobeAddAreaBlacklist(c, r.Start, r.End, m)
+		}
+	}
 	c.SetBytes("kprobe_blacklist.list.bytes", l.Bytes())
 }
 
 // RemoveModule drops module m's entries at MODULE_STATE_GOING: for each
 // _kprobe_blacklist address a, every entry whose start lies in [a, a+1),
+// then for its kprobes and noinstr text every entry starting in the range,
 // the whole list walked each time (OpWalkEntry per node).
 //
-// Models kernel/kprobes.c:remove_module_kprobe_blacklist.
+// Models kernel/kprobes.c:remove_module_kprobe_blacklist →
+// kprobe_remove_area_blacklist / kprobe_remove_ksym_blacklist.
 func (l *List) RemoveModule(c *sim.Counters, m *image.Module) {
 	l.fast = nil
-	for _, a := range m.Blacklist {
+	drop := func(start, end uint64) {
 		kept := l.entries[:0]
 		for _, e := range l.entries {
 			c.Inc(OpWalkEntry)
-			if e.Start >= a && e.Start < a+1 {
+			if e.Start >= start && e.Start < end {
 				continue
 			}
 			kept = append(kept, e)
 		}
 		l.entries = kept
+	}
+	for _, a := range m.Blacklist {
+		drop(a, a+1)
+	}
+	for _, name := range []string{image.RangeKprobesText, image.RangeNoinstrText} {
+		if r, ok := m.Range(name); ok && r.Start != 0 {
+			drop(r.Start, r.End)
+		}
 	}
 	c.SetBytes("kprobe_blacklist.list.bytes", l.Bytes())
 }

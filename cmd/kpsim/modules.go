@@ -1,0 +1,205 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/kpsim/kpsim/alternative"
+	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/module"
+)
+
+// moduleFlags are --modules and --modules-dir. --modules is shared with the
+// generator: a number is the synthetic kernel's module count; names or
+// @FILE load real .ko files into a --kernel image.
+type moduleFlags struct {
+	count    *int   // synth.Config.Modules
+	countSet bool   // --modules N given
+	list     string // NAME,... or @FILE; "" when a count was given
+	dir      string
+
+	// set by preflight
+	names   []string
+	tree    *module.Tree
+	treeDir string
+}
+
+// moduleFinalizeNote says which text patches a loaded module gets.
+const moduleFinalizeNote = "module text: relocated; module_finalize for the boot CPU (paravirt, retpolines, returns, alternatives; no ITS thunk pages, IBT off); " +
+	"__fentry__ calls NOPed (ftrace_module_init); jump labels and static calls keep their built bytes (COMING rewrites are same-length)"
+
+// synthCheck refuses a module list for the generator.
+func (m *moduleFlags) synthCheck() error {
+	if m.list != "" {
+		return usagef("--modules %s: module names need --kernel PATH (the synthetic kernel takes a count)", m.list)
+	}
+	if m.dir != "" {
+		return usagef("--modules-dir needs --kernel PATH and --modules NAME,...|@FILE")
+	}
+	return nil
+}
+
+func (m *moduleFlags) String() string {
+	if m == nil {
+		return ""
+	}
+	if m.list != "" {
+		return m.list
+	}
+	if m.count != nil {
+		return strconv.Itoa(*m.count)
+	}
+	return ""
+}
+
+func (m *moduleFlags) Set(s string) error {
+	if n, err := strconv.Atoi(s); err == nil {
+		if n < 0 {
+			return fmt.Errorf("a module count cannot be negative")
+		}
+		*m.count, m.list, m.countSet = n, "", true
+		return nil
+	}
+	if s == "" || s == "@" {
+		return fmt.Errorf("want a count, NAME,... or @FILE")
+	}
+	m.list = s
+	return nil
+}
+
+// addModuleFlags defines --modules (replacing the generator's count flag)
+// and --modules-dir.
+func (f *imageFlags) addModuleFlags(fs *flag.FlagSet) {
+	f.mods.count = &f.cfg.Modules
+	fs.Var(&f.mods, "modules", "loaded modules: a count for the synthetic kernel, or with --kernel PATH the real modules to load: NAME,... (load order) or @FILE (/proc/modules or lsmod output, newest first)")
+	fs.StringVar(&f.mods.dir, "modules-dir", "", "module tree for --modules with --kernel PATH (default: lib/modules/KVER beside the kernel, as `make real-kernel` caches the Debian package's)")
+}
+
+// defaultModulesDir is lib/modules/KVER beside a kernel called vmlinuz-KVER
+// (or vmlinux-KVER): where scripts/fetch-kernel.sh unpacks the package's tree.
+func defaultModulesDir(kernel string) string {
+	base := filepath.Base(kernel)
+	for _, p := range []string{"vmlinuz-", "vmlinux-"} {
+		if v, ok := strings.CutPrefix(base, p); ok && v != "" {
+			return filepath.Join(filepath.Dir(kernel), "lib", "modules", v)
+		}
+	}
+	return ""
+}
+
+// moduleNames returns the modules --modules names, in load order.
+func (m *moduleFlags) moduleNames() ([]string, error) {
+	if file, ok := strings.CutPrefix(m.list, "@"); ok {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			if pe, ok := err.(*os.PathError); ok {
+				return nil, fmt.Errorf("%s: %v", file, pe.Err)
+			}
+			return nil, err
+		}
+		l, err := module.ParseList(file, b)
+		if err != nil {
+			return nil, err
+		}
+		return module.LoadOrder(l), nil
+	}
+	return module.ParseNames(m.list)
+}
+
+// preflight checks --modules and --modules-dir for a --kernel image before
+// the kernel is read: the list, the tree, every named module's file and
+// its dependencies (module.Tree.Check). Every error is a usage error
+// (exit 2) naming the file and the problem.
+func (f *imageFlags) preflight() error {
+	m := &f.mods
+	if m.list == "" {
+		if m.countSet && *m.count != 0 {
+			return usagef("--modules %d: a module count applies to the synthetic kernel; with --kernel give NAME,... or @FILE", *m.count)
+		}
+		if m.dir != "" {
+			return usagef("--modules-dir needs --modules NAME,...|@FILE")
+		}
+		return nil
+	}
+	names, err := m.moduleNames()
+	if err != nil {
+		return usagef("--modules: %v", err)
+	}
+	dir := m.dir
+	if dir == "" {
+		dir = defaultModulesDir(f.kernel)
+		if st, err := os.Stat(dir); dir == "" || err != nil || !st.IsDir() {
+			return usagef("--modules: no module tree beside %s (want lib/modules/KVER there: run `make real-kernel`, or give --modules-dir)", f.kernel)
+		}
+	}
+	tree, err := module.OpenTree(dir)
+	if err != nil {
+		return usagef("--modules: %v", err)
+	}
+	if err := tree.Check(names); err != nil {
+		return usagef("--modules: %v", err)
+	}
+	m.names, m.tree, m.treeDir = names, tree, dir
+	return nil
+}
+
+// loadModules loads the --modules list (checked by preflight) into the
+// real kernel k. Every error is a usage error (exit 2) naming the file and
+// the problem.
+func (f *imageFlags) loadModules(k *image.Kernel) error {
+	if f.mods.list == "" {
+		return nil
+	}
+	if f.mods.tree == nil {
+		if err := f.preflight(); err != nil {
+			return err
+		}
+	}
+	names, dir := f.mods.names, f.mods.treeDir
+	l := module.NewLoader(k, module.Options{Dir: dir, Tree: f.mods.tree})
+	for _, n := range names {
+		if _, err := l.Load(n); err != nil {
+			return usagef("--modules: %v", err)
+		}
+	}
+	notes := k.Notes[:0]
+	for _, n := range k.Notes {
+		if n != "modules are not loaded from real images" {
+			notes = append(notes, n)
+		}
+	}
+	k.Notes = notes
+	var tot alternative.Stats
+	for _, m := range l.Loaded() {
+		p := &m.Patch
+		tot.Paravirt.Sites += p.Paravirt.Sites
+		tot.Paravirt.Direct += p.Paravirt.Direct
+		tot.Paravirt.Nop += p.Paravirt.Nop
+		tot.Retpolines.Sites += p.Retpolines.Sites
+		tot.Retpolines.Indirect += p.Retpolines.Indirect
+		tot.Retpolines.Kept += p.Retpolines.Kept
+		tot.Returns.Sites += p.Returns.Sites
+		tot.Returns.Ret += p.Returns.Ret
+		tot.Returns.Thunk += p.Returns.Thunk
+		tot.Returns.Tramp += p.Returns.Tramp
+		tot.Alternatives.Sites += p.Alternatives.Sites
+		tot.Alternatives.Replaced += p.Alternatives.Replaced
+	}
+	k.Notes = append(k.Notes, fmt.Sprintf("%d modules loaded from %s (%d named, %d more as their dependencies), LIVE, init text freed; module area from %#x (MODULES_VADDR + one page)",
+		len(l.Loaded()), dir, len(names), len(l.Loaded())-len(names), uint64(module.ModulesVaddr+module.DefaultLoadOffset)))
+	k.Notes = append(k.Notes, moduleFinalizeNote)
+	if c := k.Config.CPU; c != "" && c != alternative.CPUNone {
+		s := &tot
+		k.Notes = append(k.Notes, fmt.Sprintf("module_finalize (%s), all modules: paravirt %d (%d direct calls, %d nops), retpolines %d (%d call/jmp *%%reg, %d kept), returns %d (%d ret, %d thunk, %d static-call trampolines), alternatives %d (%d replaced)",
+			c, s.Paravirt.Sites, s.Paravirt.Direct, s.Paravirt.Nop, s.Retpolines.Sites, s.Retpolines.Indirect, s.Retpolines.Kept,
+			s.Returns.Sites, s.Returns.Ret, s.Returns.Thunk, s.Returns.Tramp, s.Alternatives.Sites, s.Alternatives.Replaced))
+	}
+	if err := k.Validate(); err != nil {
+		return usagef("--modules: %v", err)
+	}
+	return nil
+}

@@ -1,0 +1,414 @@
+package module
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kpsim/kpsim/alternative"
+	"github.com/kpsim/kpsim/image"
+)
+
+// Loaded is one module as the loader left it: the image.Module the models
+// read, plus what load_module computed on the way.
+type Loaded struct {
+	Module   *image.Module
+	Path     string
+	Core     Layout
+	Init     Layout // as laid out; the block is freed once the module is LIVE
+	Percpu   uint64 // per-cpu base, 0 if the module has no per-cpu section
+	Sections []Placed
+	Depends  []string  // .modinfo depends=
+	Uses     []*Loaded // modules it links against (ref_module)
+	Counts   Counts
+	// Finalize says what module_finalize did to the text; Patch counts it
+	// per table (zero when the image was not boot-patched for a CPU).
+	Finalize []string
+	Patch    alternative.Stats
+
+	exports map[string]uint64
+	mem     *Memory
+}
+
+// Placed is one allocated section and its final address.
+type Placed struct {
+	Name string
+	Addr uint64
+	Size uint64
+	Init bool
+}
+
+// Section returns the placed section called name.
+func (m *Loaded) Section(name string) (Placed, bool) {
+	for _, s := range m.Sections {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Placed{}, false
+}
+
+// Options configure a Loader.
+type Options struct {
+	// Dir is the module tree (a /lib/modules/KVER directory or any tree of
+	// .ko files); names resolve through its modules.dep when present, else
+	// by walking it.
+	Dir string
+	// LoadOffset is the modelled get_module_load_offset (0: DefaultLoadOffset).
+	LoadOffset uint64
+	// Tree, when set, is Dir already indexed (OpenTree).
+	Tree *Tree
+}
+
+// Tree is a module directory indexed by module name.
+type Tree struct {
+	dir   string
+	files map[string]string
+}
+
+// OpenTree indexes dir (see indexTree).
+func OpenTree(dir string) (*Tree, error) {
+	f, err := indexTree(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Tree{dir: dir, files: f}, nil
+}
+
+// Path resolves a module name to its .ko file.
+func (t *Tree) Path(name string) (string, error) {
+	p, ok := t.files[NormalizeName(name)]
+	if !ok {
+		return "", fmt.Errorf("module %s: no %s.ko in %s", name, strings.TrimSuffix(name, ".ko"), t.dir)
+	}
+	return p, nil
+}
+
+// Check reads every named module and, recursively, the modules its
+// depends= names, and runs the ELF checks load_module starts with, without
+// loading anything: the errors Load would give for a missing, unreadable
+// or malformed file or a missing dependency, before any kernel is read.
+func (t *Tree) Check(names []string) error {
+	seen := map[string]bool{}
+	var visit func(n string) error
+	visit = func(n string) error {
+		n = NormalizeName(n)
+		if seen[n] {
+			return nil
+		}
+		seen[n] = true
+		path, err := t.Path(n)
+		if err != nil {
+			return err
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("%s: %v", path, errors.Unwrap(err))
+		}
+		o, err := parseObject(path, raw)
+		if err != nil {
+			return err
+		}
+		for _, d := range o.depends() {
+			if _, err := t.Path(d); err != nil {
+				return fmt.Errorf("%s: depends on %s, which is not in %s", path, d, t.dir)
+			}
+			if err := visit(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, n := range names {
+		if err := visit(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Loader loads modules into one image, in order. Not safe for concurrent use.
+type Loader struct {
+	k       *image.Kernel
+	opt     Options
+	vmlinux map[string]uint64
+	tramps  map[uint64]uint64
+	tree    *Tree
+	treeErr error
+	loaded  []*Loaded // oldest first
+	byName  map[string]*Loaded
+	loading map[string]bool
+	next    uint64 // vmalloc's next free address in the module area
+	percpu  uint64
+	env     *alternative.Env // module_finalize's view of vmlinux
+	cpu     *alternative.CPU
+	// maxBlock bounds one block: the simulator's own limit on the memory it
+	// allocates for a module (the fuzzers lower it).
+	maxBlock uint64
+}
+
+// defaultMaxBlock: 256 MiB, far above the largest Debian 6.1 module.
+const defaultMaxBlock = 256 << 20
+
+// NewLoader returns a loader adding modules to k (whose vmlinux symbols
+// resolve the modules' undefined ones). Modules already in k are kept;
+// their exports are unknown to the loader.
+func NewLoader(k *image.Kernel, opt Options) *Loader {
+	if opt.LoadOffset == 0 {
+		opt.LoadOffset = DefaultLoadOffset
+	}
+	l := &Loader{k: k, opt: opt, vmlinux: vmlinuxSymbols(k), byName: map[string]*Loaded{}, loading: map[string]bool{},
+		next: ModulesVaddr + opt.LoadOffset, percpu: PercpuBase, maxBlock: defaultMaxBlock}
+	for _, m := range k.Modules {
+		for _, r := range []*image.Region{m.Text, m.Init} {
+			if r != nil && r.End() > l.next && r.Start >= ModulesVaddr {
+				l.next = pageAlign(r.End()) + PageSize
+			}
+		}
+	}
+	return l
+}
+
+// Loaded returns the modules this loader loaded, oldest first.
+func (l *Loader) Loaded() []*Loaded { return append([]*Loaded(nil), l.loaded...) }
+
+// Lookup returns the loaded module called name.
+func (l *Loader) Lookup(name string) (*Loaded, bool) {
+	m, ok := l.byName[NormalizeName(name)]
+	return m, ok
+}
+
+// Path resolves a module name to its .ko file in the tree.
+func (l *Loader) Path(name string) (string, error) {
+	if l.tree == nil && l.treeErr == nil {
+		if l.tree = l.opt.Tree; l.tree == nil {
+			l.tree, l.treeErr = OpenTree(l.opt.Dir)
+		}
+	}
+	if l.treeErr != nil {
+		return "", l.treeErr
+	}
+	return l.tree.Path(name)
+}
+
+// indexTree maps module names to files: modules.dep's first fields when
+// the tree has one (what modprobe reads), else every *.ko under dir.
+// Debian ships no modules.dep in the package (depmod writes it at install
+// time), so the walk is the usual path on an extracted .deb.
+func indexTree(dir string) (map[string]string, error) {
+	if dir == "" {
+		return nil, errors.New("no module directory (--modules-dir)")
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("module directory %s: %v", dir, errors.Unwrap(err))
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("module directory %s: not a directory", dir)
+	}
+	out := map[string]string{}
+	if b, err := os.ReadFile(filepath.Join(dir, "modules.dep")); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			f, _, ok := strings.Cut(line, ":")
+			if !ok || !strings.HasSuffix(f, ".ko") {
+				continue
+			}
+			p := f
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(dir, f)
+			}
+			out[NormalizeName(filepath.Base(f))] = p
+		}
+		if len(out) > 0 {
+			return out, nil
+		}
+	}
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(d.Name(), ".ko") {
+			n := NormalizeName(d.Name())
+			if _, dup := out[n]; !dup {
+				out[n] = p
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("module directory %s: %v", dir, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("module directory %s: no .ko files", dir)
+	}
+	return out, nil
+}
+
+// Load loads the named module from the tree, its .modinfo dependencies
+// first (as modprobe does: the kernel itself never reads depends=), and
+// returns it. A module already loaded is returned as is.
+func (l *Loader) Load(name string) (*Loaded, error) {
+	n := NormalizeName(name)
+	if m, ok := l.byName[n]; ok {
+		return m, nil
+	}
+	path, err := l.Path(n)
+	if err != nil {
+		return nil, err
+	}
+	if l.loading[n] {
+		return nil, fmt.Errorf("%s: dependency cycle through module %s", path, n)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, errors.Unwrap(err))
+	}
+	o, err := parseObject(path, raw)
+	if err != nil {
+		return nil, err
+	}
+	l.loading[n] = true
+	defer delete(l.loading, n)
+	for _, d := range o.depends() {
+		if _, err := l.Path(d); err != nil {
+			return nil, fmt.Errorf("%s: depends on %s, which is not in %s", path, d, l.tree.dir)
+		}
+		if _, err := l.Load(d); err != nil {
+			return nil, err
+		}
+	}
+	return l.load(o)
+}
+
+// LoadFile loads the .ko in raw (read from path) without looking at its
+// dependencies: every undefined symbol must already resolve.
+func (l *Loader) LoadFile(path string, raw []byte) (*Loaded, error) {
+	o, err := parseObject(path, raw)
+	if err != nil {
+		return nil, err
+	}
+	return l.load(o)
+}
+
+// moduleAlloc is the modelled vmalloc in the module area: first fit
+// upwards, MODULE_ALIGN = PAGE_SIZE, one guard page after each block.
+//
+// Models arch/x86/kernel/module.c:module_alloc (see the package doc).
+func (l *Loader) moduleAlloc(o *object, size uint64) (uint64, error) {
+	base := l.next
+	if size > ModulesEnd-base {
+		return 0, o.errorf("module area full: %d bytes do not fit below MODULES_END (module_alloc: -ENOMEM)", size)
+	}
+	if size > l.maxBlock {
+		return 0, o.errorf("a %d-byte block is more than kpsim models (%d bytes)", size, l.maxBlock)
+	}
+	l.next = base + pageAlign(size) + PageSize
+	return base, nil
+}
+
+// load runs load_module's steps on a parsed object and appends the LIVE
+// module to the image.
+//
+// Models kernel/module/main.c:load_module through do_init_module.
+func (l *Loader) load(o *object) (*Loaded, error) {
+	if _, dup := l.byName[o.name]; dup {
+		return nil, o.errorf("module %s is already loaded (add_unformed_module: -EEXIST)", o.name)
+	}
+	for _, m := range l.k.Modules {
+		if m.Name == o.name {
+			return nil, o.errorf("module %s is already loaded (add_unformed_module: -EEXIST)", o.name)
+		}
+	}
+	if err := o.rewriteSectionHeaders(); err != nil {
+		return nil, err
+	}
+	var lay layout
+	o.layoutSections(&lay)
+	o.layoutSymtab(&lay)
+
+	// move_module: allocate, zero, copy, set sh_addr.
+	mem := &Memory{}
+	var err error
+	if mem.CoreBase, err = l.moduleAlloc(o, lay.core.Size); err != nil {
+		return nil, err
+	}
+	mem.Core = make([]byte, lay.core.Size)
+	if lay.init.Size > 0 {
+		if mem.InitBase, err = l.moduleAlloc(o, lay.init.Size); err != nil {
+			return nil, err
+		}
+		mem.Init = make([]byte, lay.init.Size)
+	}
+	lay.core.Base, lay.init.Base = mem.CoreBase, mem.InitBase
+	lm := &Loaded{Path: o.path, Core: lay.core, Init: lay.init, Depends: o.depends(), mem: mem}
+	for i, s := range o.secs {
+		if i == 0 || s.flags&uint64(elf.SHF_ALLOC) == 0 {
+			continue
+		}
+		blk, base := mem.Core, mem.CoreBase
+		if s.init {
+			blk, base = mem.Init, mem.InitBase
+		}
+		if s.typ != elf.SHT_NOBITS {
+			copy(blk[s.offset:], s.data)
+		}
+		s.addr = base + s.offset
+		lm.Sections = append(lm.Sections, Placed{Name: s.name, Addr: s.addr, Size: s.size, Init: s.init})
+	}
+	if o.pcpu != 0 {
+		ps := o.secs[o.pcpu]
+		lm.Percpu = alignUp(l.percpu, max(ps.align, 1))
+		l.percpu = lm.Percpu + ps.size
+	}
+
+	if lm.Uses, err = l.simplifySymbols(o, lm.Percpu); err != nil {
+		return nil, err
+	}
+	if err := o.applyRelocations(mem); err != nil {
+		return nil, err
+	}
+	all, plain, err := o.readExports(mem)
+	if err != nil {
+		return nil, err
+	}
+	lm.exports = all
+
+	m := &image.Module{Name: o.name, State: image.ModuleComing}
+	m.Text = &image.Region{Name: o.name + " .text", Kind: image.ModuleText, Module: o.name, Start: mem.CoreBase, Bytes: mem.Core[:lay.core.TextSize]}
+	initBlk := image.Range{Start: mem.InitBase, End: mem.InitBase + lay.init.TextSize}
+	if lay.init.TextSize > 0 {
+		m.Init = &image.Region{Name: o.name + " .init.text", Kind: image.ModuleInit, Module: o.name, Start: mem.InitBase, Bytes: mem.Init[:lay.init.TextSize]}
+	}
+	lm.Module = m
+	// The module's text is visible to kernel_text_address from here on
+	// (mod_tree_insert in add_unformed_module); the static-call key fix-up
+	// below asks it.
+	l.k.Modules = append(l.k.Modules, m)
+	ok := false
+	defer func() {
+		if !ok {
+			l.k.Modules = l.k.Modules[:len(l.k.Modules)-1]
+		}
+	}()
+	if err := l.readTables(o, mem, m, initBlk, &lm.Counts); err != nil {
+		return nil, err
+	}
+	m.Symbols = o.coreKallsyms(&lay, o.name, plain)
+	if lm.Finalize, err = l.moduleFinalize(o, lm); err != nil {
+		return nil, err
+	}
+	l.ftraceModuleInit(lm)
+
+	// do_init_module: LIVE, then the init block is freed and kallsyms
+	// already points at the core symbols (m.Symbols).
+	m.State = image.ModuleLive
+	m.Init = nil
+	ok = true
+	l.loaded = append(l.loaded, lm)
+	l.byName[o.name] = lm
+	return lm, nil
+}
