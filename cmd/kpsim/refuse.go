@@ -14,13 +14,13 @@ import (
 // synthOnlyFlags are the generator flags a real image (--kernel PATH) or a
 // symbol file (--symbols) would ignore: they shape the synthetic image
 // only. --seed, --sample-functions and --padding shape the sample's
-// targets that are added to a real kernel too, and --returns-patched runs
-// apply_returns on one, so they are not here.
+// targets that are added to a real kernel too, --returns-patched and
+// --cpu its boot patching, --modules its modules, so they are not here.
 var synthOnlyFlags = []string{
 	"functions", "init-functions", "size-median", "size-sigma", "min-size", "max-size",
 	"jump-entries", "jump-keys", "jump-mix", "jump-branch-percent", "static-calls", "static-call-keys",
 	"static-call-tail-percent", "bug-entries", "blacklist", "entry-functions", "irqentry-functions",
-	"noinstr-functions", "kprobes-text-functions", "modules", "module-functions", "module-init-functions",
+	"noinstr-functions", "kprobes-text-functions", "module-functions", "module-init-functions",
 	"module-jump-entries", "module-static-calls", "module-bug-entries", "traced-percent", "uaccess-percent",
 	"loop-to-entry-percent", "indirect-jump-percent", "vzeroupper-percent", "dup-name-percent",
 	"clone-percent", "ibt", "retpoline", "rethunk", "probe-targets", "probe-targets-traced", "probe-targets-at",
@@ -150,7 +150,7 @@ func ablationSpec(name string) (scenarios.RunSpec, bool) {
 }
 
 // realKernelFlags are the image flags that apply to a real kernel too.
-var realKernelFlags = []string{"kernel", "seed", "sample-functions", "padding", "returns-patched", "cpu"}
+var realKernelFlags = []string{"kernel", "seed", "sample-functions", "padding", "returns-patched", "cpu", "modules", "modules-dir", "no-cache"}
 
 // printGroupedDefaults prints a command's flags in three groups: its own
 // (scenario) flags, the real-kernel flags and the synthetic-image flags,

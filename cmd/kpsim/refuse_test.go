@@ -17,7 +17,7 @@ func TestRefusals(t *testing.T) {
 		{[]string{"run", "many", "--kernel", "/nonexistent/vmlinuz", "--functions", "100"}, "--functions: shapes the synthetic image only; --kernel /nonexistent/vmlinuz"},
 		{[]string{"run", "many", "--kernel", "/nonexistent/vmlinuz", "--ibt=false"}, "--ibt: shapes the synthetic image only"},
 		{[]string{"run", "many", "--kernel", "/nonexistent/vmlinuz", "--profile", "debian-6.1"}, "--profile: shapes the synthetic image only"},
-		{[]string{"image", "--kernel", "/nonexistent/vmlinuz", "--modules", "3"}, "--modules: shapes the synthetic image only"},
+		{[]string{"image", "--kernel", "/nonexistent/vmlinuz", "--module-functions", "3"}, "--module-functions: shapes the synthetic image only"},
 		{[]string{"decode", "--kernel", "/nonexistent/vmlinuz", "--jump-entries", "3"}, "--jump-entries: shapes the synthetic image only"},
 		{[]string{"run", "kallsyms", "--symbols", symbols, "--functions", "100"}, "--functions: shapes the synthetic image only; --symbols"},
 		{[]string{"run", "kallsyms", "--symbols", symbols, "--kernel", "/nonexistent/vmlinuz"}, "--kernel: conflicts with --symbols"},
