@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"math"
 	"testing"
 )
@@ -72,4 +73,34 @@ func TestParseNs(t *testing.T) {
 			}
 		}
 	}
+}
+
+func FuzzParseNs(f *testing.F) {
+	for _, s := range []string{"5000:50000:5000", "1,2,3", "100:250:100", "0:1:1", "9:3:1", "1:2", ",", "1,,2", "-1,2", "1:1000000:1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ns, err := ParseNs(s)
+		if err != nil {
+			return
+		}
+		if len(ns) < 2 || len(ns) > 1001 {
+			t.Fatalf("%q: %d values", s, len(ns))
+		}
+		for i, n := range ns {
+			if n < 1 || i > 0 && n <= ns[i-1] {
+				t.Fatalf("%q: %v not positive and strictly increasing", s, ns)
+			}
+		}
+	})
+}
+
+func ExampleParseNs() {
+	ns, _ := ParseNs("5000:20000:5000")
+	fmt.Println(ns)
+	ns, _ = ParseNs("20000,5000,10000")
+	fmt.Println(ns)
+	// Output:
+	// [5000 10000 15000 20000]
+	// [5000 10000 20000]
 }
