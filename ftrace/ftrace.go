@@ -156,7 +156,18 @@ type Ftrace struct {
 	initFreed bool
 
 	kprobeOps, ipmodifyOps *Ops
-	foreign                map[uint64]bool // records owned by another IPMODIFY ops
+	dynOps                 []*Ops // other users' ftrace_ops (fprobes), NewOps order
+
+	// LookupSymbolsModules: ftrace_lookup_symbols walks module symbols
+	// after vmlinux (upstream since 2023; not in 6.1.192, whose
+	// ftrace_lookup_symbols stops after kallsyms_on_each_symbol).
+	LookupSymbolsModules bool
+
+	// NoReplay makes every available_filter_functions read run the model
+	// (tests of the replay shortcut).
+	NoReplay    bool
+	availReplay [2]kallsyms.Replay
+	foreign     map[uint64]bool // records owned by another IPMODIFY ops
 }
 
 type recRef struct {

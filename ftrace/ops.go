@@ -84,7 +84,7 @@ func (ft *Ftrace) recompute(ip uint64) *Record {
 	}
 	r := ft.rec(int(p))
 	n := 0
-	for _, o := range []*Ops{ft.kprobeOps, ft.ipmodifyOps} {
+	for _, o := range ft.allOps() {
 		if o.enabled && o.hash.has(ip) {
 			n++
 		}
@@ -366,7 +366,7 @@ func (ft *Ftrace) SetFilterIP(c *sim.Counters, o *Ops, ip uint64, remove bool) e
 // ftrace_stub for 0, the ops' own for 1, ftrace_ops_list_func for more).
 func (ft *Ftrace) opsCount() int {
 	n := 0
-	for _, o := range []*Ops{ft.kprobeOps, ft.ipmodifyOps} {
+	for _, o := range ft.allOps() {
 		if o.enabled {
 			n++
 		}

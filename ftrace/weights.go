@@ -47,3 +47,13 @@ const (
 	wReplaceCheck = 0.8
 	rReplaceCheck = "BenchmarkWeightReplaceCheck: 0.31 ns ≈ 0.8 cycles per ftrace_check_record on a sequentially walked record"
 )
+
+// Weights of lookup_symbols.go's ops.
+const (
+	wSymsBsearch  = 4
+	rSymsBsearch  = "hardware fact: the pivot's char* load from an L1/L2-hot sorted array plus the call of symbols_cmp (~4 cycles); its characters are priced as kallsyms.chr_cmp"
+	wSymsCallback = 3
+	rSymsCallback = "hardware fact: kallsyms_callback's prologue and the bsearch set-up, a handful of L1 register/stack operations (~3 cycles); the indirect call itself is kallsyms.visit"
+	wTShow        = 60
+	rTShow        = "hardware fact: t_func_next's record step and t_show's seq_puts of a ~25-byte name (memcpy at 16 B/cycle plus the seq_file bounds checks) ≈ 60 cycles; the \"%lx \" of _addrs is a short number() conversion of the same order"
+)

@@ -70,6 +70,8 @@ type Compressed struct {
 	// Stats, when non-nil, accumulates per-comparison statistics of the
 	// name lookups (simulator-side; not kernel work).
 	Stats *LookupStats
+
+	procReplay Replay // /proc/kallsyms text and counts (simulator-side)
 }
 
 // LookupStats are per-comparison statistics of kallsyms_lookup_names.

@@ -21,6 +21,9 @@ func (c *Compressed) ModuleOnEachSymbol(cn *sim.Counters, fn func(name string, m
 		}
 		for _, s := range m.Symbols {
 			tl.modSym++
+			if s.Addr == 0 {
+				continue // SHN_UNDEF: an image.Symbol with no address
+			}
 			if r := fn(s.Name, m, s.Addr); r != 0 {
 				return r
 			}

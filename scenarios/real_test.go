@@ -10,7 +10,7 @@ import (
 	"github.com/kpsim/kpsim/sim"
 )
 
-func realKernel(t *testing.T) *image.Kernel {
+func realKernel(t testing.TB) *image.Kernel {
 	const p = "../.cache/kernels/vmlinuz-6.1.0-57-amd64"
 	if _, err := os.Stat(p); err != nil {
 		t.Skip("no real kernel: run `make real-kernel` to enable")

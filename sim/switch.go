@@ -28,6 +28,9 @@ const (
 	BlacklistIndex                     // beyond the series
 	KallsymsOffsetIndex                // kallsyms series: 3-byte kallsyms_names_offsets
 	KallsymsTokenCmp                   // kallsyms series: on-the-fly compressed compare
+	FtraceSingleLookup                 // ftrace series: cnt == 1 fast path, merged form
+	FtraceSingleLookupV1               // ftrace series: cnt == 1 fast path, RFC v1 form
+	LibbpfExactSyms                    // libbpf: exact names go to the kernel as syms[0]
 	ModuleBugIndex                     // beyond the series
 	// The alternative designs a reviewer asks about (issue 13). They are
 	// not in any preset: each replaces a structure the series keeps.
@@ -83,18 +86,27 @@ var switchInfo = [numSwitches]SwitchInfo{
 	BlacklistIndex:       {"blacklist-index", "", nil, "within_kprobe_blacklist: address index instead of the list walk (beyond the series)"},
 	KallsymsOffsetIndex:  {"kallsyms-offset-index", "", nil, "kallsyms: 3-byte kallsyms_names_offsets index instead of marker walks (the kallsyms series)"},
 	KallsymsTokenCmp:     {"kallsyms-token-cmp", "", nil, "kallsyms: compare names on the fly from the compressed tokens (the kallsyms series)"},
-	ModuleBugIndex:       {"module-bug-index", "", nil, "module_find_bug: per-module address index of each module's bug table, built at module load (beyond the series)"},
-	KprobeHashBits:       {"kprobe-hash-bits", "", nil, "design: kprobe_table with 2^B buckets (hash_ptr(addr, B)), B in 6..20; the simplest possible patch"},
-	KprobeRhashtable:     {"kprobe-rhashtable", "", nil, "design: lib/rhashtable.c (jhash2, growth at 75% load by the deferred worker, shrink below 30%) in place of kprobe_table"},
-	KprobeBtree:          {"kprobe-btree", "", []Switch{KprobeTree}, "design: the P4 tree is a maple-like B-tree (16 slots, 256-byte nodes; google/btree) under the same iterators"},
-	ReservationBtree:     {"reservation-btree", "", nil, "design: the late-init reservation indexes (static-call, jump-label, bug, blacklist) are maple-like B-trees instead of sorted arrays"},
+	FtraceSingleLookup: {Name: "ftrace-single-lookup",
+		Doc: "ftrace_lookup_symbols: cnt == 1 by kallsyms_lookup_name, storing the symbol address and only checking ftrace_location (the form review asked for)"},
+	FtraceSingleLookupV1: {Name: "ftrace-single-lookup-v1",
+		Doc: "ftrace_lookup_symbols: cnt == 1 by kallsyms_lookup_name, storing ftrace_location(addr) (RFC v1; differs under IBT)"},
+	LibbpfExactSyms: {Name: "libbpf-exact-syms",
+		Doc: "libbpf bpf_program__attach_kprobe_multi_opts: a pattern without * or ? goes to the kernel as syms[0], cnt 1, no file parsing; -ESRCH reported as -ENOENT (libbpf e08da30)"},
+	ModuleBugIndex:   {"module-bug-index", "", nil, "module_find_bug: per-module address index of each module's bug table, built at module load (beyond the series)"},
+	KprobeHashBits:   {"kprobe-hash-bits", "", nil, "design: kprobe_table with 2^B buckets (hash_ptr(addr, B)), B in 6..20; the simplest possible patch"},
+	KprobeRhashtable: {"kprobe-rhashtable", "", nil, "design: lib/rhashtable.c (jhash2, growth at 75% load by the deferred worker, shrink below 30%) in place of kprobe_table"},
+	KprobeBtree:      {"kprobe-btree", "", []Switch{KprobeTree}, "design: the P4 tree is a maple-like B-tree (16 slots, 256-byte nodes; google/btree) under the same iterators"},
+	ReservationBtree: {"reservation-btree", "", nil, "design: the late-init reservation indexes (static-call, jump-label, bug, blacklist) are maple-like B-trees instead of sorted arrays"},
 }
 
 var switchRules = [numSwitches]SwitchRules{
-	KprobeHashBits:   {Conflicts: []Switch{KprobeRhashtable}, Design: true, Param: "B"},
-	KprobeRhashtable: {Conflicts: []Switch{KprobeHashBits}, Design: true},
-	KprobeBtree:      {Design: true},
-	ReservationBtree: {RequiresAny: []Switch{StaticCallIndex, JumpLabelIndex, BugIndex, BlacklistIndex}, Design: true},
+	// Two forms of one patch: a set holding both is refused.
+	FtraceSingleLookup:   {Conflicts: []Switch{FtraceSingleLookupV1}},
+	FtraceSingleLookupV1: {Conflicts: []Switch{FtraceSingleLookup}},
+	KprobeHashBits:       {Conflicts: []Switch{KprobeRhashtable}, Design: true, Param: "B"},
+	KprobeRhashtable:     {Conflicts: []Switch{KprobeHashBits}, Design: true},
+	KprobeBtree:          {Design: true},
+	ReservationBtree:     {RequiresAny: []Switch{StaticCallIndex, JumpLabelIndex, BugIndex, BlacklistIndex}, Design: true},
 }
 
 // Rules returns the switch's rules beyond Requires.
@@ -233,7 +245,7 @@ var (
 	PresetSeries = Preset{"series", setOf(StaticCallIndex, JumpLabelIndex, JumpSizeOpcode, KprobeTree,
 		IterGetOptimized, IterRecoverOptprobed, IterCheckOptimized, IterCanOptimize, IterCanProbe, IterCopyOptimized),
 		"the kprobes lookup-cost series, P1-P12"}
-	PresetAll = Preset{"all", nonDesign(), "the series plus every change beyond it (no alternative design)"}
+	PresetAll = Preset{"all", nonDesign().Without(FtraceSingleLookupV1), "the series plus every change beyond it (no alternative design; the merged form of each patch, not ftrace-single-lookup-v1)"}
 )
 
 func nonDesign() Switches {

@@ -36,7 +36,7 @@ func init() {
 	commands = []command{
 		{"image", "kpsim image [image flags] [--format table|json] [--boot-sites FILE]", "summarise the kernel image", runImage},
 		{"decode", "kpsim decode [image flags] [--func NAME | --all] [--summary]", "print instruction boundaries objdump-style", runDecode},
-		{"run", "kpsim run many [image flags] [--n N] [--patches LIST]... [--ablation] [--format table|json|csv|bench] [--out FILE]", "run a scenario under one or more patch sets", runRun},
+		{"run", "kpsim run many|kallsyms|session|multi|tracing-multi|crossover [image flags] [scenario flags] (kpsim run SCENARIO --help)", "run a scenario under one or more patch sets", runRun},
 		{"kallsyms", "kpsim kallsyms dump --symbols FILE [--all-symbols] [--absolute-percpu] [--base-relative] [--what tokens|stats]", "build the compressed kallsyms tables from a symbol list and dump them", runKallsyms},
 		{"sweep", sweepUsage, "run a scenario at several N: totals, fits of a + b·N + c·N², growth exponents, plots", runSweep},
 		{"report", reportUsage, "write one self-contained HTML (plots inline) or Markdown report of a run or a sweep", runReport},

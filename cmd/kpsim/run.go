@@ -37,6 +37,14 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return runMany(args[1:], stdout, stderr)
 	case "kallsyms":
 		return runKallsymsScenario(args[1:], stdout, stderr)
+	case "session":
+		return runSession(args[1:], stdout, stderr)
+	case "multi":
+		return runMultiScenario(args[1:], stdout, stderr)
+	case "crossover":
+		return runCrossover(args[1:], stdout, stderr)
+	case "tracing-multi":
+		return runTracingMulti(args[1:], stdout, stderr)
 	}
 	return usagef("unknown scenario %q (kpsim list shows them)", args[0])
 }

@@ -1,0 +1,457 @@
+// Package bpf models the kernel side of BPF kprobe attachment: the
+// bpf(BPF_LINK_CREATE) syscall and kernel/trace/bpf_trace.c's
+// bpf_kprobe_multi_link_attach (kprobe.multi, kretprobe.multi and
+// kprobe.session links over fprobe), as Linux resolves a link's symbols
+// (copy_user_syms, sort_r, ftrace_lookup_symbols), takes module references
+// (get_modules_for_addrs) and registers one rethook-based fprobe per link
+// (register_fprobe_ips → ftrace_set_filter_ips + register_ftrace_function).
+//
+// Two kernel generations are modelled (Gen): 6.1.192 as Debian ships it
+// (no kprobe.session, no MAX_KPROBE_MULTI_CNT, no module references, and an
+// ftrace_lookup_symbols that never looks at modules), and the v6.10–v6.13
+// form the kprobe.session patches were written against (session links,
+// -E2BIG above 2^20 addresses, get_modules_for_addrs, module symbols after
+// vmlinux), whose fprobe is still the rethook-based one. Both refuse every
+// kprobe-multi link with -EOPNOTSUPP when CONFIG_FPROBE is off — the
+// pinned Debian 6.1 kernel's configuration.
+package bpf
+
+import (
+	"fmt"
+
+	"github.com/kpsim/kpsim/errno"
+	"github.com/kpsim/kpsim/ftrace"
+	"github.com/kpsim/kpsim/ftrace/fprobe"
+	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/kallsyms"
+	"github.com/kpsim/kpsim/sim"
+)
+
+// Gen is the kernel generation of bpf_trace.c modelled.
+type Gen uint8
+
+const (
+	// Gen61 is Linux 6.1.192 (Debian bookworm).
+	Gen61 Gen = iota
+	// Gen610 is v6.10–v6.13: kprobe.session, MAX_KPROBE_MULTI_CNT,
+	// get_modules_for_addrs, the ftrace_lookup_symbols module walk; the
+	// fprobe is still rethook-based.
+	Gen610
+)
+
+func (g Gen) String() string {
+	if g == Gen61 {
+		return "6.1"
+	}
+	return "6.10"
+}
+
+// ParseGen parses "6.1" or "6.10".
+func ParseGen(s string) (Gen, error) {
+	switch s {
+	case "6.1":
+		return Gen61, nil
+	case "6.10":
+		return Gen610, nil
+	}
+	return 0, fmt.Errorf("unknown kernel generation %q (want 6.1 or 6.10)", s)
+}
+
+// AttachType is enum bpf_attach_type, the values this model uses.
+type AttachType int
+
+const (
+	AttachPerfEvent     AttachType = 41 // BPF_PERF_EVENT
+	AttachKprobeMulti   AttachType = 42 // BPF_TRACE_KPROBE_MULTI
+	AttachKprobeSession AttachType = 56 // BPF_TRACE_KPROBE_SESSION (v6.10)
+)
+
+func (a AttachType) String() string {
+	switch a {
+	case AttachPerfEvent:
+		return "BPF_PERF_EVENT"
+	case AttachKprobeMulti:
+		return "BPF_TRACE_KPROBE_MULTI"
+	case AttachKprobeSession:
+		return "BPF_TRACE_KPROBE_SESSION"
+	}
+	return fmt.Sprintf("attach_type(%d)", int(a))
+}
+
+// FKprobeMultiReturn is BPF_F_KPROBE_MULTI_RETURN.
+const FKprobeMultiReturn = 1 << 0
+
+// MaxKprobeMultiCnt is MAX_KPROBE_MULTI_CNT (v6.7+, Gen610).
+const MaxKprobeMultiCnt = 1 << 20
+
+// Prog is the part of a loaded struct bpf_prog the attach path reads.
+type Prog struct {
+	Name               string
+	ExpectedAttachType AttachType
+	Sleepable          bool
+}
+
+// KprobeMultiAttr is attr->link_create for a kprobe-multi link.
+type KprobeMultiAttr struct {
+	LinkFlags uint32 // link_create.flags (must be 0)
+	Flags     uint32 // kprobe_multi.flags
+	Syms      []string
+	Addrs     []uint64
+	Cookies   []uint64
+	Cnt       uint32
+}
+
+// Kconfig is the part of the kernel configuration these paths test.
+type Kconfig struct {
+	// FPROBE is CONFIG_FPROBE: without it bpf_kprobe_multi_link_attach is
+	// the -EOPNOTSUPP stub.
+	FPROBE bool
+}
+
+// Kernel is the modelled kernel the attach paths run on.
+type Kernel struct {
+	Gen     Gen
+	Kconfig Kconfig
+	Ftrace  *ftrace.Ftrace
+	Fprobe  *fprobe.Env
+	// Syms answers the module address lookups.
+	Syms kallsyms.Walker
+	// Modules are the loaded modules (image.Kernel.Modules).
+	Modules []*image.Module
+	// Lookup is the cnt == 1 fast path of ftrace_lookup_symbols.
+	Lookup ftrace.LookupMode
+
+	links  []*KprobeMultiLink
+	nextID int
+	modRef map[string]int
+}
+
+// KprobeMultiLink is one struct bpf_kprobe_multi_link.
+type KprobeMultiLink struct {
+	ID      int
+	Prog    *Prog
+	Addrs   []uint64 // symbol addresses (or the user's addresses)
+	Cookies []uint64
+	Mods    []string // modules referenced (get_modules_for_addrs)
+	Fprobe  *fprobe.Fprobe
+	Session bool
+	Return  bool
+}
+
+// Links returns the live links.
+func (k *Kernel) Links() []*KprobeMultiLink { return k.links }
+
+// Ops of the link-create path. Weights: weights.go.
+var (
+	OpSyscall = sim.NewOp("bpf.syscall", wSyscall, rSyscall,
+		"one bpf(2) syscall entry/exit with copy_from_bpfptr of union bpf_attr")
+	OpCopyName = sim.NewOp("bpf.copy_user_syms.name", wCopyName, rCopyName,
+		"copy_user_syms: one __get_user of a name pointer and the strncpy_from_user set-up (stac/clac, bounds)")
+	OpUserByte = sim.NewOp("bpf.user.byte", wUserByte, rUserByte,
+		"one byte of a name copied by strncpy_from_user (word-at-a-time loop)")
+	OpKmalloc = sim.NewOp("mm.kmalloc", wKmalloc, rKmalloc,
+		"one kmalloc/kzalloc of a small object (kvmalloc below the vmalloc threshold, the link)")
+	OpVmallocPage = sim.NewOp("mm.vmalloc.page", wVmallocPage, rVmallocPage,
+		"one 4 KiB page of a kvmalloc that falls back to vmalloc (alloc_pages_bulk + the PTE of vmap_pages_range)")
+	OpSortCmp = sim.NewOp("bpf.sort.cmp", wSortCmp, rSortCmp,
+		"one comparison of sort_r (symbols_cmp_r on names, bpf_kprobe_multi_cookie_cmp on addresses); name characters are kallsyms.chr_cmp")
+	OpLinkPrime = sim.NewOp("bpf.link.prime", wLinkPrime, rLinkPrime,
+		"bpf_link_init + bpf_link_prime (link id from the idr, anon_inode_getfile, get_unused_fd_flags) + bpf_link_settle (fd_install)")
+	OpModBounds = sim.NewOp("module.addr.bounds", wModBounds, rModBounds,
+		"__module_address's module_addr_min/max test for one address (get_modules_for_addrs)")
+)
+
+// Phases of a BPF attach.
+var (
+	PhaseLinkCreate = sim.NewPhase("bpf.link_create",
+		"bpf(BPF_LINK_CREATE) outside symbol resolution and fprobe registration: attr checks, copy_user_syms, sort_r, allocations, link prime, get_modules_for_addrs")
+	PhaseResolve = sim.NewPhase("bpf.resolve",
+		"symbol resolution in the kernel: ftrace_lookup_symbols (kallsyms_on_each_symbol walk or the cnt == 1 fast path)")
+	PhaseFprobe = sim.NewPhase("bpf.fprobe",
+		"register_fprobe_ips: ftrace_set_filter_ips (ftrace_location per address, hash build), rethook nodes, register_ftrace_function (record walks, ftrace_replace_code)")
+)
+
+// kvmalloc counts kvmalloc(size): kmalloc up to KMALLOC_MAX_CACHE_SIZE
+// (8 KiB with SLUB), else vmalloc's pages.
+func kvmalloc(c *sim.Counters, size int) {
+	if size <= 8192 {
+		c.Inc(OpKmalloc)
+		return
+	}
+	c.Add(OpVmallocPage, uint64((size+4095)/4096))
+}
+
+// isKprobeMulti is is_kprobe_multi(prog) (v6.10).
+func isKprobeMulti(p *Prog) bool {
+	return p.ExpectedAttachType == AttachKprobeMulti || p.ExpectedAttachType == AttachKprobeSession
+}
+
+// KprobeMultiLinkAttach models kernel/trace/bpf_trace.c:
+// bpf_kprobe_multi_link_attach(attr, prog), reached from
+// bpf(BPF_LINK_CREATE) → link_create. It returns the link (its fd) or the
+// kernel's error. Counts land in PhaseLinkCreate, PhaseResolve and
+// PhaseFprobe.
+func (k *Kernel) KprobeMultiLinkAttach(c *sim.Counters, prog *Prog, attr KprobeMultiAttr) (*KprobeMultiLink, error) {
+	prev := c.Enter(PhaseLinkCreate)
+	defer c.Enter(prev)
+	c.Inc(OpSyscall)
+	// link_create: a BPF_PROG_TYPE_KPROBE program links with
+	// BPF_PERF_EVENT or BPF_TRACE_KPROBE_MULTI (v6.10: or
+	// BPF_TRACE_KPROBE_SESSION); anything else is -EINVAL before
+	// bpf_kprobe_multi_link_attach (kernel/bpf/syscall.c:link_create).
+	switch prog.ExpectedAttachType {
+	case AttachKprobeMulti:
+	case AttachKprobeSession:
+		if k.Gen == Gen61 {
+			return nil, errno.EINVAL
+		}
+	default:
+		return nil, errno.EINVAL
+	}
+	if !k.Kconfig.FPROBE {
+		return nil, errno.EOPNOTSUPP // the !CONFIG_FPROBE stub
+	}
+	session := prog.ExpectedAttachType == AttachKprobeSession
+	if k.Gen == Gen61 {
+		if prog.ExpectedAttachType != AttachKprobeMulti {
+			return nil, errno.EINVAL
+		}
+	} else {
+		if attr.LinkFlags != 0 || !isKprobeMulti(prog) {
+			return nil, errno.EINVAL
+		}
+	}
+	if prog.Sleepable {
+		return nil, errno.EINVAL
+	}
+	if attr.Flags&^FKprobeMultiReturn != 0 {
+		return nil, errno.EINVAL
+	}
+	if (attr.Addrs != nil) == (attr.Syms != nil) {
+		return nil, errno.EINVAL
+	}
+	cnt := int(attr.Cnt)
+	if cnt == 0 {
+		return nil, errno.EINVAL
+	}
+	if k.Gen >= Gen610 && cnt > MaxKprobeMultiCnt {
+		return nil, errno.E2BIG
+	}
+	// The user arrays must hold cnt entries (copy_from_user / __get_user
+	// beyond them faults).
+	if attr.Addrs != nil && len(attr.Addrs) < cnt || attr.Syms != nil && len(attr.Syms) < cnt ||
+		attr.Cookies != nil && len(attr.Cookies) < cnt {
+		return nil, EFAULT
+	}
+	kvmalloc(c, cnt*8) // addrs
+	addrs := make([]uint64, cnt)
+	var cookies []uint64
+	if attr.Cookies != nil {
+		kvmalloc(c, cnt*8)
+		cookies = append([]uint64(nil), attr.Cookies[:cnt]...)
+		c.Add(OpUserByte, uint64(cnt*8))
+	}
+	if attr.Addrs != nil {
+		copy(addrs, attr.Addrs[:cnt])
+		c.Add(OpUserByte, uint64(cnt*8))
+	} else {
+		syms, err := copyUserSyms(c, attr.Syms[:cnt])
+		if err != nil {
+			return nil, err
+		}
+		var swap func(a, b int)
+		if cookies != nil {
+			swap = func(a, b int) { cookies[a], cookies[b] = cookies[b], cookies[a] }
+		}
+		fprobe.SortSyms(c, syms, OpSortCmp, swap) // sort_r(symbols_cmp_r, symbols_swap_r)
+		c.Enter(PhaseResolve)
+		err = k.Ftrace.LookupSymbols(c, syms, addrs, k.Lookup)
+		c.Enter(PhaseLinkCreate)
+		if err != nil {
+			return nil, err
+		}
+	}
+	c.Inc(OpKmalloc) // the link
+	c.Inc(OpLinkPrime)
+	link := &KprobeMultiLink{Prog: prog, Addrs: addrs, Cookies: cookies, Session: session,
+		Return: attr.Flags&FKprobeMultiReturn != 0}
+	fp := &fprobe.Fprobe{}
+	if k.Gen == Gen61 {
+		if link.Return {
+			fp.ExitHandler = true
+		} else {
+			fp.EntryHandler = true
+		}
+	} else {
+		fp.EntryHandler = !link.Return
+		fp.ExitHandler = link.Return || session
+		if session {
+			fp.EntryDataSize = 8
+		}
+	}
+	if cookies != nil {
+		// sort_r(addrs, bpf_kprobe_multi_cookie_cmp, ..._swap).
+		sortAddrs(c, addrs, cookies)
+	}
+	if k.Gen >= Gen610 {
+		mods, err := k.getModulesForAddrs(c, addrs)
+		if err != nil {
+			return nil, err
+		}
+		link.Mods = mods
+	}
+	k.nextID++
+	link.ID = k.nextID
+	fp.Name = fmt.Sprintf("link%d", link.ID)
+	c.Enter(PhaseFprobe)
+	err := k.Fprobe.RegisterFprobeIPs(c, fp, addrs)
+	c.Enter(PhaseLinkCreate)
+	if err != nil {
+		k.putModules(link.Mods)
+		return nil, err // bpf_link_cleanup
+	}
+	link.Fprobe = fp
+	k.links = append(k.links, link)
+	return link, nil
+}
+
+// EFAULT is a user array shorter than cnt.
+const EFAULT = errno.EFAULT
+
+// copyUserSyms models copy_user_syms: kvmalloc cnt pointers and cnt ×
+// KSYM_NAME_LEN bytes, then per name __get_user + strncpy_from_user; a
+// name of KSYM_NAME_LEN bytes or more is -E2BIG. A NUL cuts a name, as C.
+func copyUserSyms(c *sim.Counters, usyms []string) ([]string, error) {
+	cnt := len(usyms)
+	kvmalloc(c, cnt*8)
+	kvmalloc(c, cnt*kallsyms.KsymNameLen)
+	out := make([]string, cnt)
+	for i, s := range usyms {
+		c.Inc(OpCopyName)
+		if j := indexNul(s); j >= 0 {
+			s = s[:j]
+		}
+		if len(s) >= kallsyms.KsymNameLen {
+			c.Add(OpUserByte, kallsyms.KsymNameLen)
+			return nil, errno.E2BIG
+		}
+		c.Add(OpUserByte, uint64(len(s)+1))
+		out[i] = s
+	}
+	return out, nil
+}
+
+func indexNul(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// sortAddrs is sort_r(addrs, cnt, bpf_kprobe_multi_cookie_cmp,
+// bpf_kprobe_multi_cookie_swap): the exact heapsort, cookies following.
+func sortAddrs(c *sim.Counters, addrs, cookies []uint64) {
+	var n uint64
+	image.KernelSort(len(addrs), func(a, b int) int {
+		n++
+		switch {
+		case addrs[a] < addrs[b]:
+			return -1
+		case addrs[a] > addrs[b]:
+			return 1
+		}
+		return 0
+	}, func(a, b int) {
+		addrs[a], addrs[b] = addrs[b], addrs[a]
+		cookies[a], cookies[b] = cookies[b], cookies[a]
+	})
+	c.Add(OpSortCmp, n)
+}
+
+// moduleOf is __module_address (UNFORMED modules skipped).
+func (k *Kernel) moduleOf(c *sim.Counters, addr uint64) *image.Module {
+	c.Inc(OpModBounds)
+	lo, hi := uint64(0), uint64(0)
+	for _, m := range k.Modules {
+		if m.State == image.ModuleUnformed || m.Text == nil {
+			continue
+		}
+		if lo == 0 || m.Text.Start < lo {
+			lo = m.Text.Start
+		}
+		if e := m.Text.End(); e > hi {
+			hi = e
+		}
+		if m.Init != nil {
+			lo, hi = min(lo, m.Init.Start), max(hi, m.Init.End())
+		}
+	}
+	if addr < lo || addr >= hi {
+		return nil
+	}
+	c.Inc(kallsyms.OpModLookup)
+	for _, m := range k.Modules {
+		if m.State != image.ModuleUnformed && m.Contains(addr) {
+			return m
+		}
+	}
+	return nil
+}
+
+// getModulesForAddrs models get_modules_for_addrs (v6.3+): per address
+// __module_address, each module once (has_module's scan), try_module_get
+// (a module going away → -EINVAL in the kernel's loop; modules here never
+// go away).
+func (k *Kernel) getModulesForAddrs(c *sim.Counters, addrs []uint64) ([]string, error) {
+	var mods []string
+	for _, a := range addrs {
+		m := k.moduleOf(c, a)
+		if m == nil {
+			continue
+		}
+		dup := false
+		for _, n := range mods {
+			if n == m.Name {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			mods = append(mods, m.Name)
+			if k.modRef == nil {
+				k.modRef = map[string]int{}
+			}
+			k.modRef[m.Name]++
+		}
+	}
+	return mods, nil
+}
+
+func (k *Kernel) putModules(mods []string) {
+	for _, m := range mods {
+		k.modRef[m]--
+	}
+}
+
+// ModuleRefs returns the references links hold on module name.
+func (k *Kernel) ModuleRefs(name string) int { return k.modRef[name] }
+
+// ReleaseLink models closing the link fd: bpf_kprobe_multi_link_release →
+// unregister_fprobe, then the module references are put.
+func (k *Kernel) ReleaseLink(c *sim.Counters, l *KprobeMultiLink) error {
+	prev := c.Enter(PhaseFprobe)
+	defer c.Enter(prev)
+	if err := k.Fprobe.UnregisterFprobe(c, l.Fprobe); err != nil {
+		return err
+	}
+	k.putModules(l.Mods)
+	for i, x := range k.links {
+		if x == l {
+			k.links = append(k.links[:i], k.links[i+1:]...)
+			break
+		}
+	}
+	return nil
+}

@@ -1,0 +1,309 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/kpsim/kpsim/bpf"
+	"github.com/kpsim/kpsim/kallsyms"
+	"github.com/kpsim/kpsim/scenarios"
+	"github.com/kpsim/kpsim/sim"
+)
+
+// bpfFlags are the flags the BPF scenarios share.
+type bpfFlags struct {
+	imf     *imageFlags
+	gen     string
+	kconfig string
+	cpus    int
+	patches patchList
+	format  string
+	out     string
+	costs   string
+	sink    *atomicFile
+}
+
+func addBPFFlags(fs *flag.FlagSet, args []string) (*bpfFlags, error) {
+	imf, err := addImageFlagsFor(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	f := &bpfFlags{imf: imf}
+	fs.StringVar(&f.gen, "bpf-kernel", "6.10", "bpf_trace.c / ftrace generation: 6.1 (6.1.192 as shipped: no kprobe.session) or 6.10 (session, E2BIG, module references)")
+	fs.StringVar(&f.kconfig, "kconfig", "", "configuration override of the image, e.g. FPROBE=y (recorded in the report)")
+	fs.IntVar(&f.cpus, "possible-cpus", 8, "num_possible_cpus() (fprobe rethook node preallocation)")
+	fs.Var(&f.patches, "patches", "a run: none or comma-separated switches; repeatable")
+	fs.StringVar(&f.format, "format", "table", "output: table or json")
+	fs.StringVar(&f.out, "out", "", "write the report to this file (written whole or not at all)")
+	fs.StringVar(&f.costs, "costs", "", "cost-weight overrides, one 'OP CYCLES' per line")
+	return f, nil
+}
+
+func (f *bpfFlags) options(defaults []string) (scenarios.BPFOptions, []scenarios.RunSpec, *sim.CostTable, error) {
+	o := scenarios.DefaultBPFOptions()
+	g, err := bpf.ParseGen(f.gen)
+	if err != nil {
+		return o, nil, nil, usagef("--bpf-kernel: %s", err.Error())
+	}
+	o.Gen = g
+	if o.Kconfig, err = scenarios.ParseKconfig(f.kconfig); err != nil {
+		return o, nil, nil, usagef("%s", err.Error())
+	}
+	if f.cpus <= 0 || f.cpus > 8192 {
+		return o, nil, nil, usagef("--possible-cpus: want 1..8192 (NR_CPUS), got %d", f.cpus)
+	}
+	o.PossibleCPUs = f.cpus
+	switch f.format {
+	case "table", "json":
+	default:
+		return o, nil, nil, usagef("--format: want table or json, got %q", f.format)
+	}
+	costs := sim.DefaultCosts()
+	if f.costs != "" {
+		if costs, err = sim.LoadCosts(f.costs); err != nil {
+			return o, nil, nil, usagef("--costs: %s", err.Error())
+		}
+	}
+	ps := []string(f.patches)
+	if len(ps) == 0 {
+		ps = defaults
+	}
+	var specs []scenarios.RunSpec
+	for _, p := range ps {
+		ss, err := sim.ParseSwitches(p)
+		if err != nil {
+			return o, nil, nil, usagef("--patches %q: %s", p, err.Error())
+		}
+		specs = append(specs, scenarios.RunSpec{Name: ss.Name(), Switches: ss})
+	}
+	return o, specs, costs, nil
+}
+
+// openOut checks --out before any work (a bad path costs nothing); the
+// caller defers f.closeOut.
+func (f *bpfFlags) openOut() error {
+	if f.out == "" {
+		return nil
+	}
+	var err error
+	if f.sink, err = newAtomicFile(f.out); err != nil {
+		return usagef("--out: %s", err.Error())
+	}
+	return nil
+}
+
+func (f *bpfFlags) closeOut() {
+	if f.sink != nil {
+		f.sink.abort()
+	}
+}
+
+// emit writes a report as table or JSON to stdout or --out.
+func (f *bpfFlags) emit(stdout io.Writer, v any, table func(io.Writer) error) error {
+	sink := f.sink
+	var buf bytes.Buffer
+	var err error
+	if f.format == "json" {
+		enc := json.NewEncoder(&buf)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(v)
+	} else {
+		err = table(&buf)
+	}
+	if err != nil {
+		return err
+	}
+	if sink != nil {
+		return sink.commit(buf.Bytes())
+	}
+	_, err = stdout.Write(buf.Bytes())
+	return err
+}
+
+var sessionDefaultRuns = []string{"none", "libbpf-exact-syms", "libbpf-exact-syms,ftrace-single-lookup"}
+
+func runSession(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("run session", stdout)
+	f, err := addBPFFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	programs := fs.Int("programs", 50, "kprobe.session programs, each on one distinct traceable function by exact name")
+	pairs := fs.Bool("pairs", false, "add a run of the classic kprobe + kretprobe perf events on the same functions (2P events)")
+	if err := parse(fs, args, stdout); err != nil {
+		return err
+	}
+	if *programs <= 0 || *programs > 1<<20 {
+		return usagef("--programs: want 1..%d, got %d", 1<<20, *programs)
+	}
+	o, specs, costs, err := f.options(sessionDefaultRuns)
+	if err != nil {
+		return err
+	}
+	if err := f.openOut(); err != nil {
+		return err
+	}
+	defer f.closeOut()
+	k, _, err := f.imf.load()
+	if err != nil {
+		return err
+	}
+	rep, err := scenarios.RunSession(k, scenarios.SessionOptions{BPF: o, Programs: *programs, Pairs: *pairs, Runs: specs}, costs)
+	if err != nil {
+		return err
+	}
+	return f.emit(stdout, rep, rep.WriteTable)
+}
+
+func runMultiScenario(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("run multi", stdout)
+	f, err := addBPFFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	pattern := fs.String("pattern", "", "a glob (libbpf's pattern path); empty: only the syms form")
+	k0 := fs.Int("k", 0, "K: functions in the syms form (0 = every traceable function)")
+	if err := parse(fs, args, stdout); err != nil {
+		return err
+	}
+	for _, a := range args {
+		if a == "--pattern" || a == "-pattern" || strings.HasPrefix(a, "--pattern=") || strings.HasPrefix(a, "-pattern=") {
+			if *pattern == "" {
+				return usagef("--pattern: empty pattern (libbpf: kprobe multi pattern is invalid)")
+			}
+		}
+	}
+	if *k0 < 0 || *k0 > bpf.MaxKprobeMultiCnt {
+		return usagef("--k: want 0..%d (MAX_KPROBE_MULTI_CNT), got %d", bpf.MaxKprobeMultiCnt, *k0)
+	}
+	o, specs, costs, err := f.options([]string{"none", "libbpf-exact-syms,ftrace-single-lookup"})
+	if err != nil {
+		return err
+	}
+	if err := f.openOut(); err != nil {
+		return err
+	}
+	defer f.closeOut()
+	k, _, err := f.imf.load()
+	if err != nil {
+		return err
+	}
+	rep, err := scenarios.RunMulti(k, scenarios.SessionOptions{BPF: o, Pattern: *pattern, Functions: *k0, Runs: specs}, costs)
+	if err != nil {
+		return err
+	}
+	return f.emit(stdout, rep, rep.WriteTable)
+}
+
+func parseKList(s string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		if strings.TrimSpace(p) == "max" {
+			out = append(out, scenarios.KMax)
+			continue
+		}
+		v, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil {
+			return nil, usagef("--k: %q is not a number", p)
+		}
+		if v <= 0 || v > bpf.MaxKprobeMultiCnt {
+			return nil, usagef("--k: %d out of range 1..%d", v, bpf.MaxKprobeMultiCnt)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func parseVariantList(s string) ([]kallsyms.Variant, error) {
+	if s == "" {
+		return kallsyms.AllVariants(), nil
+	}
+	var out []kallsyms.Variant
+	for _, p := range strings.Split(s, ",") {
+		v, err := kallsyms.ParseVariant(p)
+		if err != nil {
+			return nil, usagef("--variants: %s", err.Error())
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func runCrossover(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("run crossover", stdout)
+	f, err := addBPFFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	klist := fs.String("k", "1,10,100,500,1000,5000,10000,max", "batch sizes K, comma-separated; max = every uniquely named traceable function")
+	variants := fs.String("variants", "", "kallsyms variants (default: all)")
+	if err := parse(fs, args, stdout); err != nil {
+		return err
+	}
+	ks, err := parseKList(*klist)
+	if err != nil {
+		return err
+	}
+	vs, err := parseVariantList(*variants)
+	if err != nil {
+		return err
+	}
+	_, _, costs, err := f.options([]string{"none"})
+	if err != nil {
+		return err
+	}
+	if err := f.openOut(); err != nil {
+		return err
+	}
+	defer f.closeOut()
+	k, _, err := f.imf.load()
+	if err != nil {
+		return err
+	}
+	rep, err := scenarios.RunCrossover(k, ks, vs, costs)
+	if err != nil {
+		return usagef("%s", err.Error())
+	}
+	return f.emit(stdout, rep, rep.WriteTable)
+}
+
+func runTracingMulti(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("run tracing-multi", stdout)
+	f, err := addBPFFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	k0 := fs.Int("k", 0, "K functions (0 = every traceable function)")
+	variants := fs.String("variants", "", "kallsyms variants (default: all)")
+	if err := parse(fs, args, stdout); err != nil {
+		return err
+	}
+	if *k0 < 0 || *k0 > bpf.MaxKprobeMultiCnt {
+		return usagef("--k: want 0..%d, got %d", bpf.MaxKprobeMultiCnt, *k0)
+	}
+	vs, err := parseVariantList(*variants)
+	if err != nil {
+		return err
+	}
+	_, _, costs, err := f.options([]string{"none"})
+	if err != nil {
+		return err
+	}
+	if err := f.openOut(); err != nil {
+		return err
+	}
+	defer f.closeOut()
+	k, _, err := f.imf.load()
+	if err != nil {
+		return err
+	}
+	rows, err := scenarios.RunTracingMulti(k, *k0, vs, costs)
+	if err != nil {
+		return err
+	}
+	return f.emit(stdout, rows, func(w io.Writer) error { return scenarios.WriteTracingMulti(w, k.Name, rows) })
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kpsim/kpsim/scenarios"
+)
+
+func TestRunBPFBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "session", "--programs", "0"}, "--programs"},
+		{[]string{"run", "session", "--kconfig", "KPROBES=y"}, "FPROBE"},
+		{[]string{"run", "session", "--bpf-kernel", "5.15"}, "--bpf-kernel"},
+		{[]string{"run", "session", "--patches", "ftrace-single-lookup,ftrace-single-lookup-v1"}, "alternatives"},
+		{[]string{"run", "session", "--possible-cpus", "0"}, "--possible-cpus"},
+		{[]string{"run", "crossover", "--k", "0"}, "--k"},
+		{[]string{"run", "crossover", "--k", "2000000"}, "--k"},
+		{[]string{"run", "crossover", "--k", "1,x"}, "--k"},
+		{[]string{"run", "multi", "--pattern", ""}, "empty pattern"},
+		{[]string{"run", "multi", "--k", "-1"}, "--k"},
+		{[]string{"run", "tracing-multi", "--variants", "nope"}, "--variants"},
+		{[]string{"run", "session", "--out", "/nonexistent/dir/x.json"}, "--out"},
+		{[]string{"run", "crossover", "--format", "csv"}, "--format"},
+	} {
+		args := append(tc.args, small...)
+		_, errs, code := runKpsim(args...)
+		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line naming %s", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+// A pattern matching nothing and an invalid target are per-attach results.
+func TestRunMultiNoMatchIsAResult(t *testing.T) {
+	out, errs, code := runKpsim(append([]string{"run", "multi", "--pattern", "zzz_no_such_fn*", "--k", "5", "--patches", "none"}, small...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "-ENOENT") {
+		t.Errorf("no -ENOENT result:\n%s", out)
+	}
+}
+
+func TestRunSessionFprobeOff(t *testing.T) {
+	out, errs, code := runKpsim(append([]string{"run", "session", "--programs", "3", "--kconfig", "FPROBE=n", "--patches", "libbpf-exact-syms"}, small...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "-EOPNOTSUPP:3") || !strings.Contains(out, "FPROBE=n") {
+		t.Errorf("want 3 -EOPNOTSUPP and the override recorded:\n%s", out)
+	}
+}
+
+func FuzzParseKList(f *testing.F) {
+	for _, s := range []string{"1,10,100", "max", "0", "1048577", "5,max,7", "", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ks, err := parseKList(s)
+		if err != nil {
+			return
+		}
+		for _, k := range ks {
+			if k != scenarios.KMax && (k <= 0 || k > 1<<20) {
+				t.Fatalf("%q: accepted K = %d", s, k)
+			}
+		}
+	})
+}

@@ -1,0 +1,250 @@
+package scenarios
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+
+	"github.com/kpsim/kpsim/ftrace"
+	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/kallsyms"
+	"github.com/kpsim/kpsim/machine"
+	"github.com/kpsim/kpsim/sim"
+)
+
+func init() {
+	Register(Info{Name: "crossover", Doc: "resolving K names: K kallsyms_lookup_name binary searches vs one ftrace_lookup_symbols walk, per kallsyms variant"})
+	Register(Info{Name: "tracing-multi", Doc: "fentry/fexit multi attach by BTF id: one kallsyms_lookup_name per function, per kallsyms variant, beside the ftrace registration"})
+}
+
+// CrossoverRow is one (variant, K) point.
+type CrossoverRow struct {
+	Variant     string  `json:"variant"`
+	K           int     `json:"k"`
+	LookupCyc   float64 `json:"lookups_est_cycles"` // K × (kallsyms_lookup_name + ftrace_location)
+	WalkCyc     float64 `json:"walk_est_cycles"`    // ftrace_lookup_symbols(K names)
+	WalkVisited uint64  `json:"walk_visited"`
+	Winner      string  `json:"winner"`
+}
+
+// CrossoverReport is run crossover's output.
+type CrossoverReport struct {
+	Kernel    string             `json:"kernel"`
+	Symbols   int                `json:"symbols"`
+	Rows      []CrossoverRow     `json:"rows"`
+	Crossover map[string]float64 `json:"crossover_k"` // per variant: K above which the walk is cheaper
+	PerLookup map[string]float64 `json:"lookup_est_cycles_per_name"`
+	PerVisit  map[string]float64 `json:"walk_est_cycles_per_symbol"`
+}
+
+func variantSwitches(v kallsyms.Variant) (sim.Switches, bool) {
+	var sw sim.Switches
+	switch v.Index {
+	case kallsyms.IndexMarkers:
+	case kallsyms.IndexOffsets3:
+		sw = sw.With(sim.KallsymsOffsetIndex)
+	default:
+		return 0, false
+	}
+	if v.TokenCmp {
+		sw = sw.With(sim.KallsymsTokenCmp)
+	}
+	return sw, true
+}
+
+// variantKernel boots the wiring, then swaps in the requested variant's
+// resolver (stride2 and dynamic32 have no switch).
+func variantKernel(k *image.Kernel, v kallsyms.Variant) (*kallsyms.Compressed, *ftrace.Ftrace, error) {
+	sw, _ := variantSwitches(v)
+	c := sim.NewCounters(false)
+	deps, _, err := DefaultWiring(k, sw, c, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	syms := deps.Syms.(*kallsyms.Compressed)
+	if syms.Variant() != v {
+		t, err := machine.KallsymsTables(k)
+		if err != nil {
+			return nil, nil, err
+		}
+		if syms, err = kallsyms.NewCompressed(t, v, kallsyms.CompressedOptions{Modules: k.Modules}); err != nil {
+			return nil, nil, err
+		}
+		syms.EnableFastScan()
+	}
+	ft, err := ftrace.New(k, syms, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	ft.FreeInitMem()
+	return syms, ft, nil
+}
+
+// KMax in a crossover K list means every uniquely named traceable function.
+const KMax = -1
+
+// RunCrossover measures, per kallsyms variant and K: K binary-search
+// lookups (kallsyms_lookup_name + the ftrace_location check each name
+// needs) against one ftrace_lookup_symbols walk over K sorted names.
+func RunCrossover(k *image.Kernel, ks []int, variants []kallsyms.Variant, costs *sim.CostTable) (*CrossoverReport, error) {
+	if len(ks) == 0 {
+		return nil, fmt.Errorf("no K given")
+	}
+	rep := &CrossoverReport{Kernel: k.Name, Crossover: map[string]float64{}, PerLookup: map[string]float64{}, PerVisit: map[string]float64{}}
+	for _, v := range variants {
+		syms, ft, err := variantKernel(k, v)
+		if err != nil {
+			return nil, err
+		}
+		rep.Symbols = syms.Tables().NumSyms
+		all := TraceableFunctions(k, ft)
+		var pts []CrossoverRow
+		for _, K := range ks {
+			if K == KMax {
+				K = len(all)
+			}
+			if K > len(all) {
+				return nil, fmt.Errorf("--k %d exceeds the %d uniquely named traceable functions", K, len(all))
+			}
+			names := make([]string, 0, K)
+			for _, f := range spread(all, K) {
+				names = append(names, f.Name)
+			}
+			sort.Strings(names)
+			c := sim.NewCounters(false)
+			for _, n := range names {
+				if a, ok := syms.LookupName(c, n); ok {
+					ft.Location(c, a)
+				}
+			}
+			look := costs.Cycles(c)
+			c.Reset()
+			addrs := make([]uint64, K)
+			if err := ft.LookupSymbols(c, names, addrs, ftrace.LookupWalk); err != nil {
+				return nil, fmt.Errorf("crossover walk: %w", err)
+			}
+			walk := costs.Cycles(c)
+			row := CrossoverRow{Variant: v.String(), K: K, LookupCyc: look, WalkCyc: walk, WalkVisited: c.Total(kallsyms.OpVisit), Winner: "lookups"}
+			if walk < look {
+				row.Winner = "walk"
+			}
+			pts = append(pts, row)
+		}
+		rep.Rows = append(rep.Rows, pts...)
+		// Crossover: interpolate the first sign change of walk - lookups.
+		x := -1.0
+		for i := range pts {
+			d := pts[i].WalkCyc - pts[i].LookupCyc
+			if d < 0 {
+				if i == 0 {
+					x = float64(pts[i].K)
+				} else {
+					p := pts[i-1]
+					dp := p.WalkCyc - p.LookupCyc
+					x = float64(p.K) + (float64(pts[i].K-p.K))*dp/(dp-d)
+				}
+				break
+			}
+		}
+		rep.Crossover[v.String()] = x
+		last := pts[len(pts)-1]
+		rep.PerLookup[v.String()] = last.LookupCyc / float64(last.K)
+		rep.PerVisit[v.String()] = last.WalkCyc / float64(max(last.WalkVisited, 1))
+	}
+	return rep, nil
+}
+
+// WriteTable prints the crossover table and the crossover K per variant.
+func (rep *CrossoverReport) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, " kpsim run crossover on %s (%d kallsyms symbols)\n", rep.Kernel, rep.Symbols)
+	fmt.Fprintf(w, " lookups = K × (kallsyms_lookup_name + ftrace_location); walk = ftrace_lookup_symbols(K sorted names); ms = cycles / 2.6e6\n\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "variant\tK\tlookups cycles\tms\twalk cycles\tms\tvisited\twinner\t")
+	for _, r := range rep.Rows {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%s\t%.3f\t%d\t%s\t\n", r.Variant, r.K, group(uint64(r.LookupCyc)), r.LookupCyc/CyclesPerMS,
+			group(uint64(r.WalkCyc)), r.WalkCyc/CyclesPerMS, r.WalkVisited, r.Winner)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	var vs []string
+	for v := range rep.Crossover {
+		vs = append(vs, v)
+	}
+	sort.Strings(vs)
+	for _, v := range vs {
+		x := rep.Crossover[v]
+		s := fmt.Sprintf("K ≈ %.0f", x)
+		if x < 0 {
+			s = "none in the K range (lookups cheaper throughout)"
+		}
+		fmt.Fprintf(w, " %-24s crossover %s; %.0f cycles per name looked up, %.1f cycles per symbol walked (≈ %.0f symbols walked per lookup)\n",
+			v, s, rep.PerLookup[v], rep.PerVisit[v], rep.PerLookup[v]/rep.PerVisit[v])
+	}
+	return nil
+}
+
+// TracingMultiRow is one variant's figures.
+type TracingMultiRow struct {
+	Variant     string  `json:"variant"`
+	K           int     `json:"k"`
+	KallsymsCyc float64 `json:"kallsyms_est_cycles"`
+	FtraceCyc   float64 `json:"ftrace_est_cycles"`
+	Share       float64 `json:"kallsyms_share"`
+}
+
+// RunTracingMulti models the kernel side of bpf_program__attach_tracing_multi
+// (fentry/fexit multi by BTF id, Jiri Olsa's 2026 series; not in 6.1): per
+// function one kallsyms_lookup_name of its BTF name, then the functions go
+// into one ftrace_ops filter (ftrace_set_filter_ips) registered once —
+// what the direct-call trampoline registration walks. The trampoline and
+// BTF work are not modelled, so the share is of the modelled work only.
+func RunTracingMulti(k *image.Kernel, K int, variants []kallsyms.Variant, costs *sim.CostTable) ([]TracingMultiRow, error) {
+	var out []TracingMultiRow
+	for _, v := range variants {
+		syms, ft, err := variantKernel(k, v)
+		if err != nil {
+			return nil, err
+		}
+		all := TraceableFunctions(k, ft)
+		funcs := all
+		if K > 0 {
+			funcs = spread(all, K)
+		}
+		c := sim.NewCounters(false)
+		addrs := make([]uint64, 0, len(funcs))
+		for _, f := range funcs {
+			a, ok := syms.LookupName(c, f.Name)
+			if !ok {
+				return nil, fmt.Errorf("tracing-multi: %s not found", f.Name)
+			}
+			addrs = append(addrs, a)
+		}
+		ks := costs.Cycles(c)
+		c.Reset()
+		ops := ft.NewOps("bpf_tramp_multi")
+		if err := ft.SetFilterIPs(c, ops, addrs); err != nil {
+			return nil, err
+		}
+		if err := ft.RegisterFunction(c, ops); err != nil {
+			return nil, err
+		}
+		fc := costs.Cycles(c)
+		out = append(out, TracingMultiRow{Variant: v.String(), K: len(funcs), KallsymsCyc: ks, FtraceCyc: fc, Share: ks / (ks + fc)})
+	}
+	return out, nil
+}
+
+// WriteTracingMulti prints run tracing-multi's table.
+func WriteTracingMulti(w io.Writer, kernel string, rows []TracingMultiRow) error {
+	fmt.Fprintf(w, " kpsim run tracing-multi on %s: K kallsyms_lookup_name + one ftrace filter/registration (trampolines, BTF not modelled)\n\n", kernel)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "variant\tK\tkallsyms cycles\tms\tftrace cycles\tms\tkallsyms share\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.2f\t%s\t%.2f\t%.1f%%\t\n", r.Variant, r.K, group(uint64(r.KallsymsCyc)), r.KallsymsCyc/CyclesPerMS,
+			group(uint64(r.FtraceCyc)), r.FtraceCyc/CyclesPerMS, 100*r.Share)
+	}
+	return tw.Flush()
+}

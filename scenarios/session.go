@@ -1,0 +1,347 @@
+package scenarios
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kpsim/kpsim/bpf"
+	"github.com/kpsim/kpsim/errno"
+	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/libbpf"
+	"github.com/kpsim/kpsim/sim"
+)
+
+func init() {
+	Register(Info{Name: "session", Doc: "P kprobe.session programs by exact name, one link each, via libbpf; --pairs adds the classic kprobe + kretprobe perf events"})
+	Register(Info{Name: "multi", Doc: "one kprobe.multi link over K functions (pattern and syms forms)"})
+}
+
+// SessionOptions parameterise run session and run multi.
+type SessionOptions struct {
+	BPF      BPFOptions
+	Programs int // session: programs (default 50)
+	Pairs    bool
+	// Multi: Pattern (glob) or Functions (K, 0 = every traceable function).
+	Pattern   string
+	Functions int
+	Runs      []RunSpec
+}
+
+// BPFRunReport is one switch set's run.
+type BPFRunReport struct {
+	Name      string         `json:"name"`
+	Switches  []string       `json:"switches"`
+	Stages    []StageRow     `json:"stages"`
+	Cycles    float64        `json:"est_cycles"`
+	MS        float64        `json:"est_ms"`
+	PerAttach float64        `json:"est_ms_per_attach"`
+	Attaches  int            `json:"attaches"`
+	OK        int            `json:"ok"`
+	Errors    map[string]int `json:"errors"`
+	Paths     map[string]int `json:"paths"`
+	Digest    string         `json:"decisions_digest"`
+	WallNS    int64          `json:"wall_ns"`
+	Changed   []string       `json:"changed_vs_first,omitempty"`
+	Failed    []string       `json:"failed,omitempty"` // "target: -ERR" per failed attach
+	// Group: runs compared with each other (the first of a group is the
+	// base): "" for session runs, "pairs", the form for multi.
+	Group string `json:"group,omitempty"`
+
+	results []attachResult
+}
+
+// BPFReport is a session/multi report.
+type BPFReport struct {
+	Scenario string            `json:"scenario"`
+	Kernel   string            `json:"kernel"`
+	Model    map[string]string `json:"model"`
+	Params   map[string]any    `json:"params"`
+	Runs     []*BPFRunReport   `json:"runs"`
+}
+
+func (o *SessionOptions) model(why string, k *image.Kernel) map[string]string {
+	kc := "none"
+	if v, ok := o.BPF.Kconfig["FPROBE"]; ok {
+		kc = "FPROBE=" + yn(v)
+	}
+	return map[string]string{
+		"libbpf":   libbpf.Version,
+		"kernel":   "bpf_trace.c/ftrace generation " + o.BPF.Gen.String() + " (6.10: kprobe.session, MAX_KPROBE_MULTI_CNT, get_modules_for_addrs, module walk in ftrace_lookup_symbols)",
+		"fprobe":   "rethook-based (as 6.1, ≤ v6.13): one ftrace_ops per link, num × CPUs × 2 rethook nodes with an exit handler",
+		"fprobe_y": why,
+		"kconfig":  kc,
+		"image":    k.Name,
+	}
+}
+
+// RunSession runs `kpsim run session`.
+func RunSession(k *image.Kernel, o SessionOptions, costs *sim.CostTable) (*BPFReport, error) {
+	if o.Programs <= 0 {
+		return nil, fmt.Errorf("--programs must be positive, got %d", o.Programs)
+	}
+	rep := &BPFReport{Scenario: "session", Kernel: k.Name,
+		Params: map[string]any{"programs": o.Programs, "pairs": o.Pairs, "possible_cpus": o.BPF.PossibleCPUs}}
+	runs := o.Runs
+	if o.Pairs {
+		runs = append(runs, RunSpec{Name: "pairs"})
+	}
+	for _, spec := range runs {
+		c := sim.NewCounters(true)
+		r, why, err := bootBPF(k, spec.Switches, o.BPF, c)
+		if err != nil {
+			return nil, err
+		}
+		if rep.Model == nil {
+			rep.Model = o.model(why, k)
+		}
+		funcs := spread(TraceableFunctions(k, r.ft), o.Programs)
+		c.Reset()
+		start := time.Now()
+		var res []attachResult
+		for i, f := range funcs {
+			if spec.Name == "pairs" {
+				res = append(res, r.attachPair(c, i, f.Name)...)
+				continue
+			}
+			ar := attachResult{Target: f.Name}
+			l, err := r.lib.Attach(c, fmt.Sprintf("session%d", i), "kprobe.session/"+f.Name)
+			if err != nil {
+				ar.Err, ar.Why = errName(err)
+			} else if l != nil {
+				ar.Addrs, ar.Path = r.lastLinkAddrs(), l.Path
+			}
+			res = append(res, ar)
+		}
+		run := finishRun(spec, c, costs, res, time.Since(start))
+		if spec.Name == "pairs" {
+			run.Group = "pairs"
+		}
+		rep.Runs = append(rep.Runs, run)
+	}
+	markChanged(rep)
+	return rep, nil
+}
+
+// attachPair is the classic setup Andrey compared against: SEC("kprobe/f")
+// and SEC("kretprobe/f"), two perf events per function.
+func (r *bpfRun) attachPair(c *sim.Counters, i int, fn string) []attachResult {
+	var out []attachResult
+	for _, sec := range []string{"kprobe/", "kretprobe/"} {
+		ar := attachResult{Target: sec + fn}
+		l, err := r.lib.Attach(c, fmt.Sprintf("pair%d", i), sec+fn)
+		if err != nil {
+			ar.Err, ar.Why = errName(err)
+		} else if l != nil {
+			ar.Path = l.Path
+		}
+		out = append(out, ar)
+	}
+	return out
+}
+
+// errName is the errno an attach returned ("-ENOENT"); why is the
+// longer reason when the error carries one (the kprobes core's refusals).
+func errName(err error) (name, why string) {
+	var e errno.Errno
+	if !errors.As(err, &e) {
+		return err.Error(), ""
+	}
+	var r *Refusal
+	if errors.As(err, &r) {
+		why = r.Reason
+	}
+	return "-" + e.Name(), why
+}
+
+func finishRun(spec RunSpec, c *sim.Counters, costs *sim.CostTable, res []attachResult, wall time.Duration) *BPFRunReport {
+	run := &BPFRunReport{Name: spec.Name, Switches: spec.Switches.Names(), Errors: map[string]int{}, Paths: map[string]int{},
+		WallNS: wall.Nanoseconds(), results: res}
+	run.Stages = stages(c, costs, map[sim.Phase]bool{PhaseBoot: true})
+	for _, s := range run.Stages {
+		run.Cycles += s.Cycles
+	}
+	run.MS = run.Cycles / CyclesPerMS
+	run.Attaches = len(res)
+	if len(res) > 0 {
+		run.PerAttach = run.MS / float64(len(res))
+		for i := range run.Stages {
+			run.Stages[i].PerAttachMS = run.Stages[i].MS / float64(len(res))
+		}
+	}
+	for _, a := range res {
+		if a.Err == "" {
+			run.OK++
+			run.Paths[a.Path]++
+		} else {
+			run.Errors[a.Err]++
+			f := a.Target + ": " + a.Err
+			if a.Why != "" {
+				f += " (" + a.Why + ")"
+			}
+			run.Failed = append(run.Failed, f)
+		}
+	}
+	run.Digest = bpfDigest(res)
+	return run
+}
+
+func markChanged(rep *BPFReport) {
+	for _, r := range rep.Runs {
+		if b := rep.base(r); b != r && r.Digest != b.Digest {
+			r.Changed = diffResults(b.results, r.results)
+		}
+	}
+}
+
+// base is the first run of r's group.
+func (rep *BPFReport) base(r *BPFRunReport) *BPFRunReport {
+	for _, x := range rep.Runs {
+		if x.Group == r.Group {
+			return x
+		}
+	}
+	return r
+}
+
+// RunMulti runs `kpsim run multi`: one kprobe.multi link over K functions,
+// in the pattern form (libbpf resolves in user space, unless
+// libbpf-exact-syms sends a wildcard-free pattern as syms) and the syms
+// form (the kernel resolves all K names with ftrace_lookup_symbols).
+func RunMulti(k *image.Kernel, o SessionOptions, costs *sim.CostTable) (*BPFReport, error) {
+	if o.Functions < 0 || o.Functions > bpf.MaxKprobeMultiCnt*4 {
+		return nil, fmt.Errorf("--functions %d out of range", o.Functions)
+	}
+	rep := &BPFReport{Scenario: "multi", Kernel: k.Name, Params: map[string]any{"pattern": o.Pattern, "functions": o.Functions}}
+	for _, spec := range o.Runs {
+		for _, form := range []string{"pattern", "syms"} {
+			if form == "pattern" && o.Pattern == "" {
+				continue
+			}
+			c := sim.NewCounters(true)
+			r, why, err := bootBPF(k, spec.Switches, o.BPF, c)
+			if err != nil {
+				return nil, err
+			}
+			if rep.Model == nil {
+				rep.Model = o.model(why, k)
+			}
+			funcs := TraceableFunctions(k, r.ft)
+			if o.Functions > 0 {
+				funcs = spread(funcs, o.Functions)
+			}
+			c.Reset()
+			start := time.Now()
+			ar := attachResult{Target: form}
+			var l *libbpf.Link
+			prog := &bpf.Prog{Name: "multi"}
+			if form == "pattern" {
+				ar.Target = "pattern " + o.Pattern
+				l, err = r.lib.AttachKprobeMultiOpts(c, prog, o.Pattern, true, libbpf.KprobeMultiOpts{})
+			} else {
+				names := make([]string, len(funcs))
+				for i, f := range funcs {
+					names[i] = f.Name
+				}
+				ar.Target = fmt.Sprintf("syms ×%d", len(names))
+				l, err = r.lib.AttachKprobeMultiOpts(c, prog, "", false, libbpf.KprobeMultiOpts{Syms: names, Cnt: len(names)})
+			}
+			if err != nil {
+				ar.Err, ar.Why = errName(err)
+			} else {
+				ar.Addrs, ar.Path = r.lastLinkAddrs(), l.Path
+			}
+			run := finishRun(RunSpec{Name: spec.Name + " " + form, Switches: spec.Switches}, c, costs, []attachResult{ar}, time.Since(start))
+			run.Group = form
+			rep.Runs = append(rep.Runs, run)
+		}
+	}
+	markChanged(rep)
+	return rep, nil
+}
+
+// WriteTable writes the per-stage table: one column pair (cycles, ms) per
+// run, then totals, per-attach cost, results and digests.
+func (rep *BPFReport) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, " kpsim run %s on %s\n", rep.Scenario, rep.Kernel)
+	for _, k := range []string{"libbpf", "kernel", "fprobe", "fprobe_y", "kconfig"} {
+		fmt.Fprintf(w, " %-9s %s\n", k+":", rep.Model[k])
+	}
+	fmt.Fprintf(w, " params:   %v\n", rep.Params)
+	fmt.Fprintf(w, " cycles at the weights' reference clock; ms = cycles / 2.6e6\n\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "stage\t")
+	for _, r := range rep.Runs {
+		fmt.Fprintf(tw, "%s cycles\tms\tms/attach\t", r.Name)
+	}
+	fmt.Fprintln(tw)
+	var phases []string
+	seen := map[string]bool{}
+	for _, r := range rep.Runs {
+		for _, s := range r.Stages {
+			if !seen[s.Phase] {
+				seen[s.Phase] = true
+				phases = append(phases, s.Phase)
+			}
+		}
+	}
+	for _, ph := range phases {
+		fmt.Fprintf(tw, "%s\t", ph)
+		for _, r := range rep.Runs {
+			cyc := 0.0
+			for _, s := range r.Stages {
+				if s.Phase == ph {
+					cyc = s.Cycles
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%.3f\t%.4f\t", group(uint64(cyc)), cyc/CyclesPerMS, cyc/CyclesPerMS/float64(max(r.Attaches, 1)))
+		}
+		fmt.Fprintln(tw)
+	}
+	fmt.Fprint(tw, "total\t")
+	for _, r := range rep.Runs {
+		fmt.Fprintf(tw, "%s\t%.3f\t%.4f\t", group(uint64(r.Cycles)), r.MS, r.PerAttach)
+	}
+	fmt.Fprintln(tw)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for _, r := range rep.Runs {
+		base := rep.base(r)
+		same := "= " + base.Name
+		if r.Digest != base.Digest {
+			same = "DIFFERENT"
+		}
+		if r.Group == "pairs" {
+			same = "(2 perf events per function: own group)"
+		}
+		fmt.Fprintf(w, " %-40s attaches %d ok %d errors %v paths %v wall %v digest %s %s\n", r.Name, r.Attaches, r.OK,
+			r.Errors, r.Paths, time.Duration(r.WallNS).Round(time.Millisecond), r.Digest[:12], same)
+		for _, ch := range r.Changed {
+			fmt.Fprintf(w, "     changed: %s\n", ch)
+		}
+		if len(r.Failed) > 0 && len(r.Failed) < r.Attaches {
+			for i, f := range r.Failed {
+				if i == 8 {
+					fmt.Fprintf(w, "     failed: … %d more\n", len(r.Failed)-8)
+					break
+				}
+				fmt.Fprintf(w, "     failed: %s\n", f)
+			}
+		}
+	}
+	return nil
+}
+
+// RunNames lists the run names.
+func (rep *BPFReport) RunNames() string {
+	var n []string
+	for _, r := range rep.Runs {
+		n = append(n, r.Name)
+	}
+	return strings.Join(n, ", ")
+}
