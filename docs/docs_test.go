@@ -14,10 +14,25 @@ import (
 	"strings"
 	"testing"
 
-	_ "github.com/kpsim/kpsim/machine" // every subsystem registers its ops
+	// Every package that registers ops (TestDocsOpsComplete checks the list).
+	_ "github.com/kpsim/kpsim/bpf"
+	_ "github.com/kpsim/kpsim/bug"
+	_ "github.com/kpsim/kpsim/extable"
+	_ "github.com/kpsim/kpsim/ftrace"
+	_ "github.com/kpsim/kpsim/ftrace/fprobe"
+	_ "github.com/kpsim/kpsim/jumplabel"
+	_ "github.com/kpsim/kpsim/kallsyms"
+	_ "github.com/kpsim/kpsim/kprobes"
+	_ "github.com/kpsim/kpsim/kprobes/blacklist"
+	_ "github.com/kpsim/kpsim/libbpf"
+	_ "github.com/kpsim/kpsim/machine"
+	_ "github.com/kpsim/kpsim/maple"
+	_ "github.com/kpsim/kpsim/rhashtable"
 	_ "github.com/kpsim/kpsim/scenarios"
 	"github.com/kpsim/kpsim/sim"
+	_ "github.com/kpsim/kpsim/staticcall"
 	_ "github.com/kpsim/kpsim/trace"
+	_ "github.com/kpsim/kpsim/x86"
 )
 
 // The generated parts of docs/*.md sit between these markers; the tests
@@ -84,6 +99,40 @@ func countMetrics(ops []sim.OpInfo) int {
 
 func cell(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(strings.TrimSpace(s))
+}
+
+// TestDocsOpsComplete: every op a package registers with a literal name is
+// in sim.Ops(), so cost-model.md misses none (a new package that registers
+// ops must be imported above).
+func TestDocsOpsComplete(t *testing.T) {
+	have := map[string]bool{}
+	for _, o := range sim.Ops() {
+		have[o.Name] = true
+	}
+	re := regexp.MustCompile(`sim\.New(?:Op|Metric)\("([^"]+)"`)
+	found := 0
+	err := filepath.WalkDir("..", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+			found++
+			if !have[m[1]] {
+				t.Errorf("%s registers op %s, which the docs test does not import", p, m[1])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found < 50 {
+		t.Fatalf("found only %d op registrations in the tree", found)
+	}
 }
 
 // modelled is one Go function that models kernel functions.
