@@ -16,7 +16,7 @@ import (
 	"github.com/kpsim/kpsim/sim"
 )
 
-const sweepUsage = "kpsim sweep many --n START:STOP:STEP|N,N,... [--format table|json|csv|bench] [--out FILE] [--plot FILE.svg|.png] [--plot-phase PHASE] [--plot-per-probe] [--plot-linear] [run many flags]"
+const sweepUsage = "kpsim sweep many --n START:STOP:STEP|N,N,... [--vias DOOR,...] [--format table|json|csv|bench] [--out FILE] [--plot FILE.svg|.png] [--plot-phase PHASE] [--plot-per-probe] [--plot-linear] [run many flags]"
 
 // manyHook, when set, receives run many's report instead of its output:
 // a sweep runs the scenario once per N through the same flag handling.
@@ -25,7 +25,7 @@ var manyHook func(*scenarios.ManyReport)
 // sweepFlags are the flags sweep (and report) take for themselves; every
 // other flag goes to the scenario. bool says whether the flag takes no
 // value.
-var sweepFlags = map[string]bool{"n": false, "format": false, "out": false, "plot": false, "plot-phase": false, "plot-per-probe": true, "plot-linear": true}
+var sweepFlags = map[string]bool{"n": false, "format": false, "out": false, "plot": false, "plot-phase": false, "plot-per-probe": true, "plot-linear": true, "vias": false}
 
 // splitFlags separates the flags in own from the rest, keeping order.
 func splitFlags(args []string, own map[string]bool) (mine, rest []string) {
@@ -54,6 +54,7 @@ func splitFlags(args []string, own map[string]bool) (mine, rest []string) {
 // sweepJob is a parsed sweep: its own flags and the scenario's.
 type sweepJob struct {
 	ns                  []int
+	vias                []string // front doors to sweep each run through (--vias)
 	format, out, plot   string
 	plotOpts            scenarios.PlotOptions
 	scenarioArgs, given []string
@@ -90,6 +91,7 @@ func parseSweep(name string, args []string, stdout io.Writer, formats []string) 
 	fs.StringVar(&j.plotOpts.Phase, "plot-phase", "total", "the phase the plot shows (total or a phase name, kpsim list)")
 	fs.BoolVar(&j.plotOpts.PerProbe, "plot-per-probe", false, "plot cycles per probe (cycles / N)")
 	fs.BoolVar(&j.plotOpts.Linear, "plot-linear", false, "linear axes (default log-log, where the slope is the growth exponent)")
+	vias := fs.String("vias", "", "sweep every run through each of these front doors (comma-separated --via values); the runs are named RUN@DOOR")
 	if err := parse(fs, mine, stdout); err != nil {
 		if err == errHelp {
 			fmt.Fprintln(stdout, "\nEvery other flag is the scenario's: kpsim run many --help lists them.")
@@ -98,6 +100,19 @@ func parseSweep(name string, args []string, stdout io.Writer, formats []string) 
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, v := range splitList(*vias) {
+		switch scenarios.Via(v) {
+		case scenarios.ViaRegisterKprobes, scenarios.ViaRegisterKprobe, scenarios.ViaKprobeEvents, scenarios.ViaPerfKprobe:
+		default:
+			return nil, usagef("--vias: %q is not a front door (register_kprobes, register_kprobe, kprobe_events, perf_kprobe)", v)
+		}
+		j.vias = append(j.vias, v)
+	}
+	for _, a := range rest {
+		if n := strings.TrimLeft(strings.SplitN(a, "=", 2)[0], "-"); len(j.vias) > 0 && strings.HasPrefix(a, "-") && (n == "via" || n == "single") {
+			return nil, usagef("--%s: conflicts with --vias (one front door per run)", n)
+		}
+	}
 	if _, ok := sim.LookupPhase(j.plotOpts.Phase); !ok && j.plotOpts.Phase != "total" {
 		return nil, usagef("--plot-phase: unknown phase %q (kpsim list shows them)", j.plotOpts.Phase)
 	}
@@ -154,16 +169,41 @@ func (j *sweepJob) reports(stderr io.Writer) ([]*scenarios.ManyReport, error) {
 		if tty {
 			fmt.Fprintf(stderr, "sweep: n=%d (%d of %d)\n", n, i+1, len(j.ns))
 		}
-		var got *scenarios.ManyReport
-		manyHook = func(r *scenarios.ManyReport) { got = r }
-		args := append(append([]string(nil), j.scenarioArgs...), "--n", strconv.Itoa(n))
-		if err := runMany(args, io.Discard, stderr); err != nil {
-			return nil, err
+		doors := j.vias
+		if len(doors) == 0 {
+			doors = []string{""}
 		}
-		if got == nil {
-			return nil, fmt.Errorf("n=%d: the scenario made no report", n)
+		var merged *scenarios.ManyReport
+		for _, via := range doors {
+			var got *scenarios.ManyReport
+			manyHook = func(r *scenarios.ManyReport) { got = r }
+			args := append(append([]string(nil), j.scenarioArgs...), "--n", strconv.Itoa(n))
+			if via != "" {
+				args = append(args, "--via", via)
+			}
+			if err := runMany(args, io.Discard, stderr); err != nil {
+				return nil, err
+			}
+			if got == nil {
+				return nil, fmt.Errorf("n=%d: the scenario made no report", n)
+			}
+			if via == "" {
+				merged = got
+				continue
+			}
+			// One report per N with every door's runs, named RUN@DOOR.
+			for _, r := range got.Runs {
+				r.Name += "@" + via
+			}
+			if merged == nil {
+				merged = got
+				merged.Params["via"] = strings.Join(j.vias, ",")
+				merged.Via = scenarios.Via(strings.Join(j.vias, ","))
+			} else {
+				merged.Runs = append(merged.Runs, got.Runs...)
+			}
 		}
-		reps = append(reps, got)
+		reps = append(reps, merged)
 	}
 	return reps, nil
 }

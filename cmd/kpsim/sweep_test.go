@@ -201,3 +201,38 @@ func TestSweepRefusals(t *testing.T) {
 		t.Errorf("refused sweeps left files: %v", ents)
 	}
 }
+
+// TestSweepVias: --vias sweeps every run through each front door, one
+// curve per run and door.
+func TestSweepVias(t *testing.T) {
+	out, errs, code := runKpsim(append([]string{"sweep", "many", "--n", "100,200", "--traced", "--vias", "register_kprobe,kprobe_events", "--format", "json"}, small...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var sw sweepJSON
+	if err := json.Unmarshal([]byte(out), &sw); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range sw.Runs {
+		names = append(names, r.Name)
+	}
+	if strings.Join(names, " ") != "none@register_kprobe series@register_kprobe none@kprobe_events series@kprobe_events" {
+		t.Errorf("runs %v", names)
+	}
+	for _, r := range sw.Runs {
+		if len(r.Points) != 2 || r.Points[1].EstCycles <= r.Points[0].EstCycles {
+			t.Errorf("%s: points %+v", r.Name, r.Points)
+		}
+	}
+	for _, tc := range []struct{ args []string }{
+		{[]string{"--vias", "register_kprobe", "--via", "perf_kprobe"}},
+		{[]string{"--vias", "register_kprobe", "--single"}},
+		{[]string{"--vias", "tracefs"}},
+	} {
+		_, errs, code := runKpsim(append(append([]string{"sweep", "many", "--n", "1,2"}, tc.args...), small...)...)
+		if code != 2 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "--") {
+			t.Errorf("%v: exit %d %q", tc.args, code, errs)
+		}
+	}
+}
