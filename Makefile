@@ -5,13 +5,18 @@ FUZZTIME ?= 20s
 
 .PHONY: run test vet staticcheck bench fuzz build clean real-kernel
 
+# The revision every report names (go's own VCS stamp is missing in git
+# worktrees and with -buildvcs=false).
+KPSIM_REV := $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+LDFLAGS := -X github.com/kpsim/kpsim/scenarios.vcsRevision=$(KPSIM_REV)
+
 # The main job on the embedded synthetic default image: the batch kprobe
 # sample (20,000 probes) upstream vs the series.
 run:
-	$(GO) run ./cmd/kpsim run many
+	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/kpsim run many
 
 build:
-	$(GO) build -o kpsim ./cmd/kpsim
+	$(GO) build -ldflags "$(LDFLAGS)" -o kpsim ./cmd/kpsim
 
 # vet, staticcheck (pinned as a go.mod tool, fetched through the module
 # proxy on a fresh machine) and the race-enabled tests of every package.

@@ -29,6 +29,12 @@ type KallsymsOptions struct {
 	Build    ktab.Options
 	Variants []kallsyms.Variant // default: kallsyms.AllVariants()
 	Seed     uint64
+	// Budget, when positive, is the time each measurement's timing loop
+	// runs for (its pass count grown as testing.B grows b.N, at most
+	// Iters); zero times exactly Iters passes.
+	Budget time.Duration
+	// Progress, if set, is told about every measurement (a terminal's bar).
+	Progress Progress
 	// Costs price the counts (default: the registered weights); Why says
 	// why this table was chosen, for the report.
 	Costs *sim.CostTable
@@ -55,6 +61,9 @@ type KallsymsRun struct {
 	HeapPeakBytes   int64              `json:"heap_peak_bytes"`
 	ValidatedHits   int                `json:"validated_hits"`
 	ValidatedMisses int                `json:"validated_misses"`
+	// Passes are the timed passes of each measurement (hit, miss, sprint,
+	// sprint_no_offset, walk): Iters, or what the time budget reached.
+	Passes map[string]int `json:"passes"`
 }
 
 // KallsymsReport is the scenario's output.
@@ -67,6 +76,10 @@ type KallsymsReport struct {
 	Hits     []string       `json:"hits"`
 	Misses   []string       `json:"misses"`
 	Runs     []*KallsymsRun `json:"runs"`
+	// Budget is the time budget of each timing loop ("" for fixed Iters).
+	Budget string `json:"time_budget,omitempty"`
+	// Meta says how the report was made (the caller fills it).
+	Meta *Meta `json:"meta,omitempty"`
 }
 
 // SymbolsOf turns an image's vmlinux symbols into the build's input.
@@ -140,6 +153,14 @@ func RunKallsyms(kernel string, syms []ktab.Symbol, modules []*image.Module, o K
 		rep.Weights += "; " + o.Why
 	}
 	walkIters := max(1, o.Iters/20000)
+	if o.Budget > 0 {
+		rep.Budget = o.Budget.String()
+	}
+	done := 0
+	if o.Progress != nil {
+		o.Progress.Start("kallsyms", 4*len(variants)) // hit, miss, sprint, walk per variant
+		defer o.Progress.Done()
+	}
 	for _, v := range variants {
 		c, err := kallsyms.NewCompressed(t, v, kallsyms.CompressedOptions{Modules: modules})
 		if err != nil {
@@ -160,19 +181,32 @@ func RunKallsyms(kernel string, syms []ktab.Symbol, modules []*image.Module, o K
 			}
 			run.ValidatedMisses++
 		}
-		hit, err := c.MeasureWith(costs, kallsyms.KindLookupName, hits, nil, o.Iters)
+		run.Passes = map[string]int{}
+		measure := func(what string, kind kallsyms.LookupKind, names []string, as []uint64, maxN int) (kallsyms.Measurement, error) {
+			m, n, err := measureFor(o.Budget, maxN, func(n int) (kallsyms.Measurement, error) { return c.MeasureWith(costs, kind, names, as, n) })
+			run.Passes[what] = n
+			if o.Progress != nil {
+				done++
+				o.Progress.Update(done)
+			}
+			return m, err
+		}
+		hit, err := measure("hit", kallsyms.KindLookupName, hits, nil, o.Iters)
 		if err != nil {
 			return nil, err
 		}
-		miss, err := c.MeasureWith(costs, kallsyms.KindLookupName, misses, nil, o.Iters)
+		miss, err := measure("miss", kallsyms.KindLookupName, misses, nil, o.Iters)
 		if err != nil {
 			return nil, err
 		}
-		spr, err := c.MeasureWith(costs, kallsyms.KindSprint, nil, addrs, o.Iters)
+		spr, err := measure("sprint", kallsyms.KindSprint, nil, addrs, o.Iters)
 		if err != nil {
 			return nil, err
 		}
-		walk, err := c.MeasureWith(costs, kallsyms.KindOnEachSymbol, nil, nil, walkIters)
+		if o.Budget > 0 {
+			walkIters = o.Iters // the budget decides
+		}
+		walk, err := measure("walk", kallsyms.KindOnEachSymbol, nil, nil, walkIters)
 		if err != nil {
 			return nil, err
 		}
@@ -180,7 +214,9 @@ func RunKallsyms(kernel string, syms []ktab.Symbol, modules []*image.Module, o K
 		run.MissNS, run.MissOps, run.MissCycles = miss.NsPerCall, miss.OpsPerCall, miss.CyclesPerCall
 		run.SprintNS, run.SprintOps, run.SprintCycles = spr.NsPerCall, spr.OpsPerCall, spr.CyclesPerCall
 		run.WalkUS, run.WalkCycles = walk.NsPerCall/1000, walk.CyclesPerCall
-		run.SprintNoOffNS = timeCalls(o.Iters, addrs, func(a uint64) { c.SprintSymbolNoOffset(nil, a) })
+		run.SprintNoOffNS, run.Passes["sprint_no_offset"], _ = measureFor(o.Budget, o.Iters, func(n int) (float64, error) {
+			return timeCalls(n, addrs, func(a uint64) { c.SprintSymbolNoOffset(nil, a) }), nil
+		})
 		mem := c.Memory()
 		run.ExtraBytes, run.HeapPeakBytes = mem.ExtraRodata+mem.HeapPeak, mem.HeapPeak
 		rep.Runs = append(rep.Runs, run)
@@ -257,19 +293,39 @@ func (r *KallsymsReport) WriteCSV(w io.Writer) error {
 // per call and the modelled ops and cycles per call, with ratios to the
 // first variant (the baseline).
 func (r *KallsymsReport) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, " Simulated test_kallsyms_perf over %d symbols (%s), %d iterations\n", r.Symbols, r.Kernel, r.Iters)
-	fmt.Fprintf(w, " hits: %d names, misses: %d names; every variant validated first\n", len(r.Hits), len(r.Misses))
-	fmt.Fprintf(w, " weights: %s\n\n", r.Weights)
+	iters := fmt.Sprintf("%d iterations", r.Iters)
+	if r.Budget != "" {
+		iters = fmt.Sprintf("%s per measurement", r.Budget)
+	}
+	fmt.Fprintf(w, " Simulated test_kallsyms_perf over %d symbols (%s), %s\n", r.Symbols, r.Kernel, iters)
+	for _, l := range r.Meta.Lines() {
+		writeWrapped(w, " "+l, "          ")
+	}
+	if r.Budget != "" {
+		fmt.Fprintf(w, " timing: each measurement timed for %s (at most %d passes; the passes each took are in --format json)\n", r.Budget, r.Iters)
+	}
+	fmt.Fprintf(w, " weights: %s\n", r.Weights) // one line: a reader greps it
+	fmt.Fprintf(w, " hits: %d names, misses: %d names; every variant validated first\n\n", len(r.Hits), len(r.Misses))
 	if len(r.Runs) == 0 {
 		return nil
 	}
 	b := r.Runs[0]
+	// Two tables of one row per variant, each within TableWidth: the
+	// model's counts and cycles per call, and this machine's wall time.
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "variant\thit ns\tmiss ns\tsprint ns\tsprint_no_offset ns\twalk us\thit ops\thit cycles\tmiss ops\tmiss cycles\thit cyc %s/v\tmiss cyc %s/v\thit ns %s/v\textra bytes\t\n", b.Name, b.Name, b.Name)
+	fmt.Fprintln(w, " modelled, per call (b/v: "+b.Name+" over the variant)")
+	fmt.Fprintf(tw, "variant\thit ops\thit cycles\tmiss ops\tmiss cycles\thit b/v\tmiss b/v\textra bytes\t\n")
 	for _, run := range r.Runs {
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t\n", run.Name, run.HitNS, run.MissNS, run.SprintNS, run.SprintNoOffNS, run.WalkUS,
-			opsTotal(run.HitOps), run.HitCycles, opsTotal(run.MissOps), run.MissCycles,
-			ratio(b.HitCycles, run.HitCycles), ratio(b.MissCycles, run.MissCycles), ratio(b.HitNS, run.HitNS), signed(run.ExtraBytes))
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t%s\t%s\t\n", run.Name, opsTotal(run.HitOps), run.HitCycles, opsTotal(run.MissOps), run.MissCycles,
+			ratio(b.HitCycles, run.HitCycles), ratio(b.MissCycles, run.MissCycles), signed(run.ExtraBytes))
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\n measured, Go wall time per call on this machine")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "variant\thit ns\tmiss ns\tsprint ns\tno-offset ns\twalk us\thit b/v\tmiss b/v\t\n")
+	for _, run := range r.Runs {
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t%s\t\n", run.Name, run.HitNS, run.MissNS, run.SprintNS, run.SprintNoOffNS, run.WalkUS,
+			ratio(b.HitNS, run.HitNS), ratio(b.MissNS, run.MissNS))
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\n ns are this machine's Go wall time per call (compare as ratios within one run); ops and cycles are the model's counts x weights.")

@@ -250,6 +250,8 @@ type ManyReport struct {
 
 	// Targets are the probes in attach order, for the per-probe report.
 	Targets []Target `json:"-"`
+	// Meta says how the report was made (the caller fills it).
+	Meta *Meta `json:"-"`
 }
 
 // Progress is told about each run's progress (may be nil).

@@ -8,173 +8,61 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
-	"time"
 )
 
-// WriteJSON writes the report as one JSON object.
+// WriteJSON writes the report as one JSON object (see jsonReport: schema
+// SchemaVersion).
 func (r *ManyReport) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return enc.Encode(r.jsonReport())
 }
 
-// WriteCSV writes one row per run and counter: run, counter, count,
-// est_cycles (summed over phases).
+// WriteCSV writes one row per run, phase and counter (see csvRows).
 func (r *ManyReport) WriteCSV(w io.Writer, costs interface{ WeightByName(string) float64 }) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"run", "counter", "count", "est_cycles"}); err != nil {
+	if err := cw.WriteAll(r.csvRows(costs)); err != nil {
 		return err
 	}
-	for _, run := range r.Runs {
-		names := make([]string, 0, len(run.Ops))
-		for n := range run.Ops {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			cyc := float64(run.Ops[n]) * costs.WeightByName(n)
-			if err := cw.Write([]string{run.Name, n, strconv.FormatUint(run.Ops[n], 10), strconv.FormatFloat(cyc, 'f', 0, 64)}); err != nil {
-				return err
-			}
-		}
-	}
-	cw.Flush()
 	return cw.Error()
 }
 
-// WriteTable writes the perf-stat-like report: parameters, then per phase
-// each run's operation count and estimated cycles side by side, the ratio
-// of the first run to each other run, totals, wall time and memory.
+// WriteTable writes the perf-stat-like report, at most TableWidth columns
+// wide: how it was made, parameters, per phase each run's operation count
+// and estimated cycles with the ratio of the first run (and of series) to
+// it, a summary per run, the decisions, growth fits and modelled kernel
+// memory. Runs that do not fit side by side are split into groups.
 func (r *ManyReport) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, " Simulated register_kprobes / unregister_kprobes of %d probes (scenario %s)\n", r.N, r.Scenario)
-	fmt.Fprintf(w, " kernel: %s (boot CPU: %s)\n", r.Kernel, r.CPU)
+	fmt.Fprintf(w, " Simulated attach and detach of %d probes via %s (scenario %s)\n", r.N, r.Via, r.Scenario)
+	for _, l := range r.Meta.Lines() {
+		writeWrapped(w, " "+l, "          ")
+	}
+	if r.Meta == nil {
+		fmt.Fprintf(w, " kernel: %s\n", r.Kernel)
+	}
 	if r.Weights != "" {
-		fmt.Fprintf(w, " weights: %s\n", r.Weights)
+		writeWrapped(w, " weights: "+r.Weights, "          ")
 	}
-	keys := make([]string, 0, len(r.Params))
-	for k := range r.Params {
-		keys = append(keys, k)
+	if r.CPU != "" {
+		fmt.Fprintf(w, " boot CPU: %s (the CPU the kernel text was boot-patched for)\n", r.CPU)
 	}
-	sort.Strings(keys)
 	var ps []string
-	for _, k := range keys {
+	for _, k := range sortedKeys(r.Params) {
 		ps = append(ps, fmt.Sprintf("%s=%v", k, r.Params[k]))
 	}
-	fmt.Fprintf(w, " params: %s\n\n", strings.Join(ps, " "))
+	writeWrapped(w, " params:  "+strings.Join(ps, " "), "          ")
+	fmt.Fprintln(w)
 	if len(r.Runs) == 0 {
 		return nil
 	}
-	base := r.Runs[0]
-	if len(r.Runs) <= 4 {
-		r.phaseTable(w)
-	}
-	// Summary: one row per run.
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "run\tops\test. cycles\t%s/run\twall\t%s/run\tregistered\toptimized\trejected\tkernel bytes +\tpeak heap\tdecisions\t\n", base.Name, base.Name)
-	for _, run := range r.Runs {
-		same := "= " + base.Name
-		if run.Digest != base.Digest {
-			same = "DIFFERENT"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s %s\t\n", run.Name, group(run.TotalOps), group(uint64(run.EstCycles)),
-			ratio(base.EstCycles, run.EstCycles), time.Duration(run.WallNS).Round(time.Millisecond),
-			ratio(float64(base.WallNS), float64(run.WallNS)), run.Registered, run.Optimized, rejected(run.Rejected),
-			signed(memSum(run)-memSum(base)), mib(run.PeakBytes), run.Digest[:12], same)
-	}
-	tw.Flush()
+	r.phaseTable(w)
+	r.summaryTable(w)
 	r.decisionsTable(w)
 	r.growthTable(w)
-	if len(r.Runs) > 4 {
-		fmt.Fprintln(w, "\n (kernel bytes +: modelled kernel memory beyond the first run's; per-table figures with --format json, or with at most 4 runs)")
-		fmt.Fprintln(w, "\n Counts are exact and repeatable; cycles are counts x weights (kpsim list); wall time is this machine's, compare it only as a ratio within one run.")
-		return nil
-	}
-	// Modelled kernel memory the runs add.
+	r.memoryTable(w)
 	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	memKeys := map[string]bool{}
-	for _, run := range r.Runs {
-		for k := range run.KernelMem {
-			memKeys[k] = true
-		}
-	}
-	var mk []string
-	for k := range memKeys {
-		mk = append(mk, k)
-	}
-	sort.Strings(mk)
-	fmt.Fprintf(tw, "kernel memory (bytes)\t")
-	for _, run := range r.Runs {
-		fmt.Fprintf(tw, "%s\t", run.Name)
-	}
-	fmt.Fprintln(tw)
-	for _, k := range mk {
-		fmt.Fprintf(tw, "%s\t", k)
-		for _, run := range r.Runs {
-			if v, ok := run.KernelMem[k]; ok {
-				fmt.Fprintf(tw, "%s\t", group(uint64(v)))
-			} else {
-				fmt.Fprintf(tw, "-\t")
-			}
-		}
-		fmt.Fprintln(tw)
-	}
-	tw.Flush()
-	fmt.Fprintln(w, "\n Counts are exact and repeatable; cycles are counts x weights (kpsim list); wall time is this machine's, compare it only as a ratio within one run.")
+	writeWrapped(w, " Counts are exact and repeatable; cycles are counts x weights (kpsim list, docs/cost-model.md); wall time is this machine's, compare it only as a ratio within one run.", " ")
 	return nil
-}
-
-func (r *ManyReport) phaseTable(w io.Writer) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "phase\t")
-	for _, run := range r.Runs {
-		fmt.Fprintf(tw, "%s ops\t%s cycles\t", run.Name, run.Name)
-	}
-	for _, run := range r.Runs[1:] {
-		fmt.Fprintf(tw, "%s/%s\t", r.Runs[0].Name, run.Name)
-	}
-	fmt.Fprintln(tw)
-	var order []string
-	seen := map[string]bool{}
-	for _, run := range r.Runs {
-		for _, p := range run.Phases {
-			if !seen[p.Name] {
-				seen[p.Name] = true
-				order = append(order, p.Name)
-			}
-		}
-	}
-	find := func(run *RunResult, name string) PhaseResult {
-		for _, p := range run.Phases {
-			if p.Name == name {
-				return p
-			}
-		}
-		return PhaseResult{}
-	}
-	for _, name := range order {
-		fmt.Fprintf(tw, "%s\t", name)
-		for _, run := range r.Runs {
-			p := find(run, name)
-			fmt.Fprintf(tw, "%s\t%s\t", group(p.Ops), group(uint64(p.EstCycles)))
-		}
-		b := find(r.Runs[0], name)
-		for _, run := range r.Runs[1:] {
-			fmt.Fprintf(tw, "%s\t", ratio(b.EstCycles, find(run, name).EstCycles))
-		}
-		fmt.Fprintln(tw)
-	}
-	fmt.Fprintf(tw, "total\t")
-	for _, run := range r.Runs {
-		fmt.Fprintf(tw, "%s\t%s\t", group(run.TotalOps), group(uint64(run.EstCycles)))
-	}
-	for _, run := range r.Runs[1:] {
-		fmt.Fprintf(tw, "%s\t", ratio(r.Runs[0].EstCycles, run.EstCycles))
-	}
-	fmt.Fprintln(tw)
-	tw.Flush()
-	fmt.Fprintln(w)
 }
 
 // memSum adds up a run's modelled kernel memory (bytes_per_entry, peak and height figures excluded).
@@ -259,8 +147,8 @@ func (r *ManyReport) decisionsTable(w io.Writer) {
 				label = run.Name
 			}
 		}
-		fmt.Fprintf(w, " decisions (%s, via %s): %d registered, %d optimized, %d on ftrace, %d refused (%s), %d not attempted; reasons digest %s\n",
-			label, r.Via, run.Registered, run.Optimized, run.OnFtrace, refusedCount(run), rejected(run.Rejected), run.NotTried, run.WhyDigest[:12])
+		writeWrapped(w, fmt.Sprintf(" decisions (%s, via %s): %d registered, %d optimized, %d on ftrace, %d refused (%s), %d not attempted; reasons digest %s",
+			label, r.Via, run.Registered, run.Optimized, run.OnFtrace, refusedCount(run), rejected(run.Rejected), run.NotTried, run.WhyDigest[:12]), "   ")
 		type kv struct {
 			k string
 			v int
@@ -301,8 +189,9 @@ func (r *ManyReport) growthTable(w io.Writer) {
 	for _, run := range r.Runs {
 		for _, g := range run.Growth {
 			f := g.Fit
-			fmt.Fprintf(w, "\n growth (%s, %s pass, batches of %d): cycles/probe c(N) = %.0f + %.4f·N, R² %.3f; b·N is %.1f%% of c at N = %d; first→last batch %.2fx\n",
-				run.Name, g.Pass, g.K, f.A, f.B, f.R2, 100*f.Share, f.NMax, f.Growth)
+			fmt.Fprintln(w)
+			writeWrapped(w, fmt.Sprintf(" growth (%s, %s pass, batches of %d): cycles/probe c(N) = %.0f + %.4f·N, R² %.3f; b·N is %.1f%% of c at N = %d; first→last batch %.2fx",
+				run.Name, g.Pass, g.K, f.A, f.B, f.R2, 100*f.Share, f.NMax, f.Growth), "   ")
 			type kv struct {
 				k string
 				f Fit

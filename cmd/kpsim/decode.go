@@ -23,6 +23,9 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
+	if err := refuseSynthFlags(fs, imf, ""); err != nil {
+		return err
+	}
 	if *fn != "" && *all {
 		return usagef("--func and --all exclude each other")
 	}

@@ -60,6 +60,9 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, rest, stdout); err != nil {
 		return err
 	}
+	if err := refuseSynthFlags(fs, imf, ""); err != nil {
+		return err
+	}
 	costs, err := cf.load(stderr, "explain")
 	if err != nil {
 		return err

@@ -20,6 +20,9 @@ func runImage(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
+	if err := refuseSynthFlags(fs, imf, ""); err != nil {
+		return err
+	}
 	if *format != "table" && *format != "json" {
 		return usagef("--format: want table or json, got %q", *format)
 	}

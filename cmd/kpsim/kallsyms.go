@@ -9,6 +9,10 @@ import (
 	"github.com/kpsim/kpsim/kallsyms/ktab"
 )
 
+// kallsymsDefaults are the scripts/kallsyms flags of the pinned Debian
+// kernel, the default of every command that builds kallsyms tables.
+var kallsymsDefaults = ktab.Options{AllSymbols: true, AbsolutePercpu: true, BaseRelative: true}
+
 func runKallsyms(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
 		fmt.Fprintln(stdout, "usage: kpsim kallsyms dump --symbols FILE [--all-symbols] [--absolute-percpu] [--base-relative] [--what tokens|stats]")
@@ -19,10 +23,13 @@ func runKallsyms(args []string, stdout, stderr io.Writer) error {
 	}
 	fs := newFlagSet("kallsyms dump", stdout)
 	symbols := fs.String("symbols", "", "symbol list: System.map or /proc/kallsyms lines (addr type name [module])")
-	var opt ktab.Options
-	fs.BoolVar(&opt.AllSymbols, "all-symbols", false, "scripts/kallsyms --all-symbols (CONFIG_KALLSYMS_ALL)")
-	fs.BoolVar(&opt.AbsolutePercpu, "absolute-percpu", false, "scripts/kallsyms --absolute-percpu")
-	fs.BoolVar(&opt.BaseRelative, "base-relative", false, "scripts/kallsyms --base-relative")
+	// The same defaults as run kallsyms: the pinned Debian 6.1 kernel's
+	// build (CONFIG_KALLSYMS_ALL, _ABSOLUTE_PERCPU, _BASE_RELATIVE all y);
+	// --X=false gives scripts/kallsyms' own (off) defaults.
+	opt := kallsymsDefaults
+	fs.BoolVar(&opt.AllSymbols, "all-symbols", opt.AllSymbols, "scripts/kallsyms --all-symbols (CONFIG_KALLSYMS_ALL)")
+	fs.BoolVar(&opt.AbsolutePercpu, "absolute-percpu", opt.AbsolutePercpu, "scripts/kallsyms --absolute-percpu")
+	fs.BoolVar(&opt.BaseRelative, "base-relative", opt.BaseRelative, "scripts/kallsyms --base-relative")
 	what := fs.String("what", "stats", "tokens (the 256 token strings, index order) or stats (sizes and table hashes)")
 	if err := parse(fs, args[1:], stdout); err != nil {
 		return err
@@ -41,6 +48,9 @@ func runKallsyms(args []string, stdout, stderr io.Writer) error {
 	syms, err := ktab.ParseSymbols(*symbols, bufio.NewReaderSize(f, 1<<20))
 	if err != nil {
 		return usagef("%v", err)
+	}
+	if err := refuseZeroAddresses(*symbols, syms); err != nil {
+		return err
 	}
 	t, err := ktab.Build(syms, opt)
 	if err != nil {

@@ -38,6 +38,8 @@ func init() {
 		{"decode", "kpsim decode [image flags] [--func NAME | --all] [--summary]", "print instruction boundaries objdump-style", runDecode},
 		{"run", "kpsim run many|kallsyms|session|multi|tracing-multi|crossover [image flags] [scenario flags] (kpsim run SCENARIO --help)", "run a scenario under one or more patch sets", runRun},
 		{"kallsyms", "kpsim kallsyms dump --symbols FILE [--all-symbols] [--absolute-percpu] [--base-relative] [--what tokens|stats]", "build the compressed kallsyms tables from a symbol list and dump them", runKallsyms},
+		{"sweep", sweepUsage, "run a scenario at several N: totals, fits of a + b·N + c·N², growth exponents, plots", runSweep},
+		{"report", reportUsage, "write one self-contained HTML (plots inline) or Markdown report of a run or a sweep", runReport},
 		calibrateCommand,
 		{"explain", explainUsage, "print the decision trail of one probe: every check, what it looked at and what it decided", runExplain},
 		{"list", "kpsim list", "list scenarios, patch switches, presets, fault points, counted ops and phases", runList},
@@ -66,6 +68,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	if args[0] == "--version" || args[0] == "-version" || args[0] == "version" {
+		printVersion(stdout)
+		return 0
+	}
 	for _, c := range commands {
 		if c.name != args[0] {
 			continue
@@ -84,7 +90,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	fmt.Fprintf(stderr, "kpsim: unknown command %q (commands: %s)\n", args[0], commandNames())
+	fmt.Fprintf(stderr, "kpsim: unknown command %q (commands: %s)%s\n", args[0], commandNames(), didYouMean(args[0], strings.Split(commandNames(), ", ")))
 	return 2
 }
 
@@ -119,19 +125,18 @@ func newFlagSet(c string, stdout io.Writer) *flag.FlagSet {
 
 // parse parses args; --help prints the usage and flags to stdout.
 func parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
-	err := fs.Parse(args)
+	err := fs.Parse(noFlags(fs, args))
 	if errors.Is(err, flag.ErrHelp) {
 		for _, c := range commands {
 			if c.name == strings.Fields(fs.Name())[0] {
 				fmt.Fprintf(stdout, "usage: %s\n\n%s.\n\nFlags:\n", c.usage, c.doc)
 			}
 		}
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
+		printGroupedDefaults(fs, stdout)
 		return errHelp
 	}
 	if err != nil {
-		return usagef("%s", err.Error())
+		return usagef("%s%s", err.Error(), flagSuggestion(fs, err))
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/schollz/progressbar/v3"
@@ -78,11 +77,14 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&patches, "patches", "a run: a preset (none, series, all) or comma-separated switches; repeatable (default: none and series)")
 	ablation := fs.Bool("ablation", false, "add, for every switch, a run with it alone and a run with the series minus it")
 	designs := fs.Bool("compare-designs", false, "run upstream, the series and the alternative designs (bigger hash, rhashtable, B-trees) side by side")
-	format := fs.String("format", "table", "output: table, json or csv")
+	format := fs.String("format", "table", "output: table, json, csv or bench (Go benchmark format for benchstat: -col /patches)")
 	out := fs.String("out", "", "write the report to this file (written whole or not at all)")
 	faults := fs.String("faults", "", "fault injection: POINT or POINT@N, comma-separated (kpsim list shows the points)")
 	cf := addCostFlags(fs, "cold", "registration probes distinct functions")
 	if err := parse(fs, args, stdout); err != nil {
+		return err
+	}
+	if err := refuseSynthFlags(fs, imf, ""); err != nil {
 		return err
 	}
 	set := map[string]bool{}
@@ -114,9 +116,9 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 		return usagef("--lines-per-write: applies to --via kprobe_events only")
 	}
 	switch *format {
-	case "table", "json", "csv":
+	case "table", "json", "csv", "bench":
 	default:
-		return usagef("--format: want table, json or csv, got %q", *format)
+		return usagef("--format: want table, json, csv or bench, got %q", *format)
 	}
 	if kind == scenarios.TargetsFile {
 		ts, err := scenarios.ReadTargetFile(path, os.Stdin)
@@ -144,7 +146,11 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 	for _, p := range patches {
 		ss, err := sim.ParseSwitches(p)
 		if err != nil {
-			return usagef("--patches %q: %s", p, err.Error())
+			if spec, ok := ablationSpec(p); ok { // an --ablation run's name
+				specs = append(specs, spec)
+				continue
+			}
+			return usagef("--patches %q: %s%s", p, err.Error(), switchSuggestion(p))
 		}
 		specs = append(specs, scenarios.RunSpec{Name: ss.Name(), Switches: ss})
 	}
@@ -199,12 +205,21 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if rep.Meta, err = reportMeta(fs, imf, setup.Kernel, costs, *cf.file, *faults, "run many", args); err != nil {
+		return err
+	}
+	if manyHook != nil { // a sweep or report collects the report itself
+		manyHook(rep)
+		return nil
+	}
 	var buf bytes.Buffer
 	switch *format {
 	case "json":
 		err = rep.WriteJSON(&buf)
 	case "csv":
 		err = rep.WriteCSV(&buf, costs)
+	case "bench":
+		err = rep.WriteBench(&buf)
 	default:
 		if *designs {
 			err = rep.WriteDesignTable(&buf)
@@ -268,55 +283,5 @@ func (p *termProgress) Done() {
 	if p.bar != nil {
 		_ = p.bar.Finish()
 		_ = p.bar.Clear()
-	}
-}
-
-// atomicFile is an output written whole or not at all: a temporary file
-// in the target's directory, renamed over the target on commit.
-type atomicFile struct {
-	path string
-	tmp  *os.File
-}
-
-func newAtomicFile(path string) (*atomicFile, error) {
-	dir := filepath.Dir(path)
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return nil, fmt.Errorf("%s is a directory", path)
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return nil, fmt.Errorf("cannot write %s: %v", path, unwrapPathErr(err))
-	}
-	return &atomicFile{path: path, tmp: tmp}, nil
-}
-
-func unwrapPathErr(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
-	}
-	return err
-}
-
-func (a *atomicFile) commit(b []byte) error {
-	if _, err := a.tmp.Write(b); err != nil {
-		return fmt.Errorf("writing %s: %w", a.path, err)
-	}
-	if err := a.tmp.Sync(); err != nil {
-		return fmt.Errorf("writing %s: %w", a.path, err)
-	}
-	if err := a.tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", a.path, err)
-	}
-	if err := os.Rename(a.tmp.Name(), a.path); err != nil {
-		return fmt.Errorf("writing %s: %w", a.path, err)
-	}
-	a.tmp = nil
-	return nil
-}
-
-func (a *atomicFile) abort() {
-	if a.tmp != nil {
-		a.tmp.Close()
-		os.Remove(a.tmp.Name())
 	}
 }

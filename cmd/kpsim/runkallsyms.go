@@ -3,9 +3,13 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"flag"
 	"io"
 	"os"
 	"strings"
+	"time"
+
+	"golang.org/x/term"
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kallsyms"
@@ -20,8 +24,9 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	symbols := fs.String("symbols", "", "symbol list (System.map or /proc/kallsyms); default: the synthetic image's symbols")
-	o := scenarios.KallsymsOptions{Iters: 100000, Build: ktab.Options{AllSymbols: true, AbsolutePercpu: true, BaseRelative: true}}
-	fs.IntVar(&o.Iters, "iters", o.Iters, "timed passes per measurement")
+	o := scenarios.KallsymsOptions{Iters: 100000, Build: kallsymsDefaults}
+	fs.IntVar(&o.Iters, "iters", o.Iters, "timed passes per measurement: exactly this many when given, else at most this many within --benchtime")
+	fs.DurationVar(&o.Budget, "benchtime", 50*time.Millisecond, "time each measurement's timing loop runs for, its pass count grown as testing.B grows b.N (ignored when --iters is given)")
 	hits := fs.String("hits", "", "comma-separated names to look up as hits (default: 16 names of the table)")
 	misses := fs.String("misses", "", "comma-separated names to look up as misses (default: 8 names the table lacks)")
 	variants := fs.String("variants", "", "comma-separated variants (default: all): "+variantNames())
@@ -34,13 +39,26 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
+	if err := refuseSynthFlags(fs, imf, *symbols); err != nil {
+		return err
+	}
 	switch *format {
-	case "table", "json", "csv":
+	case "table", "json", "csv", "bench":
 	default:
-		return usagef("--format: want table, json or csv, got %q", *format)
+		return usagef("--format: want table, json, csv or bench, got %q", *format)
 	}
 	if o.Iters < 1 {
 		return usagef("--iters: must be at least 1 (got %d)", o.Iters)
+	}
+	kset := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { kset[f.Name] = true })
+	switch {
+	case kset["iters"] && kset["benchtime"]:
+		return usagef("--benchtime: conflicts with --iters (a fixed pass count)")
+	case kset["iters"]:
+		o.Budget = 0
+	case o.Budget <= 0:
+		return usagef("--benchtime: must be positive (got %s)", o.Budget)
 	}
 	if o.Costs, err = cf.load(stderr, "run kallsyms"); err != nil {
 		return err
@@ -66,6 +84,7 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 	}
 	var syms []ktab.Symbol
 	var mods []*image.Module
+	var kimg *image.Kernel
 	kernel := ""
 	if *symbols != "" {
 		f, err := os.Open(*symbols)
@@ -76,18 +95,27 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 		if syms, err = ktab.ParseSymbols(*symbols, bufio.NewReaderSize(f, 1<<20)); err != nil {
 			return usagef("%v", err)
 		}
+		if err := refuseZeroAddresses(*symbols, syms); err != nil {
+			return err
+		}
 		kernel = *symbols + " (module symbols not modelled for symbol files)"
 	} else {
 		k, _, err := imf.load()
 		if err != nil {
 			return err
 		}
-		syms, mods, kernel = scenarios.SymbolsOf(k), k.Modules, k.Name
+		syms, mods, kernel, kimg = scenarios.SymbolsOf(k), k.Modules, k.Name, k
 	}
 	o.Seed = imf.seed
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		o.Progress = &termProgress{w: stderr}
+	}
 	rep, err := scenarios.RunKallsyms(kernel, syms, mods, o)
 	if err != nil {
 		return usagef("%v", err)
+	}
+	if rep.Meta, err = kallsymsMeta(fs, imf, kimg, o.Costs, *cf.file, *symbols, args); err != nil {
+		return err
 	}
 	var buf bytes.Buffer
 	switch *format {
@@ -95,6 +123,8 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 		err = rep.WriteJSON(&buf)
 	case "csv":
 		err = rep.WriteCSV(&buf)
+	case "bench":
+		err = rep.WriteBench(&buf)
 	default:
 		err = rep.WriteTable(&buf)
 	}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"strings"
+
+	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/scenarios"
+	"github.com/kpsim/kpsim/sim"
+)
+
+// generatorFlags are the synthetic image's flags (not --profile, --kernel).
+func generatorFlags() map[string]bool {
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	addImageFlagsProfile(fs, synth.DefaultConfig())
+	out := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name != "profile" && f.Name != "kernel" {
+			out[f.Name] = true
+		}
+	})
+	return out
+}
+
+// reportMeta describes how a report is made: the build, the kernel (the
+// profile and every generator flag whose value differs from the
+// profile's, or the image file and its SHA-256), the cost file and its
+// SHA-256, the faults and the CPUs.
+func reportMeta(fs *flag.FlagSet, imf *imageFlags, k *image.Kernel, costs *sim.CostTable, costFile, faults, cmd string, args []string) (*scenarios.Meta, error) {
+	m := &scenarios.Meta{Kpsim: scenarios.BuildVersion(), Faults: faults, CPU: costCPU(costs), Host: scenarios.HostCPU(),
+		Command: append(append([]string{"kpsim"}, strings.Fields(cmd)...), args...)}
+	var err error
+	if imf.synthetic() {
+		gen, flags := generatorFlags(), map[string]string{}
+		fs.VisitAll(func(f *flag.Flag) {
+			if gen[f.Name] && f.Value.String() != f.DefValue {
+				flags[f.Name] = f.Value.String()
+			}
+		})
+		m.Kernel, err = scenarios.KernelInfoFor(k, "", imf.profile, flags)
+	} else {
+		m.Kernel, err = scenarios.KernelInfoFor(k, imf.kernel, "", nil)
+	}
+	if err != nil {
+		return nil, usagef("--kernel: %v", err)
+	}
+	m.Costs = costInfo(costs, costFile)
+	if costFile != "" {
+		sum, err := scenarios.FileSHA256(costFile)
+		if err != nil {
+			return nil, usagef("--costs: %v", err)
+		}
+		m.Costs.SHA256 = sum
+	}
+	return m, nil
+}
+
+// costInfo names the weights: the table's description (the regime, or
+// the file and where it was calibrated) and, for a file, how many weights
+// its lines set.
+func costInfo(costs *sim.CostTable, costFile string) scenarios.CostInfo {
+	ci := scenarios.CostInfo{File: costFile}
+	if costs != nil {
+		ci.Regime = costs.Describe()
+		for i := range sim.Ops() {
+			if costFile != "" && strings.HasPrefix(costs.Source(sim.Op(i)), costFile+":") {
+				ci.Overrides++
+			}
+		}
+	}
+	return ci
+}
+
+// costCPU is the CPU the weights assume: where a cost file (or a built-in
+// calibrated profile) was measured, else the registered defaults' machine.
+func costCPU(costs *sim.CostTable) string {
+	if costs != nil && costs.Meta.CPU != "" {
+		return costs.Meta.CPU + " (as calibrated)"
+	}
+	return scenarios.DefaultCPU
+}
+
+// kallsymsMeta describes a run kallsyms report: the synthetic image k, or
+// the symbol file and its SHA-256.
+func kallsymsMeta(fs *flag.FlagSet, imf *imageFlags, k *image.Kernel, costs *sim.CostTable, costFile, symbols string, args []string) (*scenarios.Meta, error) {
+	if k != nil {
+		return reportMeta(fs, imf, k, costs, costFile, "", "run kallsyms", args)
+	}
+	sum, err := scenarios.FileSHA256(symbols)
+	if err != nil {
+		return nil, usagef("--symbols: %v", err)
+	}
+	ci := costInfo(costs, costFile)
+	if costFile != "" {
+		if ci.SHA256, err = scenarios.FileSHA256(costFile); err != nil {
+			return nil, usagef("--costs: %v", err)
+		}
+	}
+	return &scenarios.Meta{Kpsim: scenarios.BuildVersion(), CPU: costCPU(costs), Host: scenarios.HostCPU(), Costs: ci,
+		Kernel:  scenarios.KernelInfo{Source: "symbols", Name: symbols, Path: symbols, SHA256: sum, Modules: []string{}},
+		Command: append([]string{"kpsim", "run", "kallsyms"}, args...)}, nil
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/google/renameio/v2"
+)
+
+// atomicFile is an output file (--out, --probes, --plot, ...) written whole
+// or not at all, without ever replacing what is not a regular file:
+//
+//   - a new path or a regular file: a temporary file beside the target,
+//     fsynced and renamed over it (renameio), created 0666 minus the umask
+//     or with the mode of the file it replaces;
+//   - a symlink: the same, at the link's final target, so the link stays;
+//   - a character device, a FIFO, a socket or a /proc magic link
+//     (/dev/stdout, /dev/fd/N): written through, opened only at commit so
+//     a FIFO's reader need not be there before the work is done;
+//   - a directory or a block device: refused before any work.
+//
+// Pending temporary files are removed on SIGINT and SIGTERM.
+type atomicFile struct {
+	path    string // as given, for messages
+	target  string // what is written: the resolved path
+	through bool   // write through (device, FIFO, magic link)
+	pending *renameio.PendingFile
+}
+
+// newAtomicFile checks that path can be written and, for a regular file
+// or a new path, creates the temporary file.
+func newAtomicFile(path string) (*atomicFile, error) {
+	if path == "" {
+		return nil, errors.New("empty path")
+	}
+	target, magic, err := resolveOutput(path)
+	if err != nil {
+		return nil, err
+	}
+	a := &atomicFile{path: path, target: target}
+	st, err := os.Stat(target)
+	switch {
+	case err == nil && st.IsDir():
+		return nil, fmt.Errorf("%s is a directory", path)
+	case err == nil && st.Mode()&fs.ModeDevice != 0 && st.Mode()&fs.ModeCharDevice == 0:
+		return nil, fmt.Errorf("%s is a block device (kpsim writes reports, not disks)", path)
+	case err == nil && (magic || !st.Mode().IsRegular()):
+		// A device, FIFO or socket: write through. Check access now so a
+		// bad path costs nothing.
+		if err := syscall.Access(target, 2 /* W_OK */); err != nil {
+			return nil, fmt.Errorf("cannot write %s: %v", path, err)
+		}
+		a.through = true
+		return a, nil
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("cannot write %s: %v", path, unwrapPathErr(err))
+	}
+	opts := []renameio.Option{renameio.WithTempDir(filepath.Dir(target))}
+	if err == nil {
+		opts = append(opts, renameio.WithExistingPermissions())
+	} else {
+		opts = append(opts, renameio.WithPermissions(0o666)) // the umask applies
+	}
+	pendingMu.Lock()
+	defer pendingMu.Unlock()
+	p, err := renameio.NewPendingFile(target, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("cannot write %s: %v", path, unwrapPathErr(err))
+	}
+	a.pending = p
+	installCleanup()
+	pending[a] = true
+	return a, nil
+}
+
+// resolveOutput follows symlinks in path to the file a write reaches.
+// magic reports a link into /proc (/dev/stdout → /proc/self/fd/1 →
+// pipe:[N]): such a link cannot be renamed over, only written through.
+func resolveOutput(path string) (target string, magic bool, err error) {
+	target = path
+	for hops := 0; ; hops++ {
+		if hops > 40 {
+			return "", false, fmt.Errorf("cannot write %s: too many levels of symbolic links", path)
+		}
+		abs, _ := filepath.Abs(target)
+		if strings.HasPrefix(abs, "/proc/") {
+			return target, true, nil
+		}
+		st, err := os.Lstat(target)
+		if err != nil || st.Mode()&fs.ModeSymlink == 0 {
+			return target, false, nil
+		}
+		link, err := os.Readlink(target)
+		if err != nil {
+			return "", false, fmt.Errorf("cannot write %s: %v", path, unwrapPathErr(err))
+		}
+		if !filepath.IsAbs(link) {
+			link = filepath.Join(filepath.Dir(target), link)
+		}
+		target = link
+	}
+}
+
+func unwrapPathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// commit writes b and makes it visible: renamed over the target, or
+// written through.
+func (a *atomicFile) commit(b []byte) error {
+	if a.through {
+		f, err := os.OpenFile(a.target, os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("writing %s: %v", a.path, unwrapPathErr(err))
+		}
+		if _, err := f.Write(b); err != nil {
+			f.Close()
+			return fmt.Errorf("writing %s: %v", a.path, unwrapPathErr(err))
+		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("writing %s: %v", a.path, unwrapPathErr(err))
+		}
+		return nil
+	}
+	pendingMu.Lock()
+	defer pendingMu.Unlock()
+	if a.pending == nil {
+		return fmt.Errorf("writing %s: already written", a.path)
+	}
+	defer delete(pending, a)
+	if _, err := a.pending.Write(b); err != nil {
+		a.pending.Cleanup()
+		return fmt.Errorf("writing %s: %v", a.path, unwrapPathErr(err))
+	}
+	if err := a.pending.CloseAtomicallyReplace(); err != nil {
+		a.pending.Cleanup()
+		return fmt.Errorf("writing %s: %v", a.path, unwrapPathErr(err))
+	}
+	a.pending = nil
+	return nil
+}
+
+// abort removes the temporary file if commit did not run (safe to defer).
+func (a *atomicFile) abort() {
+	pendingMu.Lock()
+	defer pendingMu.Unlock()
+	if a.pending != nil {
+		a.pending.Cleanup()
+		a.pending = nil
+	}
+	delete(pending, a)
+}
+
+var (
+	pendingMu   sync.Mutex
+	pending     = map[*atomicFile]bool{}
+	cleanupOnce sync.Once
+)
+
+// installCleanup removes every pending temporary file on SIGINT or
+// SIGTERM, then dies of the same signal (so the shell sees 130 or 143).
+func installCleanup() {
+	cleanupOnce.Do(func() {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+		go func() {
+			sig := <-ch
+			pendingMu.Lock()
+			for a := range pending {
+				if a.pending != nil {
+					a.pending.Cleanup()
+				}
+			}
+			signal.Reset(syscall.SIGINT, syscall.SIGTERM)
+			_ = syscall.Kill(os.Getpid(), sig.(syscall.Signal))
+			// The default action ends the process; the lock stays held so
+			// no commit renames a file in the meantime.
+		}()
+	})
+}

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/term"
+
+	"github.com/kpsim/kpsim/scenarios"
+	"github.com/kpsim/kpsim/sim"
+)
+
+const sweepUsage = "kpsim sweep many --n START:STOP:STEP|N,N,... [--vias DOOR,...] [--format table|json|csv|bench] [--out FILE] [--plot FILE.svg|.png] [--plot-phase PHASE] [--plot-per-probe] [--plot-linear] [run many flags]"
+
+// manyHook, when set, receives run many's report instead of its output:
+// a sweep runs the scenario once per N through the same flag handling.
+var manyHook func(*scenarios.ManyReport)
+
+// sweepFlags are the flags sweep (and report) take for themselves; every
+// other flag goes to the scenario. bool says whether the flag takes no
+// value.
+var sweepFlags = map[string]bool{"n": false, "format": false, "out": false, "plot": false, "plot-phase": false, "plot-per-probe": true, "plot-linear": true, "vias": false}
+
+// splitFlags separates the flags in own from the rest, keeping order.
+func splitFlags(args []string, own map[string]bool) (mine, rest []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name := strings.TrimLeft(a, "-")
+		if !strings.HasPrefix(a, "-") || name == "" {
+			rest = append(rest, a)
+			continue
+		}
+		name, _, hasVal := strings.Cut(name, "=")
+		isBool, ok := own[name]
+		if !ok {
+			rest = append(rest, a)
+			continue
+		}
+		mine = append(mine, a)
+		if !hasVal && !isBool && i+1 < len(args) {
+			i++
+			mine = append(mine, args[i])
+		}
+	}
+	return mine, rest
+}
+
+// sweepJob is a parsed sweep: its own flags and the scenario's.
+type sweepJob struct {
+	ns                  []int
+	vias                []string // front doors to sweep each run through (--vias)
+	format, out, plot   string
+	plotOpts            scenarios.PlotOptions
+	scenarioArgs, given []string
+}
+
+func parseSweep(name string, args []string, stdout io.Writer, formats []string) (*sweepJob, error) {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+			args = append([]string{"many"}, args...)
+		} else {
+			return nil, usagef("missing scenario (sweep runs many)")
+		}
+	}
+	if args[0] != "many" {
+		return nil, usagef("scenario %q has no probe count to sweep (sweep runs many)", args[0])
+	}
+	mine, rest := splitFlags(args[1:], sweepFlags)
+	for _, a := range rest {
+		if a == "-h" || a == "--help" || a == "-help" {
+			mine = append(mine, a)
+		}
+		if n := strings.TrimLeft(strings.SplitN(a, "=", 2)[0], "-"); n == "probes" && strings.HasPrefix(a, "-") {
+			return nil, usagef("--probes: a sweep writes no per-probe file (use kpsim run many --n N --probes FILE)")
+		}
+	}
+	fs := newFlagSet(name, stdout)
+	j := &sweepJob{scenarioArgs: rest, given: args}
+	nspec := fs.String("n", "", "probe counts: START:STOP:STEP (STOP included) or N,N,... (each N is a full run of the scenario)")
+	fs.StringVar(&j.format, "format", formats[0], "output: "+strings.Join(formats, ", "))
+	fs.StringVar(&j.out, "out", "", "write the output to this file (written whole or not at all)")
+	if name == "sweep" {
+		fs.StringVar(&j.plot, "plot", "", "also draw the sweep to FILE.svg or FILE.png (one curve per run)")
+	}
+	fs.StringVar(&j.plotOpts.Phase, "plot-phase", "total", "the phase the plot shows (total or a phase name, kpsim list)")
+	fs.BoolVar(&j.plotOpts.PerProbe, "plot-per-probe", false, "plot cycles per probe (cycles / N)")
+	fs.BoolVar(&j.plotOpts.Linear, "plot-linear", false, "linear axes (default log-log, where the slope is the growth exponent)")
+	vias := fs.String("vias", "", "sweep every run through each of these front doors (comma-separated --via values); the runs are named RUN@DOOR")
+	if err := parse(fs, mine, stdout); err != nil {
+		if err == errHelp {
+			fmt.Fprintln(stdout, "\nEvery other flag is the scenario's: kpsim run many --help lists them.")
+		}
+		return nil, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, v := range splitList(*vias) {
+		switch scenarios.Via(v) {
+		case scenarios.ViaRegisterKprobes, scenarios.ViaRegisterKprobe, scenarios.ViaKprobeEvents, scenarios.ViaPerfKprobe:
+		default:
+			return nil, usagef("--vias: %q is not a front door (register_kprobes, register_kprobe, kprobe_events, perf_kprobe)", v)
+		}
+		j.vias = append(j.vias, v)
+	}
+	for _, a := range rest {
+		if n := strings.TrimLeft(strings.SplitN(a, "=", 2)[0], "-"); len(j.vias) > 0 && strings.HasPrefix(a, "-") && (n == "via" || n == "single") {
+			return nil, usagef("--%s: conflicts with --vias (one front door per run)", n)
+		}
+	}
+	if _, ok := sim.LookupPhase(j.plotOpts.Phase); !ok && j.plotOpts.Phase != "total" {
+		return nil, usagef("--plot-phase: unknown phase %q (kpsim list shows them)", j.plotOpts.Phase)
+	}
+	if !set["n"] {
+		return nil, usagef("--n: required (e.g. --n 5000:50000:5000)")
+	}
+	var err error
+	if j.ns, err = scenarios.ParseNs(*nspec); err != nil {
+		if name == "report" && !strings.ContainsAny(*nspec, ":,") {
+			n, perr := strconv.Atoi(*nspec)
+			if perr != nil || n < 1 {
+				return nil, usagef("--n: %s", err.Error())
+			}
+			j.ns = []int{n}
+		} else {
+			return nil, usagef("--n: %s", err.Error())
+		}
+	}
+	ok := false
+	for _, f := range formats {
+		ok = ok || f == j.format
+	}
+	if !ok {
+		return nil, usagef("--format: want %s, got %q", strings.Join(formats, ", "), j.format)
+	}
+	if j.plot != "" {
+		switch strings.ToLower(filepath.Ext(j.plot)) {
+		case ".svg":
+			j.plotOpts.Format = "svg"
+		case ".png":
+			j.plotOpts.Format = "png"
+		default:
+			return nil, usagef("--plot: want a .svg or .png file, got %q", j.plot)
+		}
+	} else if name == "sweep" {
+		for _, f := range []string{"plot-phase", "plot-per-probe", "plot-linear"} {
+			if set[f] {
+				return nil, usagef("--%s: applies with --plot only", f)
+			}
+		}
+	}
+	return j, nil
+}
+
+// reports runs the scenario at every N.
+func (j *sweepJob) reports(stderr io.Writer) ([]*scenarios.ManyReport, error) {
+	var reps []*scenarios.ManyReport
+	defer func() { manyHook = nil }()
+	tty := false
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		tty = true
+	}
+	for i, n := range j.ns {
+		if tty {
+			fmt.Fprintf(stderr, "sweep: n=%d (%d of %d)\n", n, i+1, len(j.ns))
+		}
+		doors := j.vias
+		if len(doors) == 0 {
+			doors = []string{""}
+		}
+		var merged *scenarios.ManyReport
+		for _, via := range doors {
+			var got *scenarios.ManyReport
+			manyHook = func(r *scenarios.ManyReport) { got = r }
+			args := append(append([]string(nil), j.scenarioArgs...), "--n", strconv.Itoa(n))
+			if via != "" {
+				args = append(args, "--via", via)
+			}
+			if err := runMany(args, io.Discard, stderr); err != nil {
+				return nil, err
+			}
+			if got == nil {
+				return nil, fmt.Errorf("n=%d: the scenario made no report", n)
+			}
+			if via == "" {
+				merged = got
+				continue
+			}
+			// One report per N with every door's runs, named RUN@DOOR.
+			for _, r := range got.Runs {
+				r.Name += "@" + via
+			}
+			if merged == nil {
+				merged = got
+				merged.Params["via"] = strings.Join(j.vias, ",")
+				merged.Via = scenarios.Via(strings.Join(j.vias, ","))
+			} else {
+				merged.Runs = append(merged.Runs, got.Runs...)
+			}
+		}
+		reps = append(reps, merged)
+	}
+	return reps, nil
+}
+
+func runSweep(args []string, stdout, stderr io.Writer) error {
+	j, err := parseSweep("sweep", args, stdout, []string{"table", "json", "csv", "bench"})
+	if err != nil {
+		return err
+	}
+	var sink, plotSink *atomicFile
+	if j.out != "" {
+		if sink, err = newAtomicFile(j.out); err != nil {
+			return usagef("--out: %s", err.Error())
+		}
+		defer sink.abort()
+	}
+	if j.plot != "" {
+		if plotSink, err = newAtomicFile(j.plot); err != nil {
+			return usagef("--plot: %s", err.Error())
+		}
+		defer plotSink.abort()
+	}
+	reps, err := j.reports(stderr)
+	if err != nil {
+		return err
+	}
+	sw, err := scenarios.NewSweep(reps)
+	if err != nil {
+		return err
+	}
+	if sw.Meta != nil {
+		m := *sw.Meta
+		m.Command = append([]string{"kpsim", "sweep"}, j.given...)
+		sw.Meta = &m
+	}
+	var plotBytes []byte
+	if plotSink != nil {
+		if plotBytes, err = sw.Plot(j.plotOpts); err != nil {
+			return usagef("%s", err.Error())
+		}
+	}
+	var buf bytes.Buffer
+	switch j.format {
+	case "json":
+		err = sw.WriteJSON(&buf)
+	case "csv":
+		err = sw.WriteCSV(&buf)
+	case "bench":
+		err = sw.WriteBench(&buf)
+	default:
+		err = sw.WriteTable(&buf)
+	}
+	if err != nil {
+		return err
+	}
+	if plotSink != nil {
+		if err := plotSink.commit(plotBytes); err != nil {
+			return err
+		}
+	}
+	if sink != nil {
+		return sink.commit(buf.Bytes())
+	}
+	_, err = stdout.Write(buf.Bytes())
+	return err
+}

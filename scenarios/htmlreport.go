@@ -1,0 +1,281 @@
+package scenarios
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Document is what kpsim report writes: one run (Report) and, for a
+// sweep, the sweep across N (Sweep, whose last N is Report).
+type Document struct {
+	Report *ManyReport
+	Sweep  *Sweep
+}
+
+type docRow struct {
+	Label string
+	Cells []string
+}
+
+type docTable struct {
+	Title string
+	Head  []string
+	Rows  []docRow
+}
+
+type docPlot struct {
+	Title string
+	SVG   template.HTML
+}
+
+type docData struct {
+	Title  string
+	Meta   []docRow
+	Params []docRow
+	Tables []docTable
+	Plots  []docPlot
+	Notes  []string
+	Text   string
+}
+
+// build lays the document out once for both HTML and Markdown.
+func (d *Document) build() (*docData, error) {
+	r := d.Report
+	dd := &docData{Title: fmt.Sprintf("kpsim: %d probes via %s (scenario %s)", r.N, r.Via, r.Scenario)}
+	if d.Sweep != nil {
+		dd.Title = fmt.Sprintf("kpsim sweep: scenario %s via %s, N = %s", r.Scenario, r.Via, joinInts(d.Sweep.Ns))
+	}
+	if m := r.Meta; m != nil {
+		faults := m.Faults
+		if faults == "" {
+			faults = "none"
+		}
+		dd.Meta = []docRow{
+			{"kpsim", []string{m.Kpsim.String()}},
+			{"kernel", []string{m.Kernel.String()}},
+			{"kernel text sha256", []string{m.Kernel.TextSHA256}},
+		}
+		if m.Kernel.SHA256 != "" {
+			dd.Meta = append(dd.Meta, docRow{"image file sha256", []string{m.Kernel.SHA256}})
+		}
+		dd.Meta = append(dd.Meta,
+			docRow{"modules", []string{fmt.Sprintf("%d: %s", len(m.Kernel.Modules), strings.Join(m.Kernel.Modules, " "))}},
+			docRow{"costs", []string{m.Costs.String()}},
+			docRow{"weights", []string{r.Weights}},
+			docRow{"faults", []string{faults}},
+			docRow{"cpu assumed", []string{m.CPU}},
+			docRow{"wall time on", []string{m.Host}},
+			docRow{"command", []string{strings.Join(m.Command, " ")}},
+		)
+	}
+	for _, k := range sortedKeys(r.Params) {
+		dd.Params = append(dd.Params, docRow{k, []string{fmt.Sprint(r.Params[k])}})
+	}
+	if len(r.Runs) == 0 {
+		return dd, nil
+	}
+	base, series := r.Runs[0], r.seriesRun()
+	// Summary: one row per run.
+	sum := docTable{Title: fmt.Sprintf("Runs at N = %d", r.N), Head: []string{"run", "ops", "est. cycles", base.Name + "/run"}}
+	if series != nil {
+		sum.Head = append(sum.Head, "series/run")
+	}
+	sum.Head = append(sum.Head, "wall", "registered", "optimized", "rejected", "not attempted", "decisions digest")
+	for _, run := range r.Runs {
+		c := []string{group(run.TotalOps), group(uint64(Cycles(run.EstCycles))), ratio(base.EstCycles, run.EstCycles)}
+		if series != nil {
+			c = append(c, ratio(series.EstCycles, run.EstCycles))
+		}
+		same := "= " + base.Name
+		if run.Digest != base.Digest {
+			same = "DIFFERENT"
+		}
+		c = append(c, fmtWall(run.WallNS), strconv.Itoa(run.Registered), strconv.Itoa(run.Optimized), rejected(run.Rejected),
+			strconv.Itoa(run.NotTried), run.Digest[:16]+" "+same)
+		sum.Rows = append(sum.Rows, docRow{run.Name, c})
+	}
+	dd.Tables = append(dd.Tables, sum)
+	// Per phase: cycles per run and the ratio to the first run.
+	ph := docTable{Title: fmt.Sprintf("Estimated cycles by phase at N = %d", r.N), Head: []string{"phase"}}
+	for _, run := range r.Runs {
+		ph.Head = append(ph.Head, run.Name)
+		if run != base {
+			ph.Head = append(ph.Head, base.Name+"/"+run.Name)
+		}
+	}
+	for _, name := range append(r.usedPhases(), "total") {
+		row := docRow{Label: name}
+		for _, run := range r.Runs {
+			v, b := run.Phase(name).EstCycles, base.Phase(name).EstCycles
+			if name == "total" {
+				v, b = run.EstCycles, base.EstCycles
+			}
+			row.Cells = append(row.Cells, group(uint64(Cycles(v))))
+			if run != base {
+				row.Cells = append(row.Cells, ratio(b, v))
+			}
+		}
+		ph.Rows = append(ph.Rows, row)
+	}
+	dd.Tables = append(dd.Tables, ph)
+	if sw := d.Sweep; sw != nil {
+		st := docTable{Title: "Estimated cycles at each N", Head: []string{"N"}}
+		for _, run := range sw.Runs {
+			st.Head = append(st.Head, run.Name, run.Name+" per probe")
+		}
+		for i, n := range sw.Ns {
+			row := docRow{Label: strconv.Itoa(n)}
+			for _, run := range sw.Runs {
+				p := run.Points[i]
+				row.Cells = append(row.Cells, group(uint64(p.EstCycles)), strconv.FormatFloat(float64(p.EstCycles)/float64(n), 'f', 0, 64))
+			}
+			st.Rows = append(st.Rows, row)
+		}
+		dd.Tables = append(dd.Tables, st)
+		ft := docTable{Title: "Growth: least-squares cycles(N) = a + b·N + c·N² and the log-log slope", Head: []string{"run", "phase", "a", "b", "c", "R²", "exponent"}}
+		for _, run := range sw.Runs {
+			for _, name := range append([]string{"total"}, sw.Phases...) {
+				f := run.Fits[name]
+				if name != "total" && run.Points[len(run.Points)-1].PhaseCyc[name] == 0 {
+					continue
+				}
+				ft.Rows = append(ft.Rows, docRow{run.Name, []string{name, sci(f.A), sci(f.B), sci(f.C), strconv.FormatFloat(f.R2, 'f', 4, 64), strconv.FormatFloat(f.Slope+0, 'f', 3, 64)}})
+			}
+		}
+		dd.Tables = append(dd.Tables, ft)
+		for _, po := range []PlotOptions{{Format: "svg"}, {Format: "svg", PerProbe: true}} {
+			b, err := sw.Plot(po)
+			if err != nil {
+				return nil, err
+			}
+			svg := string(b)
+			if i := strings.Index(svg, "<svg"); i >= 0 {
+				svg = svg[i:] // drop the XML prolog: inline SVG in HTML
+			}
+			title := "Estimated cycles against N (log-log; the slope is the growth exponent)"
+			if po.PerProbe {
+				title = "Estimated cycles per probe against N (log-log)"
+			}
+			dd.Plots = append(dd.Plots, docPlot{Title: title, SVG: template.HTML(svg)})
+		}
+	}
+	var txt bytes.Buffer
+	if err := r.WriteTable(&txt); err != nil {
+		return nil, err
+	}
+	dd.Text = txt.String()
+	dd.Notes = []string{
+		"Counts are exact and repeatable: the same command prints the same counts.",
+		"Cycles are counts × weights (docs/cost-model.md); wall time is the measuring machine's, compare it only as a ratio within one run.",
+	}
+	return dd, nil
+}
+
+func fmtWall(ns int64) string {
+	return strconv.FormatFloat(float64(ns)/1e6, 'f', 0, 64) + " ms"
+}
+
+var htmlDoc = template.Must(template.New("doc").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>{{.Title}}</title>
+<style>
+body{font-family:sans-serif;margin:2em;max-width:80em;color:#111}
+h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}
+table{border-collapse:collapse;margin:.5em 0}
+th,td{border:1px solid #bbb;padding:.2em .6em;text-align:right;font-variant-numeric:tabular-nums}
+th{background:#eee}td.l,th.l{text-align:left}
+table.meta td{text-align:left;font-family:monospace}
+figure{margin:1em 0}figure svg{max-width:100%;height:auto;border:1px solid #ddd}
+pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:.85em}
+#render-check{color:#777;font-size:.8em}
+</style></head><body>
+<h1>{{.Title}}</h1>
+<h2>How this report was made</h2>
+<table class="meta">{{range .Meta}}<tr><th class="l">{{.Label}}</th><td>{{index .Cells 0}}</td></tr>{{end}}</table>
+<h2>Parameters</h2>
+<table class="meta">{{range .Params}}<tr><th class="l">{{.Label}}</th><td>{{index .Cells 0}}</td></tr>{{end}}</table>
+{{range .Tables}}<h2>{{.Title}}</h2>
+<table class="data"><tr>{{range $i, $h := .Head}}<th{{if eq $i 0}} class="l"{{end}}>{{$h}}</th>{{end}}</tr>
+{{range .Rows}}<tr><td class="l">{{.Label}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>
+{{end}}{{range .Plots}}<h2>{{.Title}}</h2>
+<figure class="plot">{{.SVG}}</figure>
+{{end}}<h2>The terminal report</h2>
+<pre>{{.Text}}</pre>
+{{range .Notes}}<p>{{.}}</p>{{end}}
+<p id="render-check">not checked</p>
+<script>
+// A self-check a headless browser reads back: every table and plot laid out with a size.
+window.addEventListener("load", function () {
+  var t = document.querySelectorAll("table.data"), p = document.querySelectorAll("figure.plot svg"), bad = 0;
+  t.forEach(function (e) { var r = e.getBoundingClientRect(); if (!(r.width > 0 && r.height > 0) || e.rows.length < 2) bad++; });
+  p.forEach(function (e) { var r = e.getBoundingClientRect(); if (!(r.width > 0 && r.height > 0) || e.querySelectorAll("path").length < 3) bad++; });
+  document.getElementById("render-check").textContent = "rendered tables=" + t.length + " plots=" + p.length + " bad=" + bad;
+});
+</script>
+</body></html>
+`))
+
+// WriteHTML writes one self-contained HTML file: styles, tables and the
+// plots (inline SVG) all in it, nothing fetched.
+func (d *Document) WriteHTML(w io.Writer) error {
+	dd, err := d.build()
+	if err != nil {
+		return err
+	}
+	return htmlDoc.Execute(w, dd)
+}
+
+// WriteMarkdown writes the report as Markdown tables (for a cover
+// letter); the plots are in the HTML form only.
+func (d *Document) WriteMarkdown(w io.Writer) error {
+	dd, err := d.build()
+	if err != nil {
+		return err
+	}
+	esc := strings.NewReplacer("|", `\|`, "*", `\*`, "_", `\_`)
+	fmt.Fprintf(w, "# %s\n\n", dd.Title)
+	kv := func(title string, rows []docRow) {
+		fmt.Fprintf(w, "## %s\n\n| | |\n|---|---|\n", title)
+		for _, r := range rows {
+			fmt.Fprintf(w, "| %s | `%s` |\n", esc.Replace(r.Label), strings.ReplaceAll(r.Cells[0], "`", "'"))
+		}
+		fmt.Fprintln(w)
+	}
+	kv("How this report was made", dd.Meta)
+	kv("Parameters", dd.Params)
+	for _, t := range dd.Tables {
+		fmt.Fprintf(w, "## %s\n\n|", t.Title)
+		for _, h := range t.Head {
+			fmt.Fprintf(w, " %s |", esc.Replace(h))
+		}
+		fmt.Fprint(w, "\n|")
+		for i := range t.Head {
+			if i == 0 {
+				fmt.Fprint(w, ":---|")
+			} else {
+				fmt.Fprint(w, "---:|")
+			}
+		}
+		fmt.Fprintln(w)
+		for _, r := range t.Rows {
+			fmt.Fprintf(w, "| %s |", esc.Replace(r.Label))
+			for _, c := range r.Cells {
+				fmt.Fprintf(w, " %s |", esc.Replace(c))
+			}
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintln(w)
+	}
+	if len(dd.Plots) > 0 {
+		fmt.Fprintf(w, "(%d plots: kpsim report --out FILE.html draws them inline, kpsim sweep --plot FILE.svg alone.)\n\n", len(dd.Plots))
+	}
+	for _, n := range dd.Notes {
+		fmt.Fprintf(w, "%s\n\n", n)
+	}
+	return nil
+}

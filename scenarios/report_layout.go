@@ -1,0 +1,413 @@
+package scenarios
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kpsim/kpsim/sim"
+)
+
+// TableWidth is the widest line a table report prints (a terminal, an
+// email, a cover letter).
+const TableWidth = 100
+
+// PhaseNames is the fixed phase order of every report: sim.Phases(), the
+// registration order (fixed for a build), every phase included.
+func PhaseNames() []string {
+	var out []string
+	for _, p := range sim.Phases() {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// Phase returns the run's phase of that name (zero if it counted nothing).
+func (r *RunResult) Phase(name string) PhaseResult {
+	for _, p := range r.Phases {
+		if p.Name == name {
+			return p
+		}
+	}
+	return PhaseResult{Name: name}
+}
+
+// usedPhases are the phases any run counted in, in PhaseNames order: the
+// rows of the table report (JSON, CSV and bench list every phase).
+func (r *ManyReport) usedPhases() []string {
+	var out []string
+	for _, name := range PhaseNames() {
+		for _, run := range r.Runs {
+			if p := run.Phase(name); p.Ops != 0 || p.EstCycles != 0 || len(p.Counts) != 0 {
+				out = append(out, name)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// seriesRun is the run named "series" when there is one besides the
+// first: ablation shows every run against it as well as against none.
+func (r *ManyReport) seriesRun() *RunResult {
+	if len(r.Runs) < 3 {
+		return nil
+	}
+	for _, run := range r.Runs[1:] {
+		if run.Name == "series" {
+			return run
+		}
+	}
+	return nil
+}
+
+// Cycles rounds estimated cycles to the integer the reports print.
+func Cycles(c float64) int64 { return int64(math.Round(c)) }
+
+// jsonPhase and jsonRun are the JSON layout: integer cycles, and every
+// phase in PhaseNames order (zeros included) in every run.
+type jsonPhase struct {
+	Name      string            `json:"name"`
+	Ops       uint64            `json:"ops"`
+	EstCycles int64             `json:"est_cycles"`
+	WallNS    int64             `json:"wall_ns"`
+	Counts    map[string]uint64 `json:"counts"`
+}
+
+type jsonRun struct {
+	Name       string            `json:"name"`
+	Patches    []string          `json:"patches"`
+	Registered int               `json:"registered"`
+	Optimized  int               `json:"optimized"`
+	OnFtrace   int               `json:"on_ftrace"`
+	Rejected   map[string]int    `json:"rejected"`
+	Reasons    map[string]int    `json:"reasons"`
+	NotTried   int               `json:"not_attempted"`
+	Digest     string            `json:"decisions_digest"`
+	WhyDigest  string            `json:"reasons_digest"`
+	Ops        map[string]uint64 `json:"ops"`
+	TotalOps   uint64            `json:"total_ops"`
+	EstCycles  int64             `json:"est_cycles"`
+	WallNS     int64             `json:"wall_ns"`
+	PeakBytes  uint64            `json:"peak_bytes"`
+	Phases     []jsonPhase       `json:"phases"`
+	KernelMem  map[string]int64  `json:"kernel_bytes"`
+	Growth     []*Growth         `json:"growth,omitempty"`
+}
+
+type jsonReport struct {
+	Schema   int            `json:"schema_version"`
+	Meta     *Meta          `json:"meta"`
+	Scenario string         `json:"scenario"`
+	Kernel   string         `json:"kernel"`
+	CPU      string         `json:"cpu"` // boot CPU the text was patched for, "none" when as built
+	Weights  string         `json:"weights"`
+	N        int            `json:"n"`
+	Via      Via            `json:"via"`
+	Params   map[string]any `json:"params"`
+	Runs     []jsonRun      `json:"runs"`
+}
+
+func (r *ManyReport) jsonReport() jsonReport {
+	out := jsonReport{Schema: SchemaVersion, Meta: r.Meta, Scenario: r.Scenario, Kernel: r.Kernel, CPU: r.CPU, Weights: r.Weights, N: r.N, Via: r.Via, Params: r.Params, Runs: []jsonRun{}}
+	for _, run := range r.Runs {
+		jr := jsonRun{Name: run.Name, Patches: run.Patches, Registered: run.Registered, Optimized: run.Optimized, OnFtrace: run.OnFtrace,
+			Rejected: run.Rejected, Reasons: run.Reasons, NotTried: run.NotTried, Digest: run.Digest, WhyDigest: run.WhyDigest,
+			Ops: run.Ops, TotalOps: run.TotalOps, EstCycles: Cycles(run.EstCycles), WallNS: run.WallNS, PeakBytes: run.PeakBytes,
+			KernelMem: run.KernelMem, Growth: run.Growth}
+		if jr.Patches == nil {
+			jr.Patches = []string{}
+		}
+		for _, name := range PhaseNames() {
+			p := run.Phase(name)
+			if p.Counts == nil {
+				p.Counts = map[string]uint64{}
+			}
+			jr.Phases = append(jr.Phases, jsonPhase{Name: name, Ops: p.Ops, EstCycles: Cycles(p.EstCycles), WallNS: p.WallNS, Counts: p.Counts})
+		}
+		out.Runs = append(out.Runs, jr)
+	}
+	return out
+}
+
+// csvRows is the CSV: one row per run, phase and counter, then per run
+// and phase a "total" counter row and per run a "total" phase row. Every
+// row carries the run's outcome (registered, optimized, not attempted,
+// one rejected_CODE column per errno any run returned, digests) and how
+// the report was made (version, kernel, costs, faults), so one row read
+// alone is self-describing. Cycles are integers.
+func (r *ManyReport) csvRows(costs interface{ WeightByName(string) float64 }) [][]string {
+	codeSet := map[string]bool{}
+	for _, run := range r.Runs {
+		for c := range run.Rejected {
+			codeSet[c] = true
+		}
+	}
+	codes := sortedKeys(codeSet)
+	head := []string{"run", "patches", "phase", "counter", "count", "est_cycles", "wall_ns",
+		"registered", "optimized", "on_ftrace", "not_attempted"}
+	for _, c := range codes {
+		head = append(head, "rejected_"+c)
+	}
+	head = append(head, "decisions_digest", "reasons_digest", "n", "via", "kpsim", "kernel", "kernel_sha256", "costs", "faults")
+	rows := [][]string{head}
+	var m Meta
+	if r.Meta != nil {
+		m = *r.Meta
+	}
+	ksum := m.Kernel.SHA256
+	if ksum == "" {
+		ksum = m.Kernel.TextSHA256
+	}
+	for _, run := range r.Runs {
+		tail := []string{strconv.Itoa(run.Registered), strconv.Itoa(run.Optimized), strconv.Itoa(run.OnFtrace), strconv.Itoa(run.NotTried)}
+		for _, c := range codes {
+			tail = append(tail, strconv.Itoa(run.Rejected[c]))
+		}
+		tail = append(tail, run.Digest, run.WhyDigest, strconv.Itoa(r.N), string(r.Via), m.Kpsim.String(), m.Kernel.String(), ksum, m.Costs.String(), m.Faults)
+		patches := strings.Join(run.Patches, ",")
+		row := func(phase, counter string, count uint64, cyc float64, wall int64) {
+			rows = append(rows, append([]string{run.Name, patches, phase, counter, strconv.FormatUint(count, 10),
+				strconv.FormatInt(Cycles(cyc), 10), strconv.FormatInt(wall, 10)}, tail...))
+		}
+		for _, name := range PhaseNames() {
+			p := run.Phase(name)
+			for _, op := range sortedKeys(p.Counts) {
+				row(name, op, p.Counts[op], float64(p.Counts[op])*costs.WeightByName(op), 0)
+			}
+			row(name, "total", p.Ops, p.EstCycles, p.WallNS)
+		}
+		row("total", "total", run.TotalOps, run.EstCycles, run.WallNS)
+	}
+	return rows
+}
+
+// col is one column of a grouped table; unit is a run's columns, headed
+// by the run's name.
+type col struct {
+	head  string
+	cells []string
+}
+
+type unit struct {
+	name string
+	cols []col
+}
+
+func (u unit) widths() ([]int, int) {
+	ws := make([]int, len(u.cols))
+	total := 0
+	for i, c := range u.cols {
+		ws[i] = len(c.head)
+		for _, s := range c.cells {
+			ws[i] = max(ws[i], len(s))
+		}
+		total += ws[i]
+		if i > 0 {
+			total += 2
+		}
+	}
+	if len(u.name) > total {
+		ws[0] += len(u.name) - total
+		total = len(u.name)
+	}
+	return ws, total
+}
+
+// renderGrouped prints a table whose rows are labels and whose columns
+// come in units (one per run), packing as many units side by side as fit
+// TableWidth and printing the rest in further groups below.
+func renderGrouped(w io.Writer, title, labelHead string, labels []string, units []unit) {
+	lw := len(labelHead)
+	for _, l := range labels {
+		lw = max(lw, len(l))
+	}
+	var groups [][]unit
+	width := 1 + lw
+	for _, u := range units {
+		_, uw := u.widths()
+		if len(groups) == 0 || width+2+uw > TableWidth {
+			groups = append(groups, nil)
+			width = 1 + lw
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], u)
+		width += 2 + uw
+	}
+	heads := false
+	for _, u := range units {
+		for _, c := range u.cols {
+			heads = heads || c.head != ""
+		}
+	}
+	done := 0
+	for gi, g := range groups {
+		t := title
+		if len(groups) > 1 {
+			t = fmt.Sprintf("%s (runs %d-%d of %d)", title, done+1, done+len(g), len(units))
+		}
+		done += len(g)
+		if gi > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, " %s\n", t)
+		var b strings.Builder
+		b.WriteString(" " + pad("", lw))
+		for _, u := range g {
+			_, uw := u.widths()
+			b.WriteString("  " + pad(u.name, uw))
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+		if heads {
+			b.Reset()
+			b.WriteString(" " + pad(labelHead, lw))
+			for _, u := range g {
+				ws, _ := u.widths()
+				for i, c := range u.cols {
+					b.WriteString("  " + pad(c.head, ws[i]))
+				}
+			}
+			fmt.Fprintln(w, b.String())
+		}
+		for row, l := range labels {
+			b.Reset()
+			b.WriteString(" " + pad(l, lw))
+			for _, u := range g {
+				ws, _ := u.widths()
+				for i, c := range u.cols {
+					b.WriteString("  " + pad(c.cells[row], ws[i]))
+				}
+			}
+			fmt.Fprintln(w, b.String())
+		}
+	}
+}
+
+// pad right-aligns s in n columns.
+func pad(s string, n int) string {
+	if len(s) >= n {
+		return s
+	}
+	return strings.Repeat(" ", n-len(s)) + s
+}
+
+// writeWrapped prints a long line wrapped at TableWidth, continuation
+// lines after indent.
+func writeWrapped(w io.Writer, line, indent string) {
+	for len(line) > TableWidth {
+		cut := strings.LastIndex(line[:TableWidth+1], " ")
+		if cut <= len(indent) {
+			break // one word longer than the line: print it whole
+		}
+		fmt.Fprintln(w, strings.TrimRight(line[:cut], " "))
+		line = indent + strings.TrimLeft(line[cut:], " ")
+	}
+	fmt.Fprintln(w, line)
+}
+
+// phaseTable prints every used phase's ops and estimated cycles per run,
+// with none/run (the first run over it) and, with a series run among
+// several, series/run. More than four runs drop the ops columns (they
+// are in JSON, CSV and bench) so that more runs fit side by side.
+func (r *ManyReport) phaseTable(w io.Writer) {
+	base, series := r.Runs[0], r.seriesRun()
+	names := r.usedPhases()
+	labels := append(append([]string(nil), names...), "total")
+	withOps := len(r.Runs) <= 4
+	var units []unit
+	for _, run := range r.Runs {
+		u := unit{name: run.Name}
+		var ops, cyc, vb, vs col
+		ops.head, cyc.head = "ops", "cycles"
+		vb.head, vs.head = base.Name+"/run", "series/run"
+		for _, name := range names {
+			p, bp := run.Phase(name), base.Phase(name)
+			ops.cells = append(ops.cells, group(p.Ops))
+			cyc.cells = append(cyc.cells, group(uint64(Cycles(p.EstCycles))))
+			vb.cells = append(vb.cells, ratio(bp.EstCycles, p.EstCycles))
+			if series != nil {
+				vs.cells = append(vs.cells, ratio(series.Phase(name).EstCycles, p.EstCycles))
+			}
+		}
+		ops.cells = append(ops.cells, group(run.TotalOps))
+		cyc.cells = append(cyc.cells, group(uint64(Cycles(run.EstCycles))))
+		vb.cells = append(vb.cells, ratio(base.EstCycles, run.EstCycles))
+		if series != nil {
+			vs.cells = append(vs.cells, ratio(series.EstCycles, run.EstCycles))
+		}
+		if withOps {
+			u.cols = append(u.cols, ops)
+		}
+		u.cols = append(u.cols, cyc)
+		if run != base {
+			u.cols = append(u.cols, vb)
+		}
+		if series != nil && run != series {
+			u.cols = append(u.cols, vs)
+		}
+		units = append(units, u)
+	}
+	title := "operations and estimated cycles by phase"
+	if !withOps {
+		title = "estimated cycles by phase (ops by phase: --format json, csv or bench)"
+	}
+	renderGrouped(w, title, "phase", labels, units)
+	fmt.Fprintln(w)
+}
+
+// summaryTable prints one column per run: totals, ratios, wall time,
+// outcomes, memory and the decisions digest.
+func (r *ManyReport) summaryTable(w io.Writer) {
+	base, series := r.Runs[0], r.seriesRun()
+	labels := []string{"ops", "est. cycles", base.Name + "/run (cycles)"}
+	if series != nil {
+		labels = append(labels, "series/run (cycles)")
+	}
+	labels = append(labels, "wall", base.Name+"/run (wall)", "registered", "optimized", "rejected", "kernel bytes +", "peak heap", "decisions")
+	var units []unit
+	for _, run := range r.Runs {
+		same := "= " + base.Name
+		if run.Digest != base.Digest {
+			same = "DIFFERENT"
+		}
+		cells := []string{group(run.TotalOps), group(uint64(Cycles(run.EstCycles))), ratio(base.EstCycles, run.EstCycles)}
+		if series != nil {
+			cells = append(cells, ratio(series.EstCycles, run.EstCycles))
+		}
+		cells = append(cells, time.Duration(run.WallNS).Round(time.Millisecond).String(), ratio(float64(base.WallNS), float64(run.WallNS)),
+			strconv.Itoa(run.Registered), strconv.Itoa(run.Optimized), rejected(run.Rejected), signed(memSum(run)-memSum(base)),
+			mib(run.PeakBytes), run.Digest[:12]+" "+same)
+		units = append(units, unit{name: run.Name, cols: []col{{cells: cells}}})
+	}
+	renderGrouped(w, "summary (kernel bytes +: modelled kernel memory beyond the first run's)", "run", labels, units)
+}
+
+// memoryTable prints the modelled kernel memory of every run.
+func (r *ManyReport) memoryTable(w io.Writer) {
+	memKeys := map[string]bool{}
+	for _, run := range r.Runs {
+		for k := range run.KernelMem {
+			memKeys[k] = true
+		}
+	}
+	mk := sortedKeys(memKeys)
+	if len(mk) == 0 {
+		return
+	}
+	var units []unit
+	for _, run := range r.Runs {
+		var c col
+		for _, k := range mk {
+			if v, ok := run.KernelMem[k]; ok {
+				c.cells = append(c.cells, signed(v))
+			} else {
+				c.cells = append(c.cells, "-")
+			}
+		}
+		units = append(units, unit{name: run.Name, cols: []col{c}})
+	}
+	fmt.Fprintln(w)
+	renderGrouped(w, "modelled kernel memory (bytes)", "", mk, units)
+}

@@ -1,0 +1,440 @@
+package scenarios
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// ParseNs reads a sweep's probe counts: START:STOP:STEP (STOP included
+// when the steps reach it) or a comma-separated list, each at least 1.
+func ParseNs(s string) ([]int, error) {
+	var ns []int
+	if strings.Contains(s, ":") {
+		f := strings.Split(s, ":")
+		if len(f) != 3 {
+			return nil, fmt.Errorf("want START:STOP:STEP or N,N,..., got %q", s)
+		}
+		var v [3]int
+		for i, x := range f {
+			n, err := strconv.Atoi(strings.TrimSpace(x))
+			if err != nil {
+				return nil, fmt.Errorf("%q in %q is not an integer", x, s)
+			}
+			v[i] = n
+		}
+		if v[0] < 1 || v[1] < v[0] || v[2] < 1 {
+			return nil, fmt.Errorf("%q: want 1 <= START <= STOP and STEP >= 1", s)
+		}
+		if (v[1]-v[0])/v[2] >= 1000 {
+			return nil, fmt.Errorf("%q: more than 1000 points", s)
+		}
+		for n := v[0]; n <= v[1]; n += v[2] {
+			ns = append(ns, n)
+		}
+	} else {
+		for _, x := range strings.Split(s, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(x))
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("%q in %q is not a positive integer", x, s)
+			}
+			ns = append(ns, n)
+		}
+	}
+	sort.Ints(ns)
+	for i := 1; i < len(ns); i++ {
+		if ns[i] == ns[i-1] {
+			return nil, fmt.Errorf("%d given twice", ns[i])
+		}
+	}
+	if len(ns) < 2 {
+		return nil, errors.New("a sweep needs at least two values of N")
+	}
+	return ns, nil
+}
+
+// Sweep is one scenario run at several N under the same runs (patch
+// sets): per run and phase the totals at each N, a least-squares fit of
+// cycles(N) = a + b·N + c·N² and the log-log slope (the growth exponent).
+type Sweep struct {
+	Schema   int            `json:"schema_version"`
+	Meta     *Meta          `json:"meta"`
+	Scenario string         `json:"scenario"`
+	Via      Via            `json:"via"`
+	Params   map[string]any `json:"params"`
+	Ns       []int          `json:"n"`
+	Phases   []string       `json:"phases"` // the phases any run counted in, PhaseNames order
+	Runs     []*SweepRun    `json:"runs"`
+
+	reports []*ManyReport
+}
+
+// SweepRun is one run (patch set) across the sweep.
+type SweepRun struct {
+	Name    string   `json:"name"`
+	Patches []string `json:"patches"`
+	// Points[i] is the run at Ns[i].
+	Points []SweepPoint `json:"points"`
+	// Fits of estimated cycles against N, per phase and "total".
+	Fits map[string]GrowthFit `json:"fits"`
+	// SameDecisions is true when every N decided as the first run did.
+	SameDecisions bool `json:"same_decisions_as_first_run"`
+}
+
+// SweepPoint is one run at one N.
+type SweepPoint struct {
+	N          int               `json:"n"`
+	Ops        uint64            `json:"ops"`
+	EstCycles  int64             `json:"est_cycles"`
+	WallNS     int64             `json:"wall_ns"`
+	Registered int               `json:"registered"`
+	Rejected   map[string]int    `json:"rejected"`
+	Digest     string            `json:"decisions_digest"`
+	PhaseOps   map[string]uint64 `json:"phase_ops"`
+	PhaseCyc   map[string]int64  `json:"phase_est_cycles"`
+}
+
+// GrowthFit is cycles(N) = A + B·N + C·N² (least squares) and the slope
+// of log cycles against log N (least squares over the points with
+// cycles > 0): 1 is linear growth, 2 quadratic.
+type GrowthFit struct {
+	A, B, C float64
+	R2      float64 `json:"r2"`
+	Slope   float64 `json:"loglog_slope"`
+	SlopeR2 float64 `json:"loglog_r2"`
+	Points  int     `json:"points"`
+}
+
+// NewSweep assembles reports of the same scenario and runs at
+// increasing N.
+func NewSweep(reps []*ManyReport) (*Sweep, error) {
+	if len(reps) < 2 {
+		return nil, errors.New("a sweep needs at least two reports")
+	}
+	first := reps[0]
+	sw := &Sweep{Schema: SchemaVersion, Meta: first.Meta, Scenario: first.Scenario, Via: first.Via, Params: map[string]any{}, reports: reps}
+	for k, v := range first.Params {
+		if k != "probes" {
+			sw.Params[k] = v
+		}
+	}
+	for _, r := range first.Runs {
+		sw.Runs = append(sw.Runs, &SweepRun{Name: r.Name, Patches: r.Patches, Fits: map[string]GrowthFit{}, SameDecisions: true})
+	}
+	for _, rep := range reps {
+		if len(rep.Runs) != len(sw.Runs) {
+			return nil, fmt.Errorf("n=%d: %d runs, want %d", rep.N, len(rep.Runs), len(sw.Runs))
+		}
+		sw.Ns = append(sw.Ns, rep.N)
+		for i, r := range rep.Runs {
+			p := SweepPoint{N: rep.N, Ops: r.TotalOps, EstCycles: Cycles(r.EstCycles), WallNS: r.WallNS, Registered: r.Registered,
+				Rejected: r.Rejected, Digest: r.Digest, PhaseOps: map[string]uint64{}, PhaseCyc: map[string]int64{}}
+			for _, ph := range r.Phases {
+				p.PhaseOps[ph.Name], p.PhaseCyc[ph.Name] = ph.Ops, Cycles(ph.EstCycles)
+			}
+			sw.Runs[i].Points = append(sw.Runs[i].Points, p)
+			if r.Digest != rep.Runs[0].Digest {
+				sw.Runs[i].SameDecisions = false
+			}
+		}
+	}
+	for i := 1; i < len(sw.Ns); i++ {
+		if sw.Ns[i] <= sw.Ns[i-1] {
+			return nil, fmt.Errorf("n=%d after n=%d: the reports must be in increasing N", sw.Ns[i], sw.Ns[i-1])
+		}
+	}
+	for _, name := range PhaseNames() {
+		for _, run := range sw.Runs {
+			if used(run, name) {
+				sw.Phases = append(sw.Phases, name)
+				break
+			}
+		}
+	}
+	for _, run := range sw.Runs {
+		run.Fits["total"] = fitGrowth(sw.Ns, run.series("total"))
+		for _, ph := range sw.Phases {
+			run.Fits[ph] = fitGrowth(sw.Ns, run.series(ph))
+		}
+	}
+	return sw, nil
+}
+
+func used(r *SweepRun, phase string) bool {
+	for _, p := range r.Points {
+		if p.PhaseOps[phase] != 0 || p.PhaseCyc[phase] != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// series returns the run's estimated cycles of a phase (or "total") at
+// every N.
+func (r *SweepRun) series(phase string) []float64 {
+	ys := make([]float64, len(r.Points))
+	for i, p := range r.Points {
+		if phase == "total" {
+			ys[i] = float64(p.EstCycles)
+		} else {
+			ys[i] = float64(p.PhaseCyc[phase])
+		}
+	}
+	return ys
+}
+
+// Series is the exported form of series, for plots.
+func (r *SweepRun) Series(phase string) []float64 { return r.series(phase) }
+
+// fitGrowth fits ys = a + b·n + c·n² by least squares (normal equations
+// on n scaled to [0, 1] for conditioning) and the log-log slope.
+func fitGrowth(ns []int, ys []float64) GrowthFit {
+	f := GrowthFit{Points: len(ns)}
+	scale := float64(ns[len(ns)-1])
+	// Normal equations M·[a b c] = v over x = n/scale.
+	var m [3][4]float64
+	for i, n := range ns {
+		x := float64(n) / scale
+		pw := [3]float64{1, x, x * x}
+		for r := 0; r < 3; r++ {
+			for c := 0; c < 3; c++ {
+				m[r][c] += pw[r] * pw[c]
+			}
+			m[r][3] += pw[r] * ys[i]
+		}
+	}
+	k := 3
+	if len(ns) < 3 {
+		k = 2 // two points: a line
+	}
+	coef, ok := solve(m, k)
+	if ok {
+		f.A, f.B, f.C = coef[0], coef[1]/scale, coef[2]/(scale*scale)
+		var mean, ssTot, ssRes float64
+		for _, y := range ys {
+			mean += y
+		}
+		mean /= float64(len(ys))
+		for i, n := range ns {
+			x := float64(n)
+			d := ys[i] - (f.A + f.B*x + f.C*x*x)
+			ssRes += d * d
+			ssTot += (ys[i] - mean) * (ys[i] - mean)
+		}
+		f.R2 = 1
+		if ssTot > 0 {
+			f.R2 = 1 - ssRes/ssTot
+		}
+		// Rounding noise of an exact fit: a term worth less than 1e-9 of
+		// the largest value is zero (and -0 is 0).
+		var ymax float64
+		for _, y := range ys {
+			ymax = math.Max(ymax, math.Abs(y))
+		}
+		tiny := func(v, at float64) float64 {
+			if math.Abs(v*at) < 1e-9*ymax {
+				return 0
+			}
+			return v + 0
+		}
+		f.A, f.B, f.C = tiny(f.A, 1), tiny(f.B, scale), tiny(f.C, scale*scale)
+	}
+	var lx, ly []float64
+	for i, n := range ns {
+		if ys[i] > 0 {
+			lx, ly = append(lx, math.Log(float64(n))), append(ly, math.Log(ys[i]))
+		}
+	}
+	if len(lx) >= 2 {
+		f.Slope, _, f.SlopeR2 = lineFit(lx, ly)
+	}
+	return f
+}
+
+// solve does Gaussian elimination with partial pivoting on the first k
+// unknowns of an augmented 3x4 system.
+func solve(m [3][4]float64, k int) ([3]float64, bool) {
+	var out [3]float64
+	for c := 0; c < k; c++ {
+		p := c
+		for r := c + 1; r < k; r++ {
+			if math.Abs(m[r][c]) > math.Abs(m[p][c]) {
+				p = r
+			}
+		}
+		if math.Abs(m[p][c]) < 1e-12 {
+			return out, false
+		}
+		m[c], m[p] = m[p], m[c]
+		for r := c + 1; r < k; r++ {
+			f := m[r][c] / m[c][c]
+			for j := c; j < 4; j++ {
+				if j < k || j == 3 {
+					m[r][j] -= f * m[c][j]
+				}
+			}
+		}
+	}
+	for r := k - 1; r >= 0; r-- {
+		s := m[r][3]
+		for j := r + 1; j < k; j++ {
+			s -= m[r][j] * out[j]
+		}
+		out[r] = s / m[r][r]
+	}
+	return out, true
+}
+
+// lineFit fits y = a + b·x and returns b, a and R².
+func lineFit(xs, ys []float64) (b, a, r2 float64) {
+	n := float64(len(xs))
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		sx += xs[i]
+		sy += ys[i]
+		sxx += xs[i] * xs[i]
+		sxy += xs[i] * ys[i]
+	}
+	den := n*sxx - sx*sx
+	if den == 0 {
+		return 0, sy / n, 0
+	}
+	b = (n*sxy - sx*sy) / den
+	a = (sy - b*sx) / n
+	mean := sy / n
+	var ssTot, ssRes float64
+	for i := range xs {
+		d := ys[i] - (a + b*xs[i])
+		ssRes += d * d
+		ssTot += (ys[i] - mean) * (ys[i] - mean)
+	}
+	r2 = 1
+	if ssTot > 0 {
+		r2 = 1 - ssRes/ssTot
+	}
+	return b, a, r2
+}
+
+// WriteJSON writes the sweep.
+func (s *Sweep) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(s)
+}
+
+// WriteBench writes every N's report as benchmark results named
+// Many/n=N/patches=RUN/phase=PHASE (benchstat -row /n -col /patches).
+func (s *Sweep) WriteBench(w io.Writer) error {
+	bw := NewBenchWriter(w)
+	for _, r := range s.reports {
+		if err := bw.Write(r, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteCSV writes one row per run, N and phase (and total), with the
+// fit of that run and phase repeated on each row.
+func (s *Sweep) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"run", "patches", "n", "phase", "ops", "est_cycles", "wall_ns", "registered", "decisions_digest",
+		"fit_a", "fit_b", "fit_c", "fit_r2", "loglog_slope", "loglog_r2", "kpsim", "kernel", "costs", "faults"})
+	var m Meta
+	if s.Meta != nil {
+		m = *s.Meta
+	}
+	ff := func(f float64) string { return strconv.FormatFloat(f, 'g', 8, 64) }
+	for _, run := range s.Runs {
+		for _, ph := range append(append([]string(nil), s.Phases...), "total") {
+			fit := run.Fits[ph]
+			for _, p := range run.Points {
+				ops, cyc, wall := p.PhaseOps[ph], p.PhaseCyc[ph], int64(0)
+				if ph == "total" {
+					ops, cyc, wall = p.Ops, p.EstCycles, p.WallNS
+				}
+				cw.Write([]string{run.Name, strings.Join(run.Patches, ","), strconv.Itoa(p.N), ph, strconv.FormatUint(ops, 10),
+					strconv.FormatInt(cyc, 10), strconv.FormatInt(wall, 10), strconv.Itoa(p.Registered), p.Digest,
+					ff(fit.A), ff(fit.B), ff(fit.C), ff(fit.R2), ff(fit.Slope), ff(fit.SlopeR2),
+					m.Kpsim.String(), m.Kernel.String(), m.Costs.String(), m.Faults})
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteTable writes the sweep for a terminal: the meta, total estimated
+// cycles per run at each N, and per run and phase the fit and exponent.
+func (s *Sweep) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, " Sweep of scenario %s via %s over N = %s\n", s.Scenario, s.Via, joinInts(s.Ns))
+	for _, l := range s.Meta.Lines() {
+		writeWrapped(w, " "+l, "          ")
+	}
+	var ps []string
+	for _, k := range sortedKeys(s.Params) {
+		ps = append(ps, fmt.Sprintf("%s=%v", k, s.Params[k]))
+	}
+	writeWrapped(w, " params:  "+strings.Join(ps, " "), "          ")
+	fmt.Fprintln(w)
+	var labels []string
+	for _, n := range s.Ns {
+		labels = append(labels, strconv.Itoa(n))
+	}
+	labels = append(labels, "exponent")
+	var units []unit
+	for _, run := range s.Runs {
+		var c, pp col
+		c.head, pp.head = "cycles", "per probe"
+		for _, p := range run.Points {
+			c.cells = append(c.cells, group(uint64(p.EstCycles)))
+			pp.cells = append(pp.cells, strconv.FormatFloat(float64(p.EstCycles)/float64(p.N), 'f', 0, 64))
+		}
+		f := run.Fits["total"]
+		c.cells = append(c.cells, strconv.FormatFloat(f.Slope, 'f', 2, 64))
+		pp.cells = append(pp.cells, "")
+		units = append(units, unit{name: run.Name, cols: []col{c, pp}})
+	}
+	renderGrouped(w, "estimated cycles (exponent: log-log slope of cycles against N)", "N", labels, units)
+	for _, run := range s.Runs {
+		fmt.Fprintln(w)
+		f := run.Fits["total"]
+		writeWrapped(w, fmt.Sprintf(" %s: cycles(N) = %s + %s·N + %s·N² (R² %.4f); log-log slope %.3f (R² %.4f)%s",
+			run.Name, sci(f.A), sci(f.B), sci(f.C), f.R2, f.Slope, f.SlopeR2, sameNote(run)), "   ")
+		fmt.Fprintf(w, "   %-20s %10s %12s %12s %8s %9s\n", "phase", "a", "b", "c", "R²", "exponent")
+		for _, ph := range s.Phases {
+			pf := run.Fits[ph]
+			if run.Points[len(run.Points)-1].PhaseCyc[ph] == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "   %-20s %10s %12s %12s %8.4f %9.3f\n", ph, sci(pf.A), sci(pf.B), sci(pf.C), pf.R2, pf.Slope+0)
+		}
+	}
+	fmt.Fprintln(w)
+	writeWrapped(w, " Each N is a full run of the scenario; counts are exact, so the fits describe the model, not noise. An exponent near 2 is a quadratic walk.", " ")
+	return nil
+}
+
+func sameNote(r *SweepRun) string {
+	if r.SameDecisions {
+		return ""
+	}
+	return "; DECISIONS DIFFER from the first run at some N"
+}
+
+// sci prints a coefficient in 4 significant digits.
+func sci(f float64) string { return strconv.FormatFloat(f, 'g', 4, 64) }
+
+func joinInts(ns []int) string {
+	var s []string
+	for _, n := range ns {
+		s = append(s, strconv.Itoa(n))
+	}
+	return strings.Join(s, ",")
+}
