@@ -139,23 +139,31 @@ func (t *Tracing) disableTraceKprobe(ev *Event, file bool) {
 	}
 }
 
-// EnableEvent models writing "1" (or "0") to events/GROUP/NAME/enable:
-// the user's open, the write, event_enable_write (kstrtoul,
-// tracing_update_buffers, event_mutex) and ftrace_event_enable_disable.
-func (t *Tracing) EnableEvent(ev *Event, enable bool) error {
+// enableWrite models what every write to an enable file does first: the
+// user's open and write, kstrtoul_from_user and, for "1",
+// tracing_update_buffers, counted in the enable (or disable) phase until
+// the returned func restores the caller's.
+func (t *Tracing) enableWrite(enable bool) (restore func()) {
 	c := t.counters()
 	ph := PhaseEnable
 	if !enable {
 		ph = PhaseDisable
 	}
 	prev := c.Enter(ph)
-	defer c.Enter(prev)
 	c.Inc(opOpen)
 	c.Inc(opSyscall)
 	c.Inc(opConst) // kstrtoul_from_user
 	if enable {
 		t.tracingUpdateBuffers()
 	}
+	return func() { c.Enter(prev) }
+}
+
+// EnableEvent models writing "1" (or "0") to events/GROUP/NAME/enable:
+// the user's open, the write, event_enable_write (kstrtoul,
+// tracing_update_buffers, event_mutex) and ftrace_event_enable_disable.
+func (t *Tracing) EnableEvent(ev *Event, enable bool) error {
+	defer t.enableWrite(enable)()
 	if t.events[eventKey{ev.Group, ev.Name}] != ev {
 		return errno.ENODEV // the file was freed
 	}
@@ -179,19 +187,8 @@ func (t *Tracing) EnableEvent(ev *Event, enable bool) error {
 // returned, but the walk goes on; a group without events is -EINVAL.
 // Per-event failures are reported through fail.
 func (t *Tracing) EnableGroup(group string, enable bool, fail func(ev *Event, err error)) error {
+	defer t.enableWrite(enable)()
 	c := t.counters()
-	ph := PhaseEnable
-	if !enable {
-		ph = PhaseDisable
-	}
-	prev := c.Enter(ph)
-	defer c.Enter(prev)
-	c.Inc(opOpen)
-	c.Inc(opSyscall)
-	c.Inc(opConst)
-	if enable {
-		t.tracingUpdateBuffers()
-	}
 	n := uint64(t.NumTraceEvents())
 	c.Add(opFileVisit, n)
 	c.Add(opStrcmp, n)

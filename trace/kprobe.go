@@ -9,6 +9,7 @@ import (
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kprobes"
+	"github.com/kpsim/kpsim/sim"
 )
 
 // Reason says which check decided a refusal, in kernel terms (the kprobes
@@ -308,17 +309,8 @@ func (t *Tracing) traceKprobeCreate(line string, argv []string) (*TraceKprobe, *
 		}
 	}
 
-	if symbol != "" && !strings.Contains(symbol, ":") {
-		c.Enter(PhaseSymbols)
-		n := t.numberOfSameSymbols(symbol)
-		c.Enter(PhaseParse)
-		t.note("number_of_same_symbols", strconv.Quote(symbol), fmt.Sprintf("%d (vmlinux match walk, then all %d module symbols compared)", n, t.d.Syms.ModuleSymbols()))
-		if n > 1 {
-			return nil, refuse(errno.EADDRNOTAVAIL, "trace_kprobe", fmt.Sprintf("symbol is not unique (%d copies)", n))
-		}
-		if n == 0 {
-			return nil, refuse(errno.ENOENT, "trace_kprobe", fmt.Sprintf("symbol %q not found", symbol))
-		}
+	if perr := t.uniqueSymbol(symbol, "trace_kprobe", PhaseParse); perr != nil {
+		return nil, perr
 	}
 
 	group := KprobeEventSystem
@@ -349,15 +341,8 @@ func (t *Tracing) traceKprobeCreate(line string, argv []string) (*TraceKprobe, *
 		t.note("traceprobe_parse_event_name", "", group+"/"+event)
 	}
 
-	// alloc_trace_kprobe + trace_probe_init.
-	allocs := uint64(allocsPerSymbolProbe)
-	if symbol == "" {
-		allocs--
-	}
-	c.Add(opKmalloc, allocs)
-	c.Inc(opPercpu)
-	if t.d.Faults.Fail(FaultTraceKprobeAlloc) {
-		return nil, refuse(errno.ENOMEM, "alloc_trace_kprobe", "kzalloc failed")
+	if perr := t.allocTraceKprobe(symbol); perr != nil {
+		return nil, perr
 	}
 	tk := &TraceKprobe{Symbol: symbol, Offset: uint64(offset), Addr: addr, Return: isReturn, MaxActive: maxactive}
 	if isReturn {
@@ -395,6 +380,46 @@ func (t *Tracing) traceKprobeCreate(line string, argv []string) (*TraceKprobe, *
 		return nil, perr
 	}
 	return tk, nil
+}
+
+// uniqueSymbol models the uniqueness check both tracefs and the perf PMU
+// make before allocating (__trace_kprobe_create, create_local_trace_kprobe):
+// only for a plain name (no "MOD:", not an address), number_of_same_symbols
+// must be exactly 1: more is -EADDRNOTAVAIL, none -ENOENT. check names the
+// caller in the reason; back is the phase to count in afterwards.
+func (t *Tracing) uniqueSymbol(symbol, check string, back sim.Phase) *probeErr {
+	if symbol == "" || strings.Contains(symbol, ":") {
+		return nil
+	}
+	c := t.counters()
+	c.Enter(PhaseSymbols)
+	n := t.numberOfSameSymbols(symbol)
+	c.Enter(back)
+	t.note("number_of_same_symbols", strconv.Quote(symbol), fmt.Sprintf("%d (vmlinux match walk, then all %d module symbols compared)", n, t.d.Syms.ModuleSymbols()))
+	switch {
+	case n > 1:
+		return refuse(errno.EADDRNOTAVAIL, check, fmt.Sprintf("symbol is not unique (%d copies)", n))
+	case n == 0:
+		return refuse(errno.ENOENT, check, fmt.Sprintf("symbol %q not found", symbol))
+	}
+	return nil
+}
+
+// allocTraceKprobe models alloc_trace_kprobe + trace_probe_init's
+// allocations (front-doors.md §1.5: six with a symbol, five without, and
+// the percpu hit counter); -ENOMEM when the fault point fires.
+func (t *Tracing) allocTraceKprobe(symbol string) *probeErr {
+	c := t.counters()
+	allocs := uint64(allocsPerSymbolProbe)
+	if symbol == "" {
+		allocs--
+	}
+	c.Add(opKmalloc, allocs)
+	c.Inc(opPercpu)
+	if t.d.Faults.Fail(FaultTraceKprobeAlloc) {
+		return refuse(errno.ENOMEM, "alloc_trace_kprobe", "kzalloc failed")
+	}
+	return nil
 }
 
 // numberOfSameSymbols models trace_kprobe.c:number_of_same_symbols (in

@@ -2,8 +2,6 @@ package trace
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/kprobes"
@@ -113,30 +111,15 @@ func (t *Tracing) destroyLocalTraceKprobe(tk *TraceKprobe) {
 // __register_trace_kprobe. -ENOENT is returned as is (no pending).
 func (t *Tracing) createLocalTraceKprobe(fn string, addrOrOffset uint64, retprobe bool) (*TraceKprobe, *probeErr) {
 	c := t.counters()
-	if fn != "" && !strings.Contains(fn, ":") {
-		c.Enter(PhaseSymbols)
-		n := t.numberOfSameSymbols(fn)
-		c.Enter(PhasePerfOpen)
-		t.note("number_of_same_symbols", strconv.Quote(fn), fmt.Sprintf("%d (vmlinux match walk, then all %d module symbols compared)", n, t.d.Syms.ModuleSymbols()))
-		if n > 1 {
-			return nil, refuse(errno.EADDRNOTAVAIL, "create_local_trace_kprobe", fmt.Sprintf("symbol is not unique (%d copies)", n))
-		}
-		if n == 0 {
-			return nil, refuse(errno.ENOENT, "create_local_trace_kprobe", fmt.Sprintf("symbol %q not found", fn))
-		}
+	if perr := t.uniqueSymbol(fn, "create_local_trace_kprobe", PhasePerfOpen); perr != nil {
+		return nil, perr
 	}
 	name := fn
 	if fn == "" {
 		name = "DUMMY_EVENT"
 	}
-	allocs := uint64(allocsPerSymbolProbe)
-	if fn == "" {
-		allocs--
-	}
-	c.Add(opKmalloc, allocs)
-	c.Inc(opPercpu)
-	if t.d.Faults.Fail(FaultTraceKprobeAlloc) {
-		return nil, refuse(errno.ENOMEM, "alloc_trace_kprobe", "kzalloc failed")
+	if perr := t.allocTraceKprobe(fn); perr != nil {
+		return nil, perr
 	}
 	tk := &TraceKprobe{Symbol: fn, Return: retprobe}
 	if retprobe {
