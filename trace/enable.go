@@ -6,7 +6,7 @@ import (
 	"github.com/kpsim/kpsim/errno"
 )
 
-// tracingUpdateBuffers models trace.c:tracing_update_buffers: the first
+// tracingUpdateBuffers models kernel/trace/trace.c:tracing_update_buffers: the first
 // enable expands the ring buffer to trace_buf_size on every CPU.
 func (t *Tracing) tracingUpdateBuffers() {
 	c := t.counters()
@@ -33,7 +33,7 @@ func (t *Tracing) tracepointToggle() {
 	}
 }
 
-// ftraceEventEnableDisable models trace_events.c:__ftrace_event_enable_disable
+// ftraceEventEnableDisable models kernel/trace/trace_events.c:__ftrace_event_enable_disable
 // for a kprobe event's file with TRACE_ITER_RECORD_CMD set (the default
 // trace flags): enabling starts cmdline recording and calls
 // kprobe_register(TRACE_REG_REGISTER) → enable_trace_kprobe; disabling
@@ -68,7 +68,7 @@ func (t *Tracing) ftraceEventEnableDisable(ev *Event, enable bool) *probeErr {
 	return nil
 }
 
-// enableTraceKprobe models trace_kprobe.c:enable_trace_kprobe: the file
+// enableTraceKprobe models kernel/trace/trace_kprobe.c:enable_trace_kprobe: the file
 // link (tracefs) or TP_FLAG_PROFILE (perf); if the event was not enabled,
 // enable_k(ret)probe on every probe that is registered and not gone, rolling
 // back on the first failure.
@@ -117,7 +117,7 @@ func (t *Tracing) enableTraceKprobe(ev *Event, file bool) *probeErr {
 	return nil
 }
 
-// disableTraceKprobe models trace_kprobe.c:disable_trace_kprobe: the last
+// disableTraceKprobe models kernel/trace/trace_kprobe.c:disable_trace_kprobe: the last
 // user disables every registered probe (disable_kprobe); the file link is
 // freed with kvfree_rcu_mightsleep (queued, no wait).
 func (t *Tracing) disableTraceKprobe(ev *Event, file bool) {
@@ -159,7 +159,8 @@ func (t *Tracing) enableWrite(enable bool) (restore func()) {
 	return func() { c.Enter(prev) }
 }
 
-// EnableEvent models writing "1" (or "0") to events/GROUP/NAME/enable:
+// EnableEvent models kernel/trace/trace_events.c:event_enable_write, a write
+// of "1" (or "0") to events/GROUP/NAME/enable:
 // the user's open, the write, event_enable_write (kstrtoul,
 // tracing_update_buffers, event_mutex) and ftrace_event_enable_disable.
 func (t *Tracing) EnableEvent(ev *Event, enable bool) error {
@@ -180,7 +181,8 @@ func (t *Tracing) EnableEvent(ev *Event, enable bool) error {
 	return nil
 }
 
-// EnableGroup models writing "1" (or "0") to events/GROUP/enable:
+// EnableGroup models kernel/trace/trace_events.c:system_enable_write, a
+// write of "1" (or "0") to events/GROUP/enable:
 // system_enable_write → __ftrace_set_clr_event_nolock walks every file of
 // tr->events (static and dynamic), compares each one's system, and
 // enables the group's files one by one (no batching). The first error is

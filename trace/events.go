@@ -9,7 +9,7 @@ import (
 	"github.com/kpsim/kpsim/kprobes"
 )
 
-// findTraceKprobe models trace_kprobe.c:find_trace_kprobe: walk
+// findTraceKprobe models kernel/trace/trace_kprobe.c:find_trace_kprobe: walk
 // dyn_event_list from its head (oldest first), skip other dynamic event
 // types (an ops-pointer compare), strcmp the event name of every kprobe
 // entry and, on a name match only, the group. It returns the first match.
@@ -81,7 +81,7 @@ func (t *Tracing) removeEvent(ev *Event) {
 	}
 }
 
-// dynEventAdd models trace_dynevent.h:dyn_event_add: tail insertion.
+// dynEventAdd models kernel/trace/trace_dynevent.h:dyn_event_add: tail insertion.
 func (t *Tracing) dynEventAdd(tk *TraceKprobe) {
 	t.counters().Inc(opConst)
 	tk.seq = t.dynSeq
@@ -99,7 +99,7 @@ func (t *Tracing) dynEventRemove(tk *TraceKprobe) {
 	}
 }
 
-// registerTraceKprobe models trace_kprobe.c:register_trace_kprobe under
+// registerTraceKprobe models kernel/trace/trace_kprobe.c:register_trace_kprobe under
 // event_mutex.
 func (t *Tracing) registerTraceKprobe(tk *TraceKprobe) *probeErr {
 	c := t.counters()
@@ -135,7 +135,7 @@ func (t *Tracing) registerTraceKprobe(tk *TraceKprobe) *probeErr {
 	return nil
 }
 
-// appendTraceKprobe models trace_kprobe.c:append_trace_kprobe: the
+// appendTraceKprobe models kernel/trace/trace_kprobe.c:append_trace_kprobe: the
 // argument types must match, an exact duplicate is refused, the probe
 // joins the existing event (whose enabled state it takes: an enabled event
 // registers the new probe armed).
@@ -213,7 +213,7 @@ func (t *Tracing) moduleExist(tk *TraceKprobe) bool {
 	return false
 }
 
-// __registerTraceKprobe models trace_kprobe.c:__register_trace_kprobe:
+// __registerTraceKprobe models kernel/trace/trace_kprobe.c:__register_trace_kprobe:
 // lockdown, the registered check, within_notrace_func, the @SYM args, the
 // DISABLED flag from the event's state, then register_k(ret)probe.
 func (t *Tracing) __registerTraceKprobe(tk *TraceKprobe) *probeErr {
@@ -311,7 +311,7 @@ func (t *Tracing) withinNotraceFuncAt(addr uint64) bool {
 	return t.d.Ftrace.LocationRange(c, start, start+size-1) == 0
 }
 
-// withinNotraceFunc models trace_kprobe.c:within_notrace_func (DYNAMIC_FTRACE
+// withinNotraceFunc models kernel/trace/trace_kprobe.c:within_notrace_func (DYNAMIC_FTRACE
 // and no KPROBE_EVENTS_ON_NOTRACE, as Debian): a notrace function is
 // refused unless it is a suffixed copy ("foo.isra.0") of a traceable base.
 func (t *Tracing) withinNotraceFunc(tk *TraceKprobe) bool {
@@ -334,7 +334,7 @@ func (t *Tracing) withinNotraceFunc(tk *TraceKprobe) bool {
 	return true
 }
 
-// registerKprobeEvent models register_kprobe_event →
+// registerKprobeEvent models kernel/trace/trace_kprobe.c:register_kprobe_event →
 // trace_probe_register_event_call: find_trace_event_call, then
 // register_trace_event (the id and event_hash) and trace_add_event_call
 // (ftrace_events, the instance's file and its tracefs directory).
@@ -373,7 +373,7 @@ func (t *Tracing) registerKprobeEvent(ev *Event) *probeErr {
 	return nil
 }
 
-// registerTraceEvent models trace_output.c:register_trace_event: the id is
+// registerTraceEvent models kernel/trace/trace_output.c:register_trace_event: the id is
 // next_event_type++ until it passes TRACE_EVENT_TYPE_MAX; after that
 // trace_search_list walks ftrace_event_list (in id order) to the first
 // gap. ftrace_find_event checks the id's event_hash bucket first.
@@ -402,7 +402,7 @@ func (t *Tracing) registerTraceEvent() int {
 	return id
 }
 
-// eventCreateDir models trace_events.c:event_create_dir for the one
+// eventCreateDir models kernel/trace/trace_events.c:event_create_dir for the one
 // instance: the group's directory (found on tr->systems, or created with
 // its filter and enable files), the event directory and its six files,
 // and the fields (ip, or func and ret_ip, plus one per argument).
@@ -427,7 +427,7 @@ func (t *Tracing) eventCreateDir(ev *Event) {
 	c.Add(opKmalloc, uint64(fields+ev.nargs))
 }
 
-// eventSubsystemDir models trace_events.c:event_subsystem_dir: walk
+// eventSubsystemDir models kernel/trace/trace_events.c:event_subsystem_dir: walk
 // tr->systems (head first) for the group; a new group also walks the
 // global event_subsystems list, allocates the dir, the subsystem, its name
 // and filter, and creates its directory with two files.
@@ -473,7 +473,7 @@ func (t *Tracing) removeSubsystem(group string) {
 // it (static events sit behind every dynamic one).
 func (t *Tracing) fileDepth(ev *Event) uint64 { return uint64(t.calls.after(ev.seq) + 1) }
 
-// unregisterKprobeEvent models unregister_kprobe_event →
+// unregisterKprobeEvent models kernel/trace/trace_kprobe.c:unregister_kprobe_event →
 // trace_remove_event_call → probe_remove_event_call: a refused busy event
 // is -EBUSY; otherwise three walks of tr->events to the file,
 // __unregister_trace_event, the tracefs removal, list_del from

@@ -111,7 +111,7 @@ func kstrtol(s string) (int64, bool) {
 	return int64(v), true
 }
 
-// isGoodName models trace.h:__is_good_name.
+// isGoodName models kernel/trace/trace.h:__is_good_name.
 func isGoodName(name string, hashOK bool) bool {
 	if name == "" {
 		return false
@@ -135,7 +135,7 @@ func isGoodName(name string, hashOK bool) bool {
 	return true
 }
 
-// sanitizeEventName models trace.h:sanitize_event_name: ':' and '.' after
+// sanitizeEventName models kernel/trace/trace.h:sanitize_event_name: ':' and '.' after
 // the first character become '_'.
 func sanitizeEventName(name string) string {
 	b := []byte(name)
@@ -147,7 +147,7 @@ func sanitizeEventName(name string) string {
 	return string(b)
 }
 
-// parseEventName models trace_probe.c:traceprobe_parse_event_name: the
+// parseEventName models kernel/trace/trace_probe.c:traceprobe_parse_event_name: the
 // group ends at the first '/', or if there is none the first '.'. An empty
 // event after a group leaves it unnamed (default name, in that group).
 func parseEventName(ev, group string) (string, string, *probeErr) {
@@ -195,7 +195,7 @@ func hashedPointer(addr uint64) string {
 	return fmt.Sprintf("0x%016x", h&0xffffffff)
 }
 
-// create models trace_kprobe.c:trace_kprobe_create →
+// create models kernel/trace/trace_kprobe.c:trace_kprobe_create →
 // trace_probe_create → __trace_kprobe_create for one line (comment already
 // cut). An empty line is accepted and does nothing.
 func (t *Tracing) create(line string) (*TraceKprobe, *probeErr) {
@@ -422,7 +422,7 @@ func (t *Tracing) allocTraceKprobe(symbol string) *probeErr {
 	return nil
 }
 
-// numberOfSameSymbols models trace_kprobe.c:number_of_same_symbols (in
+// numberOfSameSymbols models kernel/trace/trace_kprobe.c:number_of_same_symbols (in
 // 6.1.192): the vmlinux copies of name (kallsyms_on_each_match_symbol, any
 // symbol type) plus every module symtab entry with that name, each module
 // symbol compared (module_kallsyms_on_each_symbol never stops).

@@ -12,7 +12,8 @@ type PerfEvent struct {
 	TK *TraceKprobe
 }
 
-// PerfKprobeOpen models perf_event_open(2) with attr.type = the kprobe
+// PerfKprobeOpen models kernel/trace/trace_event_perf.c:perf_kprobe_init as
+// perf_event_open(2) reaches it with attr.type = the kprobe
 // PMU's type, config1 = func (or 0), config2 = the offset (or the address
 // when func is empty), config bit 0 = retprobe:
 // perf_init_event's idr_find, perf_kprobe_event_init (perfmon_capable),
@@ -83,7 +84,8 @@ func (t *Tracing) perfTraceEventUnreg() {
 	}
 }
 
-// PerfKprobeClose models closing the event: perf_kprobe_destroy under
+// PerfKprobeClose models kernel/trace/trace_event_perf.c:perf_kprobe_destroy,
+// closing the event: under
 // event_mutex (perf_trace_event_unreg: kprobe_register(PERF_UNREGISTER)
 // → disable_trace_kprobe, then tracepoint_synchronize_unregister), then
 // destroy_local_trace_kprobe (unregister_kprobe, with its own
@@ -104,7 +106,7 @@ func (t *Tracing) destroyLocalTraceKprobe(tk *TraceKprobe) {
 	t.freeTraceKprobe(tk)
 }
 
-// createLocalTraceKprobe models trace_kprobe.c:create_local_trace_kprobe:
+// createLocalTraceKprobe models kernel/trace/trace_kprobe.c:create_local_trace_kprobe:
 // the uniqueness check for a plain name, a trace_kprobe named after the
 // function (or DUMMY_EVENT) in group kprobes that is put on no list (no
 // dyn_event, no ftrace_events entry, no id, no tracefs), and

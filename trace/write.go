@@ -17,7 +17,8 @@ func (t *Tracing) OpenKprobeEvents() {
 	t.counters().Enter(prev)
 }
 
-// WriteKprobeEvents models one write() of buf to kprobe_events:
+// WriteKprobeEvents models kernel/trace/trace.c:trace_parse_run_command for
+// one write() of buf to kprobe_events:
 // probes_write → trace_parse_run_command with
 // create_or_delete_trace_kprobe per line. The buffer is copied in chunks
 // of WRITE_BUFSIZE-1 bytes; a line cut by a chunk's end is copied again
@@ -117,7 +118,7 @@ func (t *Tracing) createOrDelete(line string) (*TraceKprobe, *probeErr) {
 	return t.create(line)
 }
 
-// dynEventRelease models trace_dynevent.c:dyn_event_release for the kprobe
+// dynEventRelease models kernel/trace/trace_dynevent.c:dyn_event_release for the kprobe
 // type: "-:[GRP/]EVENT [ARGS]" walks the whole dyn_event_list (no early
 // exit), matches every kprobe entry by name (and group, and with args the
 // command head), releases each match (unregister_trace_kprobe, then
@@ -220,7 +221,7 @@ func (tk *TraceKprobe) commandHeadMatches(args []string) bool {
 	return true
 }
 
-// unregisterTraceKprobe models trace_kprobe.c:unregister_trace_kprobe.
+// unregisterTraceKprobe models kernel/trace/trace_kprobe.c:unregister_trace_kprobe.
 func (t *Tracing) unregisterTraceKprobe(tk *TraceKprobe) *probeErr {
 	ev := tk.ev
 	if len(ev.probes) == 1 {
@@ -265,7 +266,7 @@ func (t *Tracing) __unregisterTraceKprobe(tk *TraceKprobe) {
 	}
 }
 
-// tracingResetAll models trace.c:tracing_reset_all_online_cpus for the one
+// tracingResetAll models kernel/trace/trace.c:tracing_reset_all_online_cpus for the one
 // instance: if a deleted event had ever been enabled (clear_trace),
 // tracing_reset_online_cpus disables recording, waits for a grace period
 // and resets every CPU's buffer.
