@@ -517,17 +517,13 @@ type attachment struct {
 
 // run is one run's state while it attaches and tears down.
 type run struct {
-	s     *ManySetup
-	m     *machine.Machine
-	tr    *trace.Tracing
-	c     *sim.Counters
-	costs *sim.CostTable
-	at    []attachment
-	prog  Progress
-	peak  func()
-
-	growth   *growthRecorder
-	accepted int
+	s      *ManySetup
+	m      *machine.Machine
+	tr     *trace.Tracing
+	at     []attachment
+	prog   Progress
+	peak   func()
+	growth *growthRecorder
 }
 
 func runOne(s *ManySetup, spec RunSpec, wire Wiring, costs *sim.CostTable, faultSpec string, prog Progress) (*RunResult, error) {
@@ -556,7 +552,7 @@ func runOne(s *ManySetup, spec RunSpec, wire Wiring, costs *sim.CostTable, fault
 	if err := m.LateInit(); err != nil {
 		return nil, err
 	}
-	r := &run{s: s, m: m, c: c, costs: costs, at: make([]attachment, len(s.Targets)), prog: prog, peak: sample}
+	r := &run{s: s, m: m, at: make([]attachment, len(s.Targets)), prog: prog, peak: sample}
 	via := s.Opts.FrontDoor()
 	if via == ViaKprobeEvents || via == ViaPerfKprobe {
 		r.tr = trace.New(trace.Deps{KP: m.KP, Syms: m.Syms, Ftrace: m.Ftrace, Image: s.Kernel, C: c, Faults: faults}, trace.ConfigFor(s.Kernel))
@@ -690,11 +686,8 @@ func (r *run) newKprobe(t Target) (*kprobes.Kprobe, *kprobes.Kretprobe) {
 // step runs after the i-th target was handled: the optimizer on its
 // schedule, progress, memory sampling, and the growth batches.
 func (r *run) step(i int, accepted bool) {
-	if accepted {
-		r.accepted++
-		if r.growth != nil {
-			r.growth.accept()
-		}
+	if accepted && r.growth != nil {
+		r.growth.accept()
 	}
 	afterRegistration(r.m.KP, i, r.s.Opts.OptimizeEvery, r.prog, r.peak)
 }

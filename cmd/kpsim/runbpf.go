@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kpsim/kpsim/bpf"
+	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/scenarios"
 	"github.com/kpsim/kpsim/sim"
@@ -83,6 +84,24 @@ func (f *bpfFlags) options(defaults []string) (scenarios.BPFOptions, []scenarios
 	return o, specs, costs, nil
 }
 
+// start is every BPF command's preamble: the runs and weights, --out
+// checked before any work, and the kernel loaded. The caller defers
+// f.closeOut (also on error).
+func (f *bpfFlags) start(defaults []string) (scenarios.BPFOptions, []scenarios.RunSpec, *sim.CostTable, *image.Kernel, error) {
+	o, specs, costs, err := f.options(defaults)
+	if err != nil {
+		return o, nil, nil, nil, err
+	}
+	if err := f.openOut(); err != nil {
+		return o, nil, nil, nil, err
+	}
+	k, _, err := f.imf.load()
+	if err != nil {
+		return o, nil, nil, nil, err
+	}
+	return o, specs, costs, k, nil
+}
+
 // openOut checks --out before any work (a bad path costs nothing); the
 // caller defers f.closeOut.
 func (f *bpfFlags) openOut() error {
@@ -140,15 +159,8 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 	if *programs <= 0 || *programs > 1<<20 {
 		return usagef("--programs: want 1..%d, got %d", 1<<20, *programs)
 	}
-	o, specs, costs, err := f.options(sessionDefaultRuns)
-	if err != nil {
-		return err
-	}
-	if err := f.openOut(); err != nil {
-		return err
-	}
+	o, specs, costs, k, err := f.start(sessionDefaultRuns)
 	defer f.closeOut()
-	k, _, err := f.imf.load()
 	if err != nil {
 		return err
 	}
@@ -180,15 +192,8 @@ func runMultiScenario(args []string, stdout, stderr io.Writer) error {
 	if *k0 < 0 || *k0 > bpf.MaxKprobeMultiCnt {
 		return usagef("--k: want 0..%d (MAX_KPROBE_MULTI_CNT), got %d", bpf.MaxKprobeMultiCnt, *k0)
 	}
-	o, specs, costs, err := f.options([]string{"none", "libbpf-exact-syms,ftrace-single-lookup"})
-	if err != nil {
-		return err
-	}
-	if err := f.openOut(); err != nil {
-		return err
-	}
+	o, specs, costs, k, err := f.start([]string{"none", "libbpf-exact-syms,ftrace-single-lookup"})
 	defer f.closeOut()
-	k, _, err := f.imf.load()
 	if err != nil {
 		return err
 	}
@@ -252,15 +257,8 @@ func runCrossover(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	_, _, costs, err := f.options([]string{"none"})
-	if err != nil {
-		return err
-	}
-	if err := f.openOut(); err != nil {
-		return err
-	}
+	_, _, costs, k, err := f.start([]string{"none"})
 	defer f.closeOut()
-	k, _, err := f.imf.load()
 	if err != nil {
 		return err
 	}
@@ -289,15 +287,8 @@ func runTracingMulti(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	_, _, costs, err := f.options([]string{"none"})
-	if err != nil {
-		return err
-	}
-	if err := f.openOut(); err != nil {
-		return err
-	}
+	_, _, costs, k, err := f.start([]string{"none"})
 	defer f.closeOut()
-	k, _, err := f.imf.load()
 	if err != nil {
 		return err
 	}
