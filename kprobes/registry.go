@@ -78,7 +78,7 @@ type bucket struct {
 // every node of the chain: its length. So every count is the walk's,
 // proved by TestRegistryFastMatchesWalk and the scenario differentials.
 type fastTable struct {
-	at    map[uint64]fastEntry // hashed entry by address
+	at    *addrTable // hashed entry by address
 	chain []seqCount           // per bucket: join order of the chain's nodes
 }
 
@@ -134,7 +134,7 @@ func NewRegistryFor(ss sim.Switches) *Registry {
 	} else {
 		r.table = make([]bucket, 1<<r.bits)
 		if !simpath.Walk() {
-			r.fast = &fastTable{at: map[uint64]fastEntry{}, chain: make([]seqCount, 1<<r.bits)}
+			r.fast = &fastTable{at: newAddrTable(), chain: make([]seqCount, 1<<r.bits)}
 		}
 	}
 	switch {
@@ -230,11 +230,11 @@ func (r *Registry) ChainLen(b int) int {
 func (r *Registry) Chain(b int) []*Kprobe {
 	if r.fast != nil {
 		var es []fastEntry
-		for _, e := range r.fast.at {
+		r.fast.at.each(func(e fastEntry) {
 			if int(HashPtr(e.p.Addr, r.bits)) == b {
 				es = append(es, e)
 			}
-		}
+		})
 		slices.SortFunc(es, func(x, y fastEntry) int { return y.seq - x.seq })
 		ps := make([]*Kprobe, len(es))
 		for i, e := range es {
@@ -255,9 +255,7 @@ func (r *Registry) Entries() []*Kprobe {
 	}
 	out := make([]*Kprobe, 0, r.n)
 	if r.fast != nil {
-		for _, e := range r.fast.at {
-			out = append(out, e.p)
-		}
+		r.fast.at.each(func(e fastEntry) { out = append(out, e.p) })
 	}
 	for i := range r.table {
 		out = append(out, r.table[i].probes...)
@@ -293,7 +291,7 @@ func (r *Registry) GetKprobe(addr uint64, c *sim.Counters) *Kprobe {
 		ch := &r.fast.chain[HashPtr(addr, r.bits)]
 		c.Inc(opHashLookup)
 		r.headCost(c)
-		if e, ok := r.fast.at[addr]; ok {
+		if e, ok := r.fast.at.get(addr); ok {
 			c.Add(opHashVisit, uint64(ch.position(e.seq)))
 			return e.p
 		}
@@ -318,7 +316,8 @@ func (r *Registry) GetKprobe(addr uint64, c *sim.Counters) *Kprobe {
 // find returns the entry hashed at addr without counting (simulator-side).
 func (r *Registry) find(addr uint64) *Kprobe {
 	if r.fast != nil {
-		return r.fast.at[addr].p
+		e, _ := r.fast.at.get(addr)
+		return e.p
 	}
 	return r.GetKprobe(addr, nil)
 }
@@ -367,7 +366,7 @@ func (r *Registry) Insert(p *Kprobe, c *sim.Counters) error {
 	} else {
 		bi := HashPtr(p.Addr, r.bits)
 		if r.fast != nil {
-			r.fast.at[p.Addr] = fastEntry{p: p, seq: r.fast.chain[bi].join()}
+			r.fast.at.put(p.Addr, fastEntry{p: p, seq: r.fast.chain[bi].join()})
 		} else {
 			b := &r.table[bi]
 			b.addrs = append(b.addrs, p.Addr)
@@ -402,9 +401,9 @@ func (r *Registry) Replace(old, ap *Kprobe, c *sim.Counters) error {
 		}
 	} else {
 		if r.fast != nil {
-			e := r.fast.at[old.Addr]
+			e, _ := r.fast.at.get(old.Addr)
 			e.p = ap // same chain position: hlist_replace_rcu
-			r.fast.at[old.Addr] = e
+			r.fast.at.put(old.Addr, e)
 		} else {
 			b := &r.table[HashPtr(old.Addr, r.bits)]
 			i := slices.Index(b.probes, old) // simulator-side: the kernel has pprev
@@ -438,9 +437,9 @@ func (r *Registry) Delete(p *Kprobe, c *sim.Counters) error {
 	} else {
 		if r.fast != nil {
 			// hlist_del_rcu is O(1) through pprev; so is this.
-			e := r.fast.at[p.Addr]
+			e, _ := r.fast.at.get(p.Addr)
 			r.fast.chain[HashPtr(p.Addr, r.bits)].leave(e.seq)
-			delete(r.fast.at, p.Addr)
+			r.fast.at.del(p.Addr)
 		} else {
 			b := &r.table[HashPtr(p.Addr, r.bits)]
 			i := slices.Index(b.probes, p) // simulator-side: the kernel has pprev
