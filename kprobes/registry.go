@@ -79,7 +79,7 @@ type bucket struct {
 // proved by TestRegistryFastMatchesWalk and the scenario differentials.
 type fastTable struct {
 	at    *addrTable // hashed entry by address
-	chain []seqCount           // per bucket: join order of the chain's nodes
+	chain []seqCount // per bucket: join order of the chain's nodes
 }
 
 type fastEntry struct {
