@@ -32,6 +32,7 @@ package ftrace
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/kpsim/kpsim/image"
@@ -417,8 +418,12 @@ func (ft *Ftrace) InitFreed() bool { return ft.initFreed }
 // reindex rebuilds the simulator's flat record index after the list changed.
 func (ft *Ftrace) reindex() {
 	ft.ver++
-	ft.flat = ft.flat[:0]
-	ft.pos = make(map[uint64]int32, len(ft.flat))
+	n := 0
+	for _, pg := range ft.pages {
+		n += len(pg.Records)
+	}
+	ft.flat = slices.Grow(ft.flat[:0], n)
+	ft.pos = make(map[uint64]int32, n) // sized: growing it was most of a boot's ftrace work
 	ft.nonDis = 0
 	for gi, pg := range ft.pages {
 		for i, r := range pg.Records {

@@ -202,3 +202,39 @@ func TestSeqCount(t *testing.T) {
 		}
 	})
 }
+
+// TestAddrTable checks the open-addressing table against a Go map, with
+// enough entries to grow it several times and address 0 among them.
+func TestAddrTable(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		tab, ref := newAddrTable(), map[uint64]fastEntry{}
+		space := rapid.SampledFrom([]uint64{64, 5000, 1 << 40}).Draw(t, "space")
+		for i := rapid.IntRange(1, 5000).Draw(t, "steps"); i > 0; i-- {
+			a := rapid.Uint64Range(0, space).Draw(t, "addr") * 0x10
+			switch rapid.IntRange(0, 2).Draw(t, "op") {
+			case 0:
+				e := fastEntry{p: &Kprobe{Addr: a}, seq: i}
+				tab.put(a, e)
+				ref[a] = e
+			case 1:
+				tab.del(a)
+				delete(ref, a)
+			}
+			got, ok := tab.get(a)
+			want, wok := ref[a]
+			if ok != wok || got != want {
+				t.Fatalf("get %#x: %v,%v want %v,%v", a, got, ok, want, wok)
+			}
+		}
+		n := 0
+		tab.each(func(e fastEntry) {
+			n++
+			if ref[e.p.Addr] != e {
+				t.Fatalf("each: stray entry %#x", e.p.Addr)
+			}
+		})
+		if n != len(ref) {
+			t.Fatalf("each: %d entries, want %d", n, len(ref))
+		}
+	})
+}
