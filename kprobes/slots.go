@@ -204,6 +204,8 @@ func (ic *insnCache) npages() int {
 
 // getInsnSlotFast is getInsnSlot on the slotIndex: the same decisions and
 // counts (see slotIndex) without walking the pages.
+//
+// Models kernel/kprobes.c:__get_insn_slot.
 func (ic *insnCache) getInsnSlotFast(c *sim.Counters, faults *sim.Faults, fail sim.FaultPoint) (uint64, bool) {
 	f := ic.fast
 	for {
@@ -249,6 +251,8 @@ func (ic *insnCache) getInsnSlotFast(c *sim.Counters, faults *sim.Faults, fail s
 }
 
 // freeInsnSlotFast is freeInsnSlot on the slotIndex.
+//
+// Models kernel/kprobes.c:__free_insn_slot.
 func (ic *insnCache) freeInsnSlotFast(c *sim.Counters, slot uint64, dirty bool) {
 	f := ic.fast
 	var kip *insnPage
@@ -279,6 +283,8 @@ func (ic *insnCache) freeInsnSlotFast(c *sim.Counters, slot uint64, dirty bool) 
 }
 
 // collectOneSlotFast is collectOneSlot on the slotIndex.
+//
+// Models kernel/kprobes.c:collect_one_slot.
 func (ic *insnCache) collectOneSlotFast(c *sim.Counters, kip *insnPage, s int) bool {
 	f := ic.fast
 	kip.used[s] = slotClean
@@ -304,6 +310,8 @@ func (ic *insnCache) collectOneSlotFast(c *sim.Counters, kip *insnPage, s int) b
 // collectGarbageSlotsFast is collectGarbageSlots on the slotIndex: the
 // walk visits every page on the list once (a page freed on the way has
 // been visited already) and scans the pages with garbage, head first.
+//
+// Models kernel/kprobes.c:collect_garbage_slots.
 func (ic *insnCache) collectGarbageSlotsFast(c *sim.Counters) {
 	f := ic.fast
 	c.Inc(opSyncRCU)

@@ -87,9 +87,10 @@ type Deps struct {
 // concurrent use.
 type Kprobes struct {
 	Deps
-	Cfg Config
-	Reg *Registry
-	Sw  sim.Switches
+	recoverers []*recoverer // free recoverers (newWalkRecoverer)
+	Cfg        Config
+	Reg        *Registry
+	Sw         sim.Switches
 	// State is system_state; the caller advances it (boot.Running after
 	// late init).
 	State  boot.State
