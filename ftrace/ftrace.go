@@ -415,7 +415,10 @@ func (ft *Ftrace) FreeInitMem() {
 // InitFreed reports whether FreeInitMem ran.
 func (ft *Ftrace) InitFreed() bool { return ft.initFreed }
 
-// reindex rebuilds the simulator's flat record index after the list changed.
+// reindex rebuilds the simulator's flat record index after the list
+// changed. The ip -> position map is built on first use (posOf): most runs
+// never ask it (no probe on ftrace), and building it was most of a boot's
+// ftrace work.
 func (ft *Ftrace) reindex() {
 	ft.ver++
 	n := 0
@@ -423,19 +426,32 @@ func (ft *Ftrace) reindex() {
 		n += len(pg.Records)
 	}
 	ft.flat = slices.Grow(ft.flat[:0], n)
-	ft.pos = make(map[uint64]int32, n) // sized: growing it was most of a boot's ftrace work
+	ft.pos = nil
 	ft.nonDis = 0
 	for gi, pg := range ft.pages {
 		for i, r := range pg.Records {
-			if _, dup := ft.pos[r.IP]; !dup {
-				ft.pos[r.IP] = int32(len(ft.flat))
-			}
 			ft.flat = append(ft.flat, recRef{int32(gi), int32(i)})
 			if r.Flags&FlDisabled == 0 {
 				ft.nonDis++
 			}
 		}
 	}
+}
+
+// posOf returns the flat position of the first record for ip (simulator
+// lookup, uncounted), building the map after a reindex.
+func (ft *Ftrace) posOf(ip uint64) (int32, bool) {
+	if ft.pos == nil {
+		ft.pos = make(map[uint64]int32, len(ft.flat))
+		for p := range ft.flat {
+			r := ft.rec(p)
+			if _, dup := ft.pos[r.IP]; !dup {
+				ft.pos[r.IP] = int32(p)
+			}
+		}
+	}
+	p, ok := ft.pos[ip]
+	return p, ok
 }
 
 // rec returns the record at global position p.
@@ -470,7 +486,7 @@ func (ft *Ftrace) SetBytes(c *sim.Counters) {
 
 // Record returns the record for ip (simulator lookup, uncounted).
 func (ft *Ftrace) Record(ip uint64) (Record, bool) {
-	p, ok := ft.pos[ip]
+	p, ok := ft.posOf(ip)
 	if !ok {
 		return Record{}, false
 	}
