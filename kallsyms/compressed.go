@@ -66,6 +66,7 @@ type Compressed struct {
 	// TestMarkerWalkShortcutCounts proves it; nil (the default) means walk,
 	// which is what Measure must time.
 	simOffs []uint32
+	posMemo *symPosMemo // nil: no memo (the default; EnableFastScan)
 
 	// Stats, when non-nil, accumulates per-comparison statistics of the
 	// name lookups (simulator-side; not kernel work).
@@ -262,10 +263,34 @@ func (c *Compressed) hop(p int, tl *tally) int {
 // For scenarios that only count (the registration pipeline); never for
 // Go timings of the lookups themselves (Measure, test_kallsyms_perf), which
 // must run the walk.
+//
+// It also turns on the get_symbol_pos memo (symPosMemo) when the address
+// table is sorted, as kallsyms_offsets always is.
 func (c *Compressed) EnableFastScan() {
 	if offs, _, err := ktab.BuildOffsets32(c.t.Names, c.t.NumSyms, 1); err == nil {
 		c.simOffs = offs
 	}
+	for i := 1; i < c.n; i++ {
+		if c.t.SymAddress(i) < c.t.SymAddress(i-1) {
+			return
+		}
+	}
+	c.posMemo = &symPosMemo{}
+}
+
+// symPosMemo is the last get_symbol_pos answer whose symbol has a higher
+// neighbour, for the simulator: the registration checks ask it for every
+// instruction of a function in turn. With the addresses sorted, every
+// address in [start, end) (start the symbol's address, end the next
+// higher one) compares the same way with every kallsyms_offsets entry
+// (none lies strictly between), so the bisection takes the same path and
+// the alias walks the same steps: the same position, size and counts,
+// offset addr - start. TestSymPosMemoMatchesWalk proves it.
+type symPosMemo struct {
+	valid                      bool
+	start, end                 uint64
+	pos                        int
+	addrProbe, aliasStep, byts uint64
 }
 
 // markerWalk is upstream get_symbol_offset.
@@ -617,6 +642,17 @@ func (c *Compressed) IsKsymAddr(addr uint64) bool {
 
 // getSymbolPos models kernel/kallsyms.c:get_symbol_pos.
 func (c *Compressed) getSymbolPos(addr uint64, tl *tally) (pos int, size, offset uint64) {
+	m := c.posMemo
+	if m != nil && m.valid && addr >= m.start && addr < m.end {
+		tl.addrProbe += m.addrProbe
+		tl.aliasStep += m.aliasStep
+		tl.bytes += m.byts
+		return m.pos, m.end - m.start, addr - m.start
+	}
+	var before tally
+	if m != nil {
+		before = *tl
+	}
 	t := c.t
 	low, high := 0, c.n
 	for high-low > 1 {
@@ -646,6 +682,11 @@ func (c *Compressed) getSymbolPos(addr uint64, tl *tally) (pos int, size, offset
 			end = a
 			break
 		}
+	}
+	if m != nil {
+		// The fallback end below depends on addr itself: not memoized.
+		*m = symPosMemo{valid: end != 0, start: start, end: end, pos: low,
+			addrProbe: tl.addrProbe - before.addrProbe, aliasStep: tl.aliasStep - before.aliasStep, byts: tl.bytes - before.bytes}
 	}
 	if end == 0 {
 		switch {
