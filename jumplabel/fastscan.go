@@ -42,7 +42,6 @@ type fastSite struct {
 func (t *Table) EnableFastScan() {
 	f := &fastScan{bad: [2][2]uint64{{^uint64(0), ^uint64(0)}, {^uint64(0), ^uint64(0)}}}
 	f.byCode = make([]fastSite, 0, len(t.core))
-	f.codes[0], f.codes[1] = make([]uint64, 0, len(t.core)), make([]uint64, 0, len(t.core))
 	for i := range t.core {
 		s := &t.core[i]
 		fs := fastSite{code: s.code, init: s.init}
@@ -57,7 +56,6 @@ func (t *Table) EnableFastScan() {
 			if init == 0 && s.init {
 				continue
 			}
-			f.codes[init] = append(f.codes[init], s.code)
 			for mode := 0; mode < 2; mode++ {
 				if fs.size[mode] == 0 && s.code < f.bad[init][mode] {
 					f.bad[init][mode] = s.code
@@ -65,11 +63,16 @@ func (t *Table) EnableFastScan() {
 			}
 		}
 	}
-	// Simulator-side sorts (uncounted); slices' generic sorts, without
-	// sort.Slice's reflection, were a tenth of a machine's boot.
+	// Simulator-side sort (uncounted), once: the counted-code lists are
+	// read off the sorted sites (slices' generic sort, without
+	// sort.Slice's reflection; the three sorts were a tenth of a boot).
 	slices.SortFunc(f.byCode, func(a, b fastSite) int { return cmp.Compare(a.code, b.code) })
-	for init := 0; init < 2; init++ {
-		slices.Sort(f.codes[init])
+	f.codes[1] = make([]uint64, 0, len(f.byCode))
+	for _, fs := range f.byCode {
+		f.codes[1] = append(f.codes[1], fs.code)
+		if !fs.init {
+			f.codes[0] = append(f.codes[0], fs.code)
+		}
 	}
 	t.fast = f
 }
