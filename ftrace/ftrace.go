@@ -505,22 +505,24 @@ func cmpRecs(start, end uint64, rec *Record) int {
 }
 
 // bsearchRecs models lib/bsearch.c:__inline_bsearch over one group with
-// ftrace_cmp_recs; every comparison is one OpProbe.
-func bsearchRecs(c *sim.Counters, recs []Record, start, end uint64) *Record {
+// ftrace_cmp_recs; it returns the record and the comparisons made (each
+// one OpProbe, which lookupRec adds once per call).
+func bsearchRecs(recs []Record, start, end uint64) (*Record, uint64) {
 	base, num := 0, len(recs)
+	var probes uint64
 	for num > 0 {
 		pivot := base + num>>1
-		c.Inc(OpProbe)
+		probes++
 		switch r := cmpRecs(start, end, &recs[pivot]); {
 		case r == 0:
-			return &recs[pivot]
+			return &recs[pivot], probes
 		case r > 0:
 			base = pivot + 1
 			num--
 		}
 		num >>= 1
 	}
-	return nil
+	return nil, probes
 }
 
 // lookupRec models kernel/trace/ftrace.c:lookup_rec: walk the groups,
@@ -528,13 +530,22 @@ func bsearchRecs(c *sim.Counters, recs []Record, start, end uint64) *Record {
 // MCOUNT_INSN_SIZE) misses [start, end], bsearch the others until one
 // holds an overlapping record.
 func (ft *Ftrace) lookupRec(c *sim.Counters, start, end uint64) *Record {
+	// The counts are kept locally and added once: this runs for every
+	// instruction a registration walks.
+	var groups, probes uint64
+	defer func() {
+		c.Add(OpGroup, groups)
+		c.Add(OpProbe, probes)
+	}()
 	for _, pg := range ft.pages {
-		c.Inc(OpGroup)
+		groups++
 		n := len(pg.Records)
 		if n == 0 || end < pg.Records[0].IP || start >= pg.Records[n-1].IP+McountInsnSize {
 			continue
 		}
-		if r := bsearchRecs(c, pg.Records, start, end); r != nil {
+		r, k := bsearchRecs(pg.Records, start, end)
+		probes += k
+		if r != nil {
 			return r
 		}
 	}
