@@ -60,7 +60,8 @@ func (m Machine) Spec() string {
 	if m.Set == 0 {
 		return "none"
 	}
-	return strings.Join(m.Set.Names(), ",")
+	// Name's "+" form ("series+bug-index") with commas is ParseSwitches'.
+	return strings.ReplaceAll(m.Set.Name(), "+", ",")
 }
 
 // Campaign is one step list and the machines it runs on beside none.
@@ -336,4 +337,3 @@ func (s *Summary) Write(w io.Writer, wall bool) {
 			float64(s.Steps)/s.Wall.Seconds(), float64(s.MachineSteps)/s.Wall.Seconds())
 	}
 }
-

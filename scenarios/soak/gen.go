@@ -68,6 +68,14 @@ func (g *gen) addr() uint64 {
 		if a == 0 {
 			continue
 		}
+		// The probe addresses themselves and the byte after them are the
+		// bounds an off-by-one gets wrong: half the draws land there.
+		switch x := g.r.IntN(10); {
+		case x < 3:
+			return a
+		case x < 5:
+			return a + 1
+		}
 		return a + uint64(g.r.IntN(24)) - 4
 	}
 }
@@ -198,24 +206,37 @@ var conflicts = [][2]sim.Switch{{sim.FtraceSingleLookup, sim.FtraceSingleLookupV
 // machines allocating 2^20 bucket heads.
 const maxSoakHashBits = 14
 
-// SampleSet draws a random valid, non-empty switch set: each switch with
-// probability 1/2, closed over its requirements, one of each conflicting
-// pair dropped; kprobe-hash-bits gets a random B.
+// SampleSet draws a random valid, non-empty switch set. One draw in eight
+// is a preset (series or all), one a single switch with what it requires
+// (an ablation run); the rest take each switch with a density drawn from
+// 1/5, 1/2 or 4/5 (so sparse and dense sets both appear), closed over
+// requirements, one of each conflicting pair dropped. kprobe-hash-bits
+// gets a random B in 6..maxSoakHashBits.
 func SampleSet(r *rand.Rand) sim.Switches {
+	all := sim.AllSwitches()
+	with := func(ss sim.Switches, s sim.Switch) sim.Switches {
+		if s == sim.KprobeHashBits {
+			return ss.WithHashBits(uint(sim.MinHashBits + r.IntN(maxSoakHashBits-sim.MinHashBits+1)))
+		}
+		for _, t := range s.Closure().List() {
+			if !ss.Has(t) {
+				ss = ss.With(t)
+			}
+		}
+		return ss
+	}
 	for {
 		var ss sim.Switches
-		for _, s := range sim.AllSwitches() {
-			if r.IntN(2) == 0 {
-				continue
-			}
-			if s == sim.KprobeHashBits {
-				ss = ss.WithHashBits(uint(sim.MinHashBits + r.IntN(maxSoakHashBits-sim.MinHashBits+1)))
-				continue
-			}
-			cl := s.Closure()
-			for _, t := range cl.List() {
-				if !ss.Has(t) && t != sim.KprobeHashBits {
-					ss = ss.With(t)
+		switch x := r.IntN(8); {
+		case x == 0:
+			ss = []sim.Switches{sim.PresetSeries.Set, sim.PresetAll.Set}[r.IntN(2)]
+		case x == 1:
+			ss = with(0, all[r.IntN(len(all))])
+		default:
+			pct := []int{20, 50, 80}[r.IntN(3)]
+			for _, s := range all {
+				if r.IntN(100) < pct {
+					ss = with(ss, s)
 				}
 			}
 		}
