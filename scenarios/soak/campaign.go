@@ -218,8 +218,13 @@ type Summary struct {
 	// machine of its campaign).
 	MachineSteps int
 	// Sets are the distinct machines covered, in first-appearance order.
-	Sets   []string
-	ByKind [numKinds]int
+	Sets []string
+	// Machines counts the machines run (campaigns × sets), BySwitch how
+	// many of them had each switch, Faulted how many had a failing
+	// late-init index allocation.
+	Machines, Faulted int
+	BySwitch          map[sim.Switch]int
+	ByKind            [numKinds]int
 	// Divergences, in campaign order.
 	Divergences []*Divergence
 	Wall        time.Duration
@@ -279,7 +284,7 @@ func Run(img *Image, o Options, progress func(done, total int)) (*Summary, error
 		}()
 	}
 	wg.Wait()
-	s := &Summary{Seed: o.Seed, Campaigns: nc, CampaignSteps: o.CampaignSteps}
+	s := &Summary{Seed: o.Seed, Campaigns: nc, CampaignSteps: o.CampaignSteps, BySwitch: map[sim.Switch]int{}}
 	if s.CampaignSteps <= 0 {
 		s.CampaignSteps = DefaultCampaignSteps
 	}
@@ -294,6 +299,13 @@ func Run(img *Image, o Options, progress func(done, total int)) (*Summary, error
 			s.ByKind[st.Kind]++
 		}
 		for _, m := range r.c.Machines {
+			s.Machines++
+			if m.Faults != "" {
+				s.Faulted++
+			}
+			for _, sw := range m.Set.List() {
+				s.BySwitch[sw]++
+			}
 			if n := m.Name(); !seen[n] {
 				seen[n] = true
 				s.Sets = append(s.Sets, n)
@@ -314,7 +326,12 @@ func Run(img *Image, o Options, progress func(done, total int)) (*Summary, error
 func (s *Summary) Write(w io.Writer, wall bool) {
 	fmt.Fprintf(w, "soak: seed %d, %d campaigns of up to %d steps (campaign i draws from PCG(seed, i))\n", s.Seed, s.Campaigns, s.CampaignSteps)
 	fmt.Fprintf(w, "steps run:        %d (%d machine-steps: none plus each campaign's sets)\n", s.Steps, s.MachineSteps)
-	fmt.Fprintf(w, "switch sets:      %d covered\n", len(s.Sets))
+	fmt.Fprintf(w, "switch sets:      %d distinct of %d machines (%d with a failing late-init index allocation)\n", len(s.Sets), s.Machines, s.Faulted)
+	fmt.Fprintf(w, "machines with each switch:\n")
+	for _, sw := range sim.AllSwitches() {
+		fmt.Fprintf(w, "  %-24s %4d\n", sw, s.BySwitch[sw])
+	}
+	fmt.Fprintf(w, "sets:\n")
 	for _, n := range s.Sets {
 		fmt.Fprintf(w, "  %s\n", n)
 	}
