@@ -140,13 +140,15 @@ func NumCampaigns(o Options) int {
 // step; it returns the first divergence of each machine (nil entries for
 // machines that agreed throughout).
 func runSteps(img *Image, steps []Step, ms []Machine) ([]*Divergence, error) {
-	ref, err := newSUT(img, 0, "")
+	k := img.acquire()
+	defer img.release(k)
+	ref, err := newSUT(k, 0, "")
 	if err != nil {
 		return nil, err
 	}
 	suts := make([]*sut, len(ms))
 	for i, m := range ms {
-		if suts[i], err = newSUT(img, m.Set, m.Faults); err != nil {
+		if suts[i], err = newSUT(k, m.Set, m.Faults); err != nil {
 			return nil, fmt.Errorf("%s: %w", m.Name(), err)
 		}
 	}

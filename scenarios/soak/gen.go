@@ -92,6 +92,14 @@ func (g *gen) Steps(n int) []Step {
 		}
 		out = append(out, g.step())
 	}
+	// Each module goes away in one campaign of three, somewhere after the
+	// first quarter (drawn last, so the other steps do not depend on it).
+	for m := range min(len(g.img.K.Modules), MaxModules) {
+		if n >= 8 && g.r.IntN(3) == 0 {
+			at := n/4 + g.r.IntN(n-n/4)
+			out[at] = Step{Kind: KModuleGoing, Slot: m}
+		}
+	}
 	return out
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -281,3 +282,51 @@ func FuzzParseReproducer(f *testing.F) {
 }
 
 func TestMain(m *testing.M) { os.Exit(m.Run()) }
+
+// TestModuleGoing: kprobes_module_callback at MODULE_STATE_GOING kills the
+// probes in the module (GONE, not optimized), enable_kprobe refuses them,
+// a new probe there gets -ENOENT (try_module_get), unregistration works,
+// and none and the series agree on every step.
+func TestModuleGoing(t *testing.T) {
+	img := loadImage(t)
+	mod := img.K.Modules[0]
+	var in []Target
+	for _, tg := range img.Pool[ClassModule] {
+		if mod.Text.Contains(tg.Addr) && tg.Off == 0 && len(in) < 3 {
+			in = append(in, tg)
+		}
+	}
+	steps := []Step{{Kind: KLateInit}}
+	for i, tg := range in {
+		steps = append(steps, Step{Kind: KRegister, Slot: i, T: []Target{tg}})
+	}
+	steps = append(steps, Step{Kind: KOptimize},
+		Step{Kind: KModuleGoing, Slot: 0},
+		Step{Kind: KEnable, Slot: 0},
+		Step{Kind: KRegister, Slot: 10, T: []Target{in[0]}},
+		Step{Kind: KUnregister, Slot: 0},
+		Step{Kind: KOptimize})
+	k := img.acquire()
+	defer img.release(k)
+	s, err := newSUT(k, 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obs []string
+	for i := range steps {
+		obs = append(obs, steps[i].Format()+" => "+s.apply(&steps[i]))
+	}
+	t.Log(strings.Join(obs, "\n"))
+	g := len(in) + 2
+	for i, want := range map[int]string{g: "killed=" + strconv.Itoa(len(in)), g + 1: "-EINVAL", g + 2: "-ENOENT", g + 3: "n=1"} {
+		if !strings.Contains(obs[i], "=> "+want) {
+			t.Errorf("step %d: %s, want %s", i, obs[i], want)
+		}
+	}
+	if !strings.Contains(obs[g+1], "flags=17 state=disabled") { // GONE | ON_FUNC_ENTRY
+		t.Errorf("the killed probe is not GONE: %s", obs[g+1])
+	}
+	if d, err := Replay(img, steps, Machine{Set: sim.PresetSeries.Set}); err != nil || d != nil {
+		t.Fatalf("series: %v %v", d, err)
+	}
+}

@@ -28,6 +28,7 @@ const (
 	KPerfClose               // closing the perf event
 	KBPF                     // bpf(BPF_LINK_CREATE) kprobe.multi / kprobe.session on symbols
 	KBPFDetach               // closing the link
+	KModuleGoing             // module S goes away: MODULE_STATE_GOING, kprobes_module_callback
 	KOptimize                // one run of the kprobe_optimizer worker
 	KKick                    // the delayed work, if kick_kprobe_optimizer queued it
 	KRange                   // Range / RangeDesc / RangeClosed [A, B)
@@ -43,7 +44,7 @@ var kindNames = [numKinds]string{
 	KEnable: "enable", KDisable: "disable", KBatch: "batch", KBatchUnreg: "batch-unreg",
 	KKretprobe: "kretprobe", KKretUnreg: "kretprobe-unreg", KEvent: "event", KEventDel: "event-del",
 	KEventEnable: "event-enable", KPerf: "perf", KPerfClose: "perf-close", KBPF: "bpf",
-	KBPFDetach: "bpf-detach", KOptimize: "optimize", KKick: "kick", KRange: "range",
+	KBPFDetach: "bpf-detach", KModuleGoing: "module-going", KOptimize: "optimize", KKick: "kick", KRange: "range",
 	KOptWin: "optwin", KRecWin: "recwin", KCheckOpt: "checkopt", KAddrIter: "addriter",
 }
 
@@ -300,13 +301,14 @@ const (
 	MaxBPFSyms     = 4
 	MaxEventLines  = 4
 	MaxAddrQueries = 8
+	MaxModules     = 8
 )
 
 func (s Step) check() error {
 	limit := map[Kind]int{KRegister: NumKprobeSlots, KRereg: NumKprobeSlots, KUnregister: NumKprobeSlots,
 		KEnable: NumKprobeSlots, KDisable: NumKprobeSlots, KBatch: NumBatchSlots, KBatchUnreg: NumBatchSlots,
 		KKretprobe: NumKretSlots, KKretUnreg: NumKretSlots, KEventDel: NumEventSlots, KEventEnable: NumEventSlots,
-		KPerf: NumPerfSlots, KPerfClose: NumPerfSlots, KBPF: NumBPFSlots, KBPFDetach: NumBPFSlots}
+		KPerf: NumPerfSlots, KPerfClose: NumPerfSlots, KBPF: NumBPFSlots, KBPFDetach: NumBPFSlots, KModuleGoing: MaxModules}
 	if n, ok := limit[s.Kind]; ok && (s.Slot < 0 || s.Slot >= n) {
 		return fmt.Errorf("slot %d outside 0..%d", s.Slot, n-1)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/ftrace"
 	"github.com/kpsim/kpsim/ftrace/fprobe"
+	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kprobes"
 	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
@@ -34,6 +35,7 @@ const (
 type sut struct {
 	sw   sim.Switches
 	name string
+	k    *image.Kernel
 	m    *machine.Machine
 	tr   *trace.Tracing
 	bk   *bpf.Kernel
@@ -53,26 +55,26 @@ type sut struct {
 
 // newSUT builds a machine up to (not including) late init: the campaign
 // draws when late init runs.
-func newSUT(img *Image, sw sim.Switches, faults string) (*sut, error) {
+func newSUT(k *image.Kernel, sw sim.Switches, faults string) (*sut, error) {
 	f, err := sim.ParseFaults(faults)
 	if err != nil {
 		return nil, err
 	}
 	cfg := machine.DefaultConfig()
 	cfg.Switches, cfg.Faults, cfg.Counters = sw, f, sim.NewCounters(false)
-	m, err := machine.New(img.K, cfg)
+	m, err := machine.New(k, cfg)
 	if err != nil {
 		return nil, err
 	}
 	if m.Syms == nil || m.Ftrace == nil {
 		return nil, fmt.Errorf("soak needs the compressed kallsyms and ftrace models")
 	}
-	tr := trace.New(trace.Deps{KP: m.KP, Syms: m.Syms, Ftrace: m.Ftrace, Image: img.K, C: m.C, Faults: m.Faults}, trace.ConfigFor(img.K))
+	tr := trace.New(trace.Deps{KP: m.KP, Syms: m.Syms, Ftrace: m.Ftrace, Image: k, C: m.C, Faults: m.Faults}, trace.ConfigFor(k))
 	m.Ftrace.LookupSymbolsModules = true
 	bk := &bpf.Kernel{Gen: bpf.Gen610, Kconfig: bpf.Kconfig{FPROBE: true}, Ftrace: m.Ftrace,
 		Fprobe: &fprobe.Env{Ftrace: m.Ftrace, PossibleCPUs: 4, Faults: m.Faults}, Syms: m.Syms,
-		Modules: img.K.Modules, Lookup: ftrace.LookupModeOf(sw)}
-	return &sut{sw: sw, name: sw.Name(), m: m, tr: tr, bk: bk, label: map[*kprobes.Kprobe]int{}}, nil
+		Modules: k.Modules, Lookup: ftrace.LookupModeOf(sw)}
+	return &sut{sw: sw, name: sw.Name(), k: k, m: m, tr: tr, bk: bk, label: map[*kprobes.Kprobe]int{}}, nil
 }
 
 func errStr(err error) string {
@@ -317,6 +319,16 @@ func (s *sut) apply(st *Step) string {
 		}
 		res(s.bk.ReleaseLink(s.m.C, l))
 		s.links[st.Slot] = nil
+	case KModuleGoing:
+		if st.Slot >= len(s.k.Modules) {
+			s.b.WriteString("nomodule")
+			break
+		}
+		// The machines of a campaign share their image copy: the first
+		// sets the state, every one runs its own notifier.
+		m := s.k.Modules[st.Slot]
+		m.State = image.ModuleGoing
+		fmt.Fprintf(&s.b, "killed=%d", kp.KprobesModuleCallback(m, image.ModuleGoing))
 	case KOptimize:
 		kp.RunOptimizer()
 		s.b.WriteString("ok")

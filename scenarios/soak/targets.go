@@ -38,6 +38,41 @@ type Image struct {
 	Pool map[string][]Target
 	// Classes is the pool's classes in a fixed order.
 	Classes []string
+
+	// Copies of K whose modules a campaign may send away (module-going
+	// steps change image.Module.State, which every subsystem reads): one
+	// per running campaign, reset and reused.
+	mu     sync.Mutex
+	copies []*image.Kernel
+}
+
+// acquire returns a copy of the image with fresh module states: the
+// Kernel and its Modules are copied, everything else (text, symbols,
+// tables) is shared read-only.
+func (img *Image) acquire() *image.Kernel {
+	img.mu.Lock()
+	defer img.mu.Unlock()
+	if n := len(img.copies); n > 0 {
+		k := img.copies[n-1]
+		img.copies = img.copies[:n-1]
+		for i, m := range img.K.Modules {
+			*k.Modules[i] = *m
+		}
+		return k
+	}
+	k := *img.K
+	k.Modules = make([]*image.Module, len(img.K.Modules))
+	for i, m := range img.K.Modules {
+		mc := *m
+		k.Modules[i] = &mc
+	}
+	return &k
+}
+
+func (img *Image) release(k *image.Kernel) {
+	img.mu.Lock()
+	img.copies = append(img.copies, k)
+	img.mu.Unlock()
 }
 
 var (
@@ -147,7 +182,11 @@ func buildImage(cfg synth.Config) (*Image, error) {
 			}
 		}
 	}
-	for _, a := range k.Blacklist {
+	bl := k.Blacklist
+	for _, m := range k.Modules {
+		bl = append(slices.Clone(bl), m.Blacklist...)
+	}
+	for _, a := range bl {
 		if t, ok := at(a); ok {
 			add(ClassBlacklist, t)
 		}
