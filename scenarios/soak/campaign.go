@@ -41,18 +41,38 @@ type Options struct {
 // DefaultCampaignSteps is one campaign's length.
 const DefaultCampaignSteps = 10000
 
-// Machine is one machine of a campaign: a switch set and its fault plan.
+// Machine is one machine of a campaign: a switch set and its fault plans.
 type Machine struct {
-	Set    sim.Switches
+	Set sim.Switches
+	// Faults fail on this machine only: a late-init index allocation,
+	// which none never makes (the index falls back to the linear form).
 	Faults string
+	// Shared fail on none and on this machine alike (the campaign's plan,
+	// e.g. the 37th insn-slot page allocation): the N-th hit of a point is
+	// a decision the forms share, so both must fail the same call.
+	Shared string
 }
 
-// Name is the set's name, with the fault plan if any.
+// Name is the set's name, with the fault plans if any.
 func (m Machine) Name() string {
-	if m.Faults == "" {
-		return m.Set.Name()
+	n := m.Set.Name()
+	if m.Faults != "" {
+		n += " (faults " + m.Faults + ")"
 	}
-	return m.Set.Name() + " (faults " + m.Faults + ")"
+	if m.Shared != "" {
+		n += " (shared faults " + m.Shared + ")"
+	}
+	return n
+}
+
+func joinPlans(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "," + b
 }
 
 // Spec is the set in ParseSwitches form.
@@ -117,8 +137,13 @@ func Plan(img *Image, o Options, i int) Campaign {
 	if pct == 0 {
 		pct = 25
 	}
+	shared := ""
+	if pct > 0 && r.IntN(100) < pct {
+		f := sharedFaults[r.IntN(len(sharedFaults))]
+		shared = fmt.Sprintf("%s@%d", f.point, 1+r.IntN(f.maxHit))
+	}
 	for _, s := range sets {
-		m := Machine{Set: s}
+		m := Machine{Set: s, Shared: shared}
 		if pct > 0 && r.IntN(100) < pct {
 			m.Faults = indexFaults[r.IntN(len(indexFaults))]
 		}
@@ -142,13 +167,20 @@ func NumCampaigns(o Options) int {
 func runSteps(img *Image, steps []Step, ms []Machine) ([]*Divergence, error) {
 	k := img.acquire()
 	defer img.release(k)
-	ref, err := newSUT(k, 0, "")
+	shared := ""
+	if len(ms) > 0 {
+		shared = ms[0].Shared
+	}
+	ref, err := newSUT(k, 0, shared)
 	if err != nil {
 		return nil, err
 	}
 	suts := make([]*sut, len(ms))
 	for i, m := range ms {
-		if suts[i], err = newSUT(k, m.Set, m.Faults); err != nil {
+		if m.Shared != shared {
+			return nil, fmt.Errorf("machines of one run must share their shared fault plan")
+		}
+		if suts[i], err = newSUT(k, m.Set, joinPlans(m.Faults, m.Shared)); err != nil {
 			return nil, fmt.Errorf("%s: %w", m.Name(), err)
 		}
 	}
@@ -224,9 +256,9 @@ type Summary struct {
 	// Machines counts the machines run (campaigns × sets), BySwitch how
 	// many of them had each switch, Faulted how many had a failing
 	// late-init index allocation.
-	Machines, Faulted int
-	BySwitch          map[sim.Switch]int
-	ByKind            [numKinds]int
+	Machines, Faulted, SharedFaulted int
+	BySwitch                         map[sim.Switch]int
+	ByKind                           [numKinds]int
 	// Divergences, in campaign order.
 	Divergences []*Divergence
 	Wall        time.Duration
@@ -305,6 +337,9 @@ func Run(img *Image, o Options, progress func(done, total int)) (*Summary, error
 			if m.Faults != "" {
 				s.Faulted++
 			}
+			if m.Shared != "" {
+				s.SharedFaulted++
+			}
 			for _, sw := range m.Set.List() {
 				s.BySwitch[sw]++
 			}
@@ -328,7 +363,8 @@ func Run(img *Image, o Options, progress func(done, total int)) (*Summary, error
 func (s *Summary) Write(w io.Writer, wall bool) {
 	fmt.Fprintf(w, "soak: seed %d, %d campaigns of up to %d steps (campaign i draws from PCG(seed, i))\n", s.Seed, s.Campaigns, s.CampaignSteps)
 	fmt.Fprintf(w, "steps run:        %d (%d machine-steps: none plus each campaign's sets)\n", s.Steps, s.MachineSteps)
-	fmt.Fprintf(w, "switch sets:      %d distinct of %d machines (%d with a failing late-init index allocation)\n", len(s.Sets), s.Machines, s.Faulted)
+	fmt.Fprintf(w, "switch sets:      %d distinct of %d machines (%d with a failing late-init index allocation, %d with a shared fault plan)\n",
+		len(s.Sets), s.Machines, s.Faulted, s.SharedFaulted)
 	fmt.Fprintf(w, "machines with each switch:\n")
 	for _, sw := range sim.AllSwitches() {
 		fmt.Fprintf(w, "  %-24s %4d\n", sw, s.BySwitch[sw])

@@ -206,6 +206,17 @@ func (g *gen) step() Step {
 var indexFaults = []string{"jump_label.index.alloc", "static_call.index.alloc", "bug.index.alloc",
 	"kprobe_blacklist.index.alloc", "bug.module_index.alloc"}
 
+// sharedFaults are the points a campaign may make fail on its N-th hit on
+// every machine, none included: slot pages, the aggregator, the
+// trace_kprobe, the tracefs directory, an ftrace hash, fprobe's rethook.
+// The designs' own allocations (maple.node.alloc, rhashtable.tbl.alloc)
+// are not among them: none never makes them.
+var sharedFaults = []struct {
+	point  string
+	maxHit int // the hit drawn is 1..maxHit: a campaign reaches it
+}{{"kprobe.insn_slot.alloc", 1}, {"kprobe.optinsn_slot.alloc", 3}, {"kprobe.aggr.alloc", 300},
+	{"trace_kprobe.alloc", 150}, {"tracefs.dir", 150}, {"ftrace.hash.alloc", 200}, {"fprobe.rethook.alloc", 40}}
+
 // conflicts are the pairs Validate refuses together.
 var conflicts = [][2]sim.Switch{{sim.FtraceSingleLookup, sim.FtraceSingleLookupV1}, {sim.KprobeHashBits, sim.KprobeRhashtable}}
 

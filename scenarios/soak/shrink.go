@@ -143,7 +143,8 @@ type Reproducer struct {
 //
 //	# kpsim soak reproducer NAME
 //	# switches: SPEC          (sim.ParseSwitches form)
-//	# faults: PLAN            (sim.ParseFaults form, may be empty)
+//	# faults: PLAN            (sim.ParseFaults form, the set's machine only; may be empty)
+//	# shared-faults: PLAN     (the same plan on none and on the set's machine; may be empty)
 //	# seed: ... / expect: ... (notes)
 //	STEP                      (one Step.Format line each)
 func (r *Reproducer) Format(w io.Writer) error {
@@ -152,6 +153,9 @@ func (r *Reproducer) Format(w io.Writer) error {
 	fmt.Fprintf(bw, "# image: the soak image (soak.ImageConfig: synthetic seed %d)\n", ImageConfig().Seed)
 	fmt.Fprintf(bw, "# switches: %s\n", r.Machine.Spec())
 	fmt.Fprintf(bw, "# faults: %s\n", r.Machine.Faults)
+	if r.Machine.Shared != "" {
+		fmt.Fprintf(bw, "# shared-faults: %s\n", r.Machine.Shared)
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(bw, "# %s\n", n)
 	}
@@ -190,6 +194,11 @@ func ParseReproducer(name string, rd io.Reader) (*Reproducer, error) {
 					return nil, fmt.Errorf("%s:%d: %v", name, n, err)
 				}
 				r.Machine.Faults = val
+			case "shared-faults":
+				if _, err := sim.ParseFaults(val); err != nil {
+					return nil, fmt.Errorf("%s:%d: %v", name, n, err)
+				}
+				r.Machine.Shared = val
 			case "image":
 			default:
 				if !strings.HasPrefix(h, "kpsim soak reproducer") {
