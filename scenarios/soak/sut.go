@@ -420,7 +420,17 @@ func (s *sut) registryDigest() uint64 {
 	for _, p := range es {
 		h += s.entryDigest(p)
 	}
-	return mix(h, uint64(len(es))<<1|b2u(s.m.KP.KickPending()))
+	h = mix(h, uint64(len(es))<<1|b2u(s.m.KP.KickPending()))
+	// Beyond the registry: the slot pages and structs the probes hold
+	// (kprobe.structs, insn_slots, optinsn_slots bytes: the same slots
+	// whatever the index), the tracefs events and the BPF links.
+	for _, nb := range s.m.KP.Bytes() {
+		switch nb.Name {
+		case "kprobe.structs.bytes", "kprobe.insn_slots.bytes", "kprobe.optinsn_slots.bytes":
+			h = mix(h, uint64(nb.Bytes))
+		}
+	}
+	return mix(h, uint64(s.tr.NumEvents())<<32|uint64(s.tr.NumTraceEvents())<<8|uint64(len(s.bk.Links())))
 }
 
 func (s *sut) registryDump() []string {
@@ -429,6 +439,13 @@ func (s *sut) registryDump() []string {
 		out = append(out, s.describeEntry(p))
 	}
 	out = append(out, fmt.Sprintf("len=%d kick=%t", s.m.KP.Reg.Len(), s.m.KP.KickPending()))
+	for _, nb := range s.m.KP.Bytes() {
+		switch nb.Name {
+		case "kprobe.structs.bytes", "kprobe.insn_slots.bytes", "kprobe.optinsn_slots.bytes":
+			out = append(out, fmt.Sprintf("%s=%d", nb.Name, nb.Bytes))
+		}
+	}
+	out = append(out, fmt.Sprintf("events=%d trace-events=%d links=%d", s.tr.NumEvents(), s.tr.NumTraceEvents(), len(s.bk.Links())))
 	return out
 }
 
