@@ -104,7 +104,7 @@ func normal(s Step) Step {
 
 func TestParseStepErrors(t *testing.T) {
 	for _, line := range []string{"", "frobnicate", "kprobe slot=999 at=f@0x1", "kprobe slot=1", "kprobe slot=x at=f@0x1",
-		"batch slot=0", "event slots=1 at=f@0x1,g@0x2", "range a=zz", "kprobe slot=1 at=f", "kprobe slot=1 at=f+q@0x1", "unreg slot=1 bogus"} {
+		"batch slot=0", "event slots=1 at=f@0x1,g@0x2", "range a=zz", "kprobe slot=1 at=f", "kprobe slot=1 at=f+q@0x1", "unreg slot=1 bogus", "kprobe slot=1 at=f@0x1 post=1", "unreg slot"} {
 		if _, err := ParseStep(line); err == nil {
 			t.Errorf("%q: parsed", line)
 		}

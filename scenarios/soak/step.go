@@ -207,6 +207,9 @@ func (s Step) Format() string {
 	return b.String()
 }
 
+// valuedKeys are the fields written key=value; the rest are bare flags.
+var valuedKeys = map[string]struct{}{"slot": {}, "slots": {}, "at": {}, "a": {}, "b": {}, "n": {}, "q": {}}
+
 // ParseStep reads a line written by Format.
 func ParseStep(line string) (Step, error) {
 	f := strings.Fields(line)
@@ -277,7 +280,8 @@ func ParseStep(line string) (Step, error) {
 		default:
 			return Step{}, fmt.Errorf("%s: unknown field %q", f[0], w)
 		}
-		if err != nil || (!hasVal && strings.Contains("slot slots at a b n q", key)) {
+		_, valued := valuedKeys[key]
+		if err != nil || hasVal != valued {
 			return Step{}, fmt.Errorf("%s: bad field %q", f[0], w)
 		}
 	}
