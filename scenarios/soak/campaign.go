@@ -161,10 +161,38 @@ func NumCampaigns(o Options) int {
 	return (o.Steps + n - 1) / n
 }
 
+// coverage is what the none machine went through in a run: how many steps
+// of each kind the kernel accepted ("ok"), and the largest registry, the
+// most aggregators and the most optimized entries at once.
+type coverage struct {
+	OK                          [numKinds]int
+	MaxEntries, MaxAggr, MaxOpt int
+}
+
 // runSteps runs steps on none and on each machine, comparing after every
 // step; it returns the first divergence of each machine (nil entries for
 // machines that agreed throughout).
 func runSteps(img *Image, steps []Step, ms []Machine) ([]*Divergence, error) {
+	divs, _, err := runStepsCov(img, steps, ms)
+	return divs, err
+}
+
+// accepted reads a none observation: the kernel said ok (a batch: all of
+// it), unregistered something, ran the delayed work or killed a module's
+// probes; a query answered at least one entry.
+func accepted(k Kind, obs string) bool {
+	if k == KBatch {
+		_, obs, _ = strings.Cut(obs, " ")
+	}
+	if k >= KRange {
+		return strings.Contains(obs, "[0x")
+	}
+	return strings.HasPrefix(obs, "ok") || strings.HasPrefix(obs, "ran") || strings.HasPrefix(obs, "killed=") ||
+		(strings.HasPrefix(obs, "n=") && !strings.HasPrefix(obs, "n=0"))
+}
+
+func runStepsCov(img *Image, steps []Step, ms []Machine) ([]*Divergence, *coverage, error) {
+	cov := &coverage{}
 	k := img.acquire()
 	defer img.release(k)
 	shared := ""
@@ -173,15 +201,15 @@ func runSteps(img *Image, steps []Step, ms []Machine) ([]*Divergence, error) {
 	}
 	ref, err := newSUT(k, 0, shared)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	suts := make([]*sut, len(ms))
 	for i, m := range ms {
 		if m.Shared != shared {
-			return nil, fmt.Errorf("machines of one run must share their shared fault plan")
+			return nil, nil, fmt.Errorf("machines of one run must share their shared fault plan")
 		}
 		if suts[i], err = newSUT(k, m.Set, joinPlans(m.Faults, m.Shared)); err != nil {
-			return nil, fmt.Errorf("%s: %w", m.Name(), err)
+			return nil, nil, fmt.Errorf("%s: %w", m.Name(), err)
 		}
 	}
 	divs := make([]*Divergence, len(ms))
@@ -190,6 +218,12 @@ func runSteps(img *Image, steps []Step, ms []Machine) ([]*Divergence, error) {
 		st := &steps[i]
 		want := ref.apply(st)
 		wantDig := ref.registryDigest()
+		if accepted(st.Kind, want) {
+			cov.OK[st.Kind]++
+		}
+		cov.MaxEntries = max(cov.MaxEntries, ref.stats.entries)
+		cov.MaxAggr = max(cov.MaxAggr, ref.stats.aggr)
+		cov.MaxOpt = max(cov.MaxOpt, ref.stats.opt)
 		for j, s := range suts {
 			if divs[j] != nil {
 				continue
@@ -212,7 +246,7 @@ func runSteps(img *Image, steps []Step, ms []Machine) ([]*Divergence, error) {
 			break
 		}
 	}
-	return divs, nil
+	return divs, cov, nil
 }
 
 func firstDiff(a, b []string) (string, string) {
@@ -259,6 +293,12 @@ type Summary struct {
 	Machines, Faulted, SharedFaulted int
 	BySwitch                         map[sim.Switch]int
 	ByKind                           [numKinds]int
+	// OKByKind counts the steps the none kernel accepted (result "ok",
+	// one unregistered, the delayed work ran, a module's probes killed);
+	// MaxEntries, MaxAggr and MaxOpt are the largest registry, the most
+	// aggregators and the most optimized entries seen at once on none.
+	OKByKind                    [numKinds]int
+	MaxEntries, MaxAggr, MaxOpt int
 	// Divergences, in campaign order.
 	Divergences []*Divergence
 	Wall        time.Duration
@@ -272,6 +312,7 @@ func Run(img *Image, o Options, progress func(done, total int)) (*Summary, error
 	type result struct {
 		c    Campaign
 		divs []*Divergence
+		cov  *coverage
 		err  error
 	}
 	res := make([]result, nc)
@@ -298,7 +339,7 @@ func Run(img *Image, o Options, progress func(done, total int)) (*Summary, error
 					return
 				}
 				c := Plan(img, o, i)
-				divs, err := runSteps(img, c.Steps, c.Machines)
+				divs, cov, err := runStepsCov(img, c.Steps, c.Machines)
 				for _, d := range divs {
 					if d != nil {
 						d.Seed, d.Campaign = o.Seed, i
@@ -307,7 +348,7 @@ func Run(img *Image, o Options, progress func(done, total int)) (*Summary, error
 						}
 					}
 				}
-				res[i] = result{c, divs, err}
+				res[i] = result{c, divs, cov, err}
 				mu.Lock()
 				done++
 				if progress != nil {
@@ -328,6 +369,12 @@ func Run(img *Image, o Options, progress func(done, total int)) (*Summary, error
 			return nil, fmt.Errorf("campaign %d: %w", r.c.Index, r.err)
 		}
 		s.Steps += len(r.c.Steps)
+		for k, n := range r.cov.OK {
+			s.OKByKind[k] += n
+		}
+		s.MaxEntries = max(s.MaxEntries, r.cov.MaxEntries)
+		s.MaxAggr = max(s.MaxAggr, r.cov.MaxAggr)
+		s.MaxOpt = max(s.MaxOpt, r.cov.MaxOpt)
 		s.MachineSteps += len(r.c.Steps) * (1 + len(r.c.Machines))
 		for _, st := range r.c.Steps {
 			s.ByKind[st.Kind]++
@@ -373,11 +420,12 @@ func (s *Summary) Write(w io.Writer, wall bool) {
 	for _, n := range s.Sets {
 		fmt.Fprintf(w, "  %s\n", n)
 	}
-	fmt.Fprintf(w, "steps by kind:\n")
+	fmt.Fprintf(w, "registry on none: up to %d entries, %d aggregators, %d optimized at once\n", s.MaxEntries, s.MaxAggr, s.MaxOpt)
+	fmt.Fprintf(w, "steps by kind (accepted: the none kernel said ok or unregistered something; a query: a non-empty answer):\n")
 	kinds := Kinds()
 	for _, k := range kinds {
 		if s.ByKind[k] > 0 {
-			fmt.Fprintf(w, "  %-16s %9d\n", k, s.ByKind[k])
+			fmt.Fprintf(w, "  %-16s %9d  (accepted %d)\n", k, s.ByKind[k], s.OKByKind[k])
 		}
 	}
 	fmt.Fprintf(w, "divergences:      %d\n", len(s.Divergences))

@@ -51,6 +51,8 @@ type sut struct {
 	// a million steps).
 	b       strings.Builder
 	touched []*kprobes.Kprobe
+	// stats of the last registryDigest.
+	stats struct{ entries, aggr, opt int }
 }
 
 // newSUT builds a machine up to (not including) late init: the campaign
@@ -417,8 +419,15 @@ func (s *sut) describeEntry(p *kprobes.Kprobe) string {
 func (s *sut) registryDigest() uint64 {
 	var h uint64
 	es := s.m.KP.Reg.Entries()
+	s.stats.entries, s.stats.aggr, s.stats.opt = len(es), 0, 0
 	for _, p := range es {
 		h += s.entryDigest(p)
+		if p.IsAggr() {
+			s.stats.aggr++
+		}
+		if p.Optimized() {
+			s.stats.opt++
+		}
 	}
 	h = mix(h, uint64(len(es))<<1|b2u(s.m.KP.KickPending()))
 	// Beyond the registry: the slot pages and structs the probes hold
