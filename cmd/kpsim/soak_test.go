@@ -30,7 +30,7 @@ func TestSoakSmall(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"seed 1,", "steps run:        300", "divergences:      0", "wall time:", "kprobe-rhashtable", "steps by kind:"} {
+	for _, want := range []string{"seed 1,", "steps run:        300", "divergences:      0", "wall time:", "kprobe-rhashtable", "steps by kind", "accepted"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
