@@ -228,7 +228,8 @@ const maxSoakHashBits = 14
 // SampleSet draws a random valid, non-empty switch set. One draw in eight
 // is a preset (series or all), one a single switch with what it requires
 // (an ablation run); the rest take each switch with a density drawn from
-// 1/5, 1/2 or 4/5 (so sparse and dense sets both appear), closed over
+// 1/5, 1/2 or 4/5 (so sparse and dense sets both appear; one in four of
+// them without the P4 tree and the switches that need it), closed over
 // requirements, one of each conflicting pair dropped. kprobe-hash-bits
 // gets a random B in 6..maxSoakHashBits.
 func SampleSet(r *rand.Rand) sim.Switches {
@@ -253,7 +254,13 @@ func SampleSet(r *rand.Rand) sim.Switches {
 			ss = with(0, all[r.IntN(len(all))])
 		default:
 			pct := []int{20, 50, 80}[r.IntN(3)]
+			// Seven switches need the P4 tree: one draw in four leaves it
+			// (and them) out, so the hash-only forms get their share.
+			noTree := r.IntN(4) == 0
 			for _, s := range all {
+				if noTree && (s == sim.KprobeTree || sim.KprobeTree.Dependents().Has(s)) {
+					continue
+				}
 				if r.IntN(100) < pct {
 					ss = with(ss, s)
 				}
