@@ -57,7 +57,7 @@ func (ft *Ftrace) KprobeOps(ipmodify bool) *Ops {
 // set and its call is live, so arming an ipmodify kprobe there fails with
 // -EBUSY. Returns false when ip is not a record. A test device; uncounted.
 func (ft *Ftrace) SetForeignIPModify(ip uint64) bool {
-	p, ok := ft.pos[ip]
+	p, ok := ft.posOf(ip)
 	if !ok {
 		return false
 	}
@@ -78,7 +78,7 @@ func (ft *Ftrace) SetForeignIPModify(ip uint64) bool {
 // traces it (cleared with the rest when the call is turned off); TRAMP
 // when exactly one ops with a trampoline traces it.
 func (ft *Ftrace) recompute(ip uint64) *Record {
-	p, ok := ft.pos[ip]
+	p, ok := ft.posOf(ip)
 	if !ok {
 		return nil
 	}
@@ -143,7 +143,7 @@ func (ft *Ftrace) replaceCode(c *sim.Counters, dirty []uint64) {
 	c.Add(OpReplaceCheck, uint64(2*len(ft.flat)))
 	sites := 0
 	for _, ip := range dirty {
-		if p, ok := ft.pos[ip]; ok && checkRecord(ft.rec(int(p))) {
+		if p, ok := ft.posOf(ip); ok && checkRecord(ft.rec(int(p))) {
 			sites++
 		}
 	}
@@ -176,7 +176,7 @@ func freeHash(c *sim.Counters, count, bits int) {
 func (ft *Ftrace) ipmodConflict(entering []uint64) int {
 	conflict := -1
 	for _, ip := range entering {
-		if p, ok := ft.pos[ip]; ok {
+		if p, ok := ft.posOf(ip); ok {
 			r := ft.rec(int(p))
 			if r.Flags&FlDisabled == 0 && r.Flags&FlIPModify != 0 && (conflict < 0 || int(p) < conflict) {
 				conflict = int(p)
@@ -217,12 +217,12 @@ func (ft *Ftrace) countIPMod(c *sim.Counters, conflict int, old, new walkStats) 
 // ipmodApply sets / clears FTRACE_FL_IPMODIFY as a successful walk does.
 func (ft *Ftrace) ipmodApply(entering, leaving []uint64) {
 	for _, ip := range entering {
-		if p, ok := ft.pos[ip]; ok && ft.rec(int(p)).Flags&FlDisabled == 0 {
+		if p, ok := ft.posOf(ip); ok && ft.rec(int(p)).Flags&FlDisabled == 0 {
 			ft.rec(int(p)).Flags |= FlIPModify
 		}
 	}
 	for _, ip := range leaving {
-		if p, ok := ft.pos[ip]; ok && ft.rec(int(p)).Flags&FlDisabled == 0 {
+		if p, ok := ft.posOf(ip); ok && ft.rec(int(p)).Flags&FlDisabled == 0 {
 			ft.rec(int(p)).Flags &^= FlIPModify
 		}
 	}

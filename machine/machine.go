@@ -21,6 +21,7 @@ import (
 	"github.com/kpsim/kpsim/extable"
 	"github.com/kpsim/kpsim/ftrace"
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/internal/simpath"
 	"github.com/kpsim/kpsim/jumplabel"
 	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/kallsyms/ktab"
@@ -104,7 +105,9 @@ func Wire(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults)
 		return kprobes.Deps{}, nil, err
 	}
 	syms.RecordMemory(c)
-	syms.EnableFastScan() // counts only: identical counts, no walking
+	if !simpath.Walk() {
+		syms.EnableFastScan() // counts only: identical counts, no walking
+	}
 	prev := c.Enter(PhaseBoot)
 	defer c.Enter(prev)
 	jl, err := jumplabel.New(k, sw, faults, state)
@@ -138,10 +141,13 @@ func Wire(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults)
 	// Runs never patch text or change tables after this point: the
 	// simulator may answer linear walks from sorted shadows (identical
 	// counts; each package's TestFastScanCountsMatchWalk proves it).
-	jl.EnableFastScan()
-	sc.EnableFastScan()
-	bt.EnableFastScan()
-	bl.EnableFastScan()
+	// (simpath.Walk keeps the walks, for the differential tests.)
+	if !simpath.Walk() {
+		jl.EnableFastScan()
+		sc.EnableFastScan()
+		bt.EnableFastScan()
+		bl.EnableFastScan()
+	}
 	deps := kprobes.Deps{
 		Image: k, Syms: syms, Ftrace: ft, Extable: extableAdapter{ex},
 		JumpLabel: jl, StaticCall: sc, Bugs: bugAdapter{bt}, Blacklist: bl,
