@@ -1,0 +1,26 @@
+package staticcall
+
+import "fmt"
+
+// CheckIndex: with the late-init index built, static_call_text_reserved
+// answers every probe point around every core site (addr-1 … addr+5) as
+// the linear __static_call_text_reserved walk does. Nothing to compare
+// without an index. Uncounted, simulator-side.
+func (t *Table) CheckIndex() error {
+	if t.idx == nil {
+		return nil
+	}
+	if t.idx.Len() != len(t.core) {
+		return fmt.Errorf("static_call: index holds %d sites, the core table %d", t.idx.Len(), len(t.core))
+	}
+	init := t.state().InitSitesCount()
+	for i := range t.core {
+		for d := int64(-1); d <= CallInsnSize; d++ {
+			a := uint64(int64(t.core[i].addr) + d)
+			if x, y := t.staticCallTextReservedIndexed(nil, a, a, init), staticCallTextReservedRange(nil, t.core, a, a, init); x != y {
+				return fmt.Errorf("static_call: at %#x the index answers %v, the linear walk %v", a, x, y)
+			}
+		}
+	}
+	return nil
+}
