@@ -16,8 +16,8 @@ var (
 		"register_kretprobe: the kzalloc of one kretprobe_instance fails (-ENOMEM; rethook_free frees the rethook and the instances already added); @N fails the N-th instance")
 )
 
-// rethookAlloc models the allocation block of kernel/kprobes.c:
-// register_kretprobe (CONFIG_KRETPROBE_ON_RETHOOK): rh = rethook_alloc(rp,
+// rethookAlloc models the allocation block of
+// kernel/kprobes.c:register_kretprobe (CONFIG_KRETPROBE_ON_RETHOOK): rh = rethook_alloc(rp,
 // kretprobe_rethook_handler), -ENOMEM if NULL; then rp->maxactive
 // kzalloc(sizeof(struct kretprobe_instance) + data_size), each added to
 // the pool with rethook_add_node; a NULL one makes rethook_free(rp->rh)

@@ -101,5 +101,5 @@ var (
 var (
 	FaultInsnSlot    = sim.NewFaultPoint("kprobe.insn_slot.alloc", "get_insn_slot cannot allocate a new insn page (-ENOMEM)")
 	FaultOptinsnSlot = sim.NewFaultPoint("kprobe.optinsn_slot.alloc", "get_optinsn_slot cannot allocate a new page (optimization silently skipped)")
-	FaultAggrAlloc   = sim.NewFaultPoint("kprobe.aggr.alloc", "alloc_aggr_kprobe's kzalloc fails")
+	FaultAggrAlloc   = sim.NewFaultPoint("kprobe.aggr.alloc", "alloc_aggr_kprobe's kzalloc fails: register_aggr_kprobe returns -ENOMEM (the probe already there is untouched); in try_to_optimize_kprobe the probe silently stays an int3 probe")
 )

@@ -33,8 +33,8 @@ func (o *object) enomem(step string) error {
 	return fmt.Errorf("%s: %s: %w", o.path, step, errno.ENOMEM)
 }
 
-// jumpLabelAddModule models the allocations of kernel/jump_label.c:
-// jump_label_add_module on m's sorted entries: per run of one key (the
+// jumpLabelAddModule models the allocations of
+// kernel/jump_label.c:jump_label_add_module on m's sorted entries: per run of one key (the
 // table is sorted by key, jump_label_sort_entries), a key inside the module
 // needs nothing (static_key_set_entries); a key outside it kzallocs a
 // static_key_mod (jlm), and a second one (jlm2) when the key is not linked
