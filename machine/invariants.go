@@ -72,6 +72,9 @@ func (m *Machine) CheckTeardown() error {
 	}
 	for _, ipmod := range []bool{false, true} {
 		o := m.Ftrace.KprobeOps(ipmod)
+		if o.DisarmWarnings() > 0 {
+			return fmt.Errorf("teardown: %s: __disarm_kprobe_ftrace WARNed %d times (a failed ftrace_set_filter_ip after the user count went down): the kernel leaves %d users and %d filter entries", o.Name, o.DisarmWarnings(), o.Users(), len(o.Filter()))
+		}
 		if n := len(o.Filter()); n != 0 || o.Users() != 0 || o.Enabled() {
 			return fmt.Errorf("teardown: %s has %d filter entries, %d users, registered %v", o.Name, n, o.Users(), o.Enabled())
 		}
@@ -96,6 +99,14 @@ func (m *Machine) checkFtrace() error {
 	for _, ipmod := range []bool{false, true} {
 		o := m.Ftrace.KprobeOps(ipmod)
 		f := o.Filter()
+		if o.DisarmWarnings() > 0 {
+			// The kernel WARNed: __disarm_kprobe_ftrace decremented
+			// kprobe_ftrace_enabled and then failed to remove the ip
+			// (kernel/kprobes.c, 6.1.192); count and filter disagree
+			// for good, in the kernel as in the model.
+			filtered = append(filtered, f...)
+			continue
+		}
 		if o.Users() != len(f) {
 			return fmt.Errorf("ftrace: %s has %d users (kprobe_ftrace_enabled) and %d filter entries", o.Name, o.Users(), len(f))
 		}
