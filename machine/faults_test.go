@@ -36,6 +36,7 @@ var faultTests = map[string]func(t *testing.T){
 	"kretprobe.instance.alloc":     testKretprobeInstance,
 	"trace_kprobe.alloc":           testTraceKprobeAlloc,
 	"tracefs.dir":                  testTracefsDir,
+	"trace_event_file.alloc":       testEventFile,
 	"perf.trace_event.alloc":       testPerfAlloc,
 	"ftrace.hash.alloc":            testFtraceHash,
 	"ftrace.pages.alloc":           testFtracePages,
@@ -499,6 +500,37 @@ func testTracefsDir(t *testing.T) {
 		}
 	}
 	checkTrace(t, m, tr, false)
+	deleteAll(t, tr)
+	checkTrace(t, m, tr, true)
+}
+
+// testEventFile: trace_create_new_event fails for the first event:
+// __add_event_to_tracers ignores it, the write succeeds, the event is
+// registered without a file (no directory); writing its enable file is
+// -ENOENT (there is none), the group's enable file skips it, and it is
+// deleted like any other.
+func testEventFile(t *testing.T) {
+	_, tg := faultKernel(t)
+	m := boot(t, 0, "trace_event_file.alloc@1")
+	tr := tracing(m)
+	if _, err := tr.WriteKprobeEvents(eventLines(tg.ftrace[:2], false)); err != nil {
+		t.Fatal(err)
+	}
+	ev0, ev1 := tr.LookupEvent("kpsim", "ev0"), tr.LookupEvent("kpsim", "ev1")
+	if ev0 == nil || ev1 == nil || ev0.HasDir() || !ev1.HasDir() {
+		t.Fatal("want ev0 without its file and directory, ev1 with both")
+	}
+	wantErrno(t, tr.EnableEvent(ev0, true), errno.ENOENT)
+	if err := tr.EnableGroup("kpsim", true, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ev0.Enabled() || !ev1.Enabled() {
+		t.Fatalf("after events/kpsim/enable: ev0 enabled %v, ev1 %v", ev0.Enabled(), ev1.Enabled())
+	}
+	checkTrace(t, m, tr, false)
+	if err := tr.EnableGroup("kpsim", false, nil); err != nil {
+		t.Fatal(err)
+	}
 	deleteAll(t, tr)
 	checkTrace(t, m, tr, true)
 }

@@ -19,7 +19,7 @@ func (t *Tracing) CheckInvariants() error {
 		return fmt.Errorf("trace: %d events on ftrace_events, %d live trace events", n, len(t.events))
 	}
 	groups := map[string]int{}
-	tks := 0
+	tks, files := 0, 0
 	for key, ev := range t.events {
 		if ev.Group != key.group || ev.Name != key.name {
 			return fmt.Errorf("trace: event %s/%s filed as %s/%s", ev.Group, ev.Name, key.group, key.name)
@@ -30,13 +30,19 @@ func (t *Tracing) CheckInvariants() error {
 		if len(ev.probes) == 0 {
 			return fmt.Errorf("trace: event %s/%s has no trace_kprobe", ev.Group, ev.Name)
 		}
-		groups[ev.Group]++
+		if !ev.noFile {
+			groups[ev.Group]++ // event_create_dir's event_subsystem_dir counted it
+			files++
+		}
 		for _, tk := range ev.probes {
 			tks++
 			if err := checkTK(tk, ev); err != nil {
 				return err
 			}
 		}
+	}
+	if files != t.files.len() {
+		return fmt.Errorf("trace: %d trace_event_files on tr->events, %d live events with one", t.files.len(), files)
 	}
 	if tks != t.dyn.len() {
 		return fmt.Errorf("trace: dyn_event_list holds %d trace_kprobes, the events %d", t.dyn.len(), tks)
@@ -54,9 +60,13 @@ func (t *Tracing) CheckInvariants() error {
 	if sys != len(groups) {
 		return fmt.Errorf("trace: %d subsystems for %d groups", sys, len(groups))
 	}
+	all := map[string]int{}
+	for _, ev := range t.events {
+		all[ev.Group]++
+	}
 	for g, n := range t.perGrp {
-		if groups[g] != n {
-			return fmt.Errorf("trace: group %s: %d events counted, %d live", g, n, groups[g])
+		if all[g] != n {
+			return fmt.Errorf("trace: group %s: %d events counted, %d live", g, n, all[g])
 		}
 	}
 	return nil
