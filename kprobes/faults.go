@@ -7,11 +7,14 @@ import (
 )
 
 // Fault points of register_kretprobe (CONFIG_KRETPROBE_ON_RETHOOK, as on
-// Debian 6.1). The pipeline's own points (insn and optinsn slots, the
-// aggregator) are in pipeline_ops.go.
+// Debian 6.1) and of arch_prepare_optimized_kprobe's staging buffer. The
+// pipeline's first points (insn and optinsn slots, the aggregator) are in
+// pipeline_ops.go.
 var (
 	FaultRethookAlloc = sim.NewFaultPoint("kretprobe.rethook.alloc",
 		"register_kretprobe: rethook_alloc's kzalloc fails (-ENOMEM; nothing allocated, nothing to free)")
+	FaultOptinsnBuf = sim.NewFaultPoint("kprobe.optinsn_buf.alloc",
+		"arch_prepare_optimized_kprobe: kzalloc of the MAX_OPTINSN_SIZE staging buffer fails (-ENOMEM before get_optinsn_slot: optimization silently skipped)")
 	FaultKretprobeInstance = sim.NewFaultPoint("kretprobe.instance.alloc",
 		"register_kretprobe: the kzalloc of one kretprobe_instance fails (-ENOMEM; rethook_free frees the rethook and the instances already added); @N fails the N-th instance")
 )

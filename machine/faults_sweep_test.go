@@ -22,6 +22,7 @@ func TestFaultSweep(t *testing.T) {
 	}{
 		{"kprobe.insn_slot.alloc", 0},
 		{"kprobe.optinsn_slot.alloc", 0},
+		{"kprobe.optinsn_buf.alloc", 0},
 		{"kprobe.aggr.alloc", 0},
 		{"kretprobe.rethook.alloc", 0},
 		{"kretprobe.instance.alloc", 0},

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kpsim/kpsim/bpf"
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/ftrace/fprobe"
 	"github.com/kpsim/kpsim/image"
@@ -29,8 +30,11 @@ import (
 // the rollback, and the no-leak invariants after teardown. A new fault
 // point without an entry here fails TestEveryFaultPointHasATest.
 var faultTests = map[string]func(t *testing.T){
-	"kprobe.insn_slot.alloc":       testInsnSlot,
-	"kprobe.optinsn_slot.alloc":    testOptinsnSlot,
+	"kprobe.insn_slot.alloc":    testInsnSlot,
+	"kprobe.optinsn_slot.alloc": func(t *testing.T) { testOptinsnSlot(t, "kprobe.optinsn_slot.alloc", "get_optinsn_slot") },
+	"kprobe.optinsn_buf.alloc": func(t *testing.T) {
+		testOptinsnSlot(t, "kprobe.optinsn_buf.alloc", "arch_prepare_optimized_kprobe: kzalloc")
+	},
 	"kprobe.aggr.alloc":            testAggrAlloc,
 	"kretprobe.rethook.alloc":      testRethookAlloc,
 	"kretprobe.instance.alloc":     testKretprobeInstance,
@@ -308,13 +312,14 @@ func testInsnSlot(t *testing.T) {
 	})
 }
 
-// testOptinsnSlot: get_optinsn_slot fails: arch_prepare_optimized_kprobe
-// returns -ENOMEM, __prepare_optimized_kprobe leaves the optinsn
-// unprepared, try_to_optimize_kprobe frees the optimized_kprobe: the
-// probe registers (0) and stays an int3 probe.
-func testOptinsnSlot(t *testing.T) {
+// testOptinsnSlot: get_optinsn_slot (or the staging buffer's kzalloc
+// before it) fails: arch_prepare_optimized_kprobe returns -ENOMEM,
+// __prepare_optimized_kprobe leaves the optinsn unprepared,
+// try_to_optimize_kprobe frees the optimized_kprobe: the probe registers
+// (0) and stays an int3 probe.
+func testOptinsnSlot(t *testing.T, point, by string) {
 	_, tg := faultKernel(t)
-	m := boot(t, 0, "kprobe.optinsn_slot.alloc")
+	m := boot(t, 0, point)
 	p := fresh(tg.opt[:1])[0]
 	if err := m.KP.RegisterKprobe(p); err != nil {
 		t.Fatal(err)
@@ -324,7 +329,7 @@ func testOptinsnSlot(t *testing.T) {
 	if p.Parent() != nil {
 		t.Fatal("an aggregator was kept for an unprepared optprobe")
 	}
-	wantWhy(t, p, "get_optinsn_slot")
+	wantWhy(t, p, by)
 	if _, _, _, optPages, _, _ := m.KP.SlotPages(); optPages != 0 {
 		t.Fatalf("%d optinsn pages after the failed allocation", optPages)
 	}
@@ -684,6 +689,35 @@ func testFprobeRethook(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := env.UnregisterFprobe(m.C, fp); err != nil {
+		t.Fatal(err)
+	}
+	teardown(t, m)
+
+	// Through the BPF door (a kretprobe.multi link of 6.1): the link
+	// create fails with -ENOMEM, bpf_link_cleanup drops the module
+	// references, no link and no ftrace user is left; the next attach
+	// works.
+	m = boot(t, 0, "fprobe.rethook.alloc@1")
+	bk := &bpf.Kernel{Gen: bpf.Gen61, Kconfig: bpf.Kconfig{FPROBE: true}, Ftrace: m.Ftrace,
+		Fprobe: &fprobe.Env{Ftrace: m.Ftrace, PossibleCPUs: 8, Faults: m.Faults}, Syms: m.Syms, Modules: m.Kernel.Modules}
+	prog := &bpf.Prog{Name: "t", ExpectedAttachType: bpf.AttachKprobeMulti}
+	var syms []string
+	for _, p := range tg.ftrace[:3] {
+		syms = append(syms, p.SymbolName)
+	}
+	attr := bpf.KprobeMultiAttr{Flags: bpf.FKprobeMultiReturn, Syms: syms, Cnt: uint32(len(syms))}
+	_, err := bk.KprobeMultiLinkAttach(m.C, prog, attr)
+	wantErrno(t, err, errno.ENOMEM)
+	if len(bk.Links()) != 0 {
+		t.Fatal("a link was left after the failed attach")
+	}
+	check(t, m)
+	attr.Syms = append([]string(nil), syms...)
+	l, err := bk.KprobeMultiLinkAttach(m.C, prog, attr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bk.ReleaseLink(m.C, l); err != nil {
 		t.Fatal(err)
 	}
 	teardown(t, m)
