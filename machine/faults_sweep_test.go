@@ -2,11 +2,13 @@ package machine_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/kpsim/kpsim/kprobes"
 	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
+	"github.com/kpsim/kpsim/trace"
 )
 
 // TestFaultSweep injects each kprobes-level fault at each of its first
@@ -33,8 +35,9 @@ func TestFaultSweep(t *testing.T) {
 	hits := []string{"", "@1", "@2", "@3", "@5", "@8", "@13"}
 	sets := func(sw sim.Switches) []sim.Switches { return []sim.Switches{sw, sw | sim.PresetSeries.Set} }
 	if testing.Short() || raceEnabled {
-		// Under -race (CI) a third of the plans, with the series on.
-		hits = []string{"@1", "@3"}
+		// Under -race (CI) one plan per point, with the series on; the
+		// plain run covers the rest.
+		hits = []string{"@2"}
 		sets = func(sw sim.Switches) []sim.Switches { return []sim.Switches{sw | sim.PresetSeries.Set} }
 	}
 	for _, pt := range points {
@@ -173,4 +176,95 @@ func mixedWorkload(t *testing.T, m *machine.Machine) {
 
 func warned(m *machine.Machine) bool {
 	return m.Ftrace.KprobeOps(false).DisarmWarnings()+m.Ftrace.KprobeOps(true).DisarmWarnings() > 0
+}
+
+// TestFaultSweepEventLayer: each event-layer and kprobes point at its
+// first hits through tracefs writes (probes, return probes, an appended
+// probe on an existing event), enabling per event and per group, perf
+// opens, and deletion; the tracing and machine invariants hold after every
+// step and nothing is left at the end.
+func TestFaultSweepEventLayer(t *testing.T) {
+	points := []string{"trace_kprobe.alloc", "tracefs.dir", "trace_event_file.alloc", "perf.trace_event.alloc",
+		"kretprobe.instance.alloc", "ftrace.hash.alloc", "kprobe.insn_slot.alloc", "kprobe.aggr.alloc"}
+	hits := []string{"", "@1", "@2", "@4", "@7"}
+	if testing.Short() || raceEnabled {
+		hits = []string{"@2"}
+	}
+	for _, pt := range points {
+		for _, at := range hits {
+			plan := pt + at
+			t.Run(plan, func(t *testing.T) {
+				m := boot(t, 0, plan)
+				eventWorkload(t, m)
+			})
+		}
+	}
+}
+
+func eventWorkload(t *testing.T, m *machine.Machine) {
+	t.Helper()
+	_, tg := faultKernel(t)
+	tr := tracing(m)
+	step := func(what string) {
+		t.Helper()
+		if err := m.CheckInvariants(); err != nil {
+			t.Fatalf("after %s: %v", what, err)
+		}
+		if err := tr.CheckInvariants(); err != nil {
+			t.Fatalf("after %s: %v", what, err)
+		}
+	}
+	var b strings.Builder
+	for i, p := range tg.ftrace[:3] {
+		fmt.Fprintf(&b, "p:kpsim/e%d %s\n", i, p.SymbolName)
+	}
+	fmt.Fprintf(&b, "r:kpsim/r0 %s\n", tg.ftrace[3].SymbolName)
+	for i, p := range tg.int3[:3] {
+		fmt.Fprintf(&b, "p:other/i%d %s+%d\n", i, p.SymbolName, p.Offset)
+	}
+	// A second probe on e0 joins the event (append_trace_kprobe).
+	fmt.Fprintf(&b, "p:kpsim/e0 %s+%d\n", tg.int3[5].SymbolName, tg.int3[5].Offset)
+	_, _ = tr.WriteKprobeEvents(b.String())
+	step("kprobe_events write")
+	for _, ev := range tr.Events() {
+		_ = tr.EnableEvent(ev, true)
+		step("enable " + ev.Name)
+	}
+	_ = tr.EnableGroup("other", false, nil)
+	step("disable group other")
+	_ = tr.EnableGroup("other", true, nil)
+	step("enable group other")
+	var pes []*trace.PerfEvent
+	for _, p := range tg.ftrace[4:6] {
+		if pe, err := tr.PerfKprobeOpen(p.SymbolName, 0, false); err == nil {
+			pes = append(pes, pe)
+		}
+		step("perf_event_open")
+	}
+	m.KP.Drain()
+	step("drain")
+	for _, ev := range tr.Events() {
+		_ = tr.EnableEvent(ev, false)
+		step("disable " + ev.Name)
+	}
+	for _, pe := range pes {
+		tr.PerfKprobeClose(pe)
+		step("perf close")
+	}
+	deleteAll(t, tr)
+	step("delete")
+	m.KP.Drain()
+	if err := tr.CheckTeardown(); err != nil {
+		t.Fatal(err)
+	}
+	err := m.CheckTeardown()
+	if warned(m) {
+		if err == nil {
+			t.Fatal("teardown passed although __disarm_kprobe_ftrace WARNed")
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }
