@@ -11,3 +11,12 @@ import "github.com/kpsim/kpsim/sim"
 // disables ftrace altogether).
 var FaultPagesAlloc = sim.NewFaultPoint("ftrace.pages.alloc",
 	"ftrace_process_locs for a module: ftrace_allocate_pages fails (-ENOMEM, ignored by ftrace_module_init): the module has no ftrace records")
+
+// FaultHashMove makes __ftrace_hash_move's dup_hash allocation fail
+// (kernel/trace/ftrace.c:ftrace_hash_move returns -ENOMEM): ftrace_set_hash
+// frees its temporary hash and returns -ENOMEM with the ops' filter
+// unchanged. ftrace_set_filter_ip(s) hit it once per call with a
+// non-empty result, after the temporary hash was filled (the first
+// allocation is FaultHashAlloc).
+var FaultHashMove = sim.NewFaultPoint("ftrace.hash.move",
+	"ftrace_hash_move: __ftrace_hash_move's dup_hash allocation fails: ftrace_set_hash frees the temporary hash, -ENOMEM, the filter unchanged")

@@ -307,6 +307,12 @@ func (ft *Ftrace) SetFilterIP(c *sim.Counters, o *Ops, ip uint64, remove bool) e
 	}
 	// __ftrace_hash_move → dup_hash (nothing for an empty source).
 	if newCount > 0 {
+		if ft.f.Fail(FaultHashMove) {
+			// ftrace_hash_move: -ENOMEM; ftrace_set_hash frees the
+			// temporary hash; nothing installed.
+			freeHash(c, newCount, HashDefaultBits)
+			return ENOMEM
+		}
 		c.Add(OpHashBucketInit, uint64(1)<<dupHashBits(newCount))
 		c.Add(OpHashBucket, 1<<HashDefaultBits)
 		c.Add(OpHashMove, uint64(newCount))

@@ -42,7 +42,9 @@ var faultTests = map[string]func(t *testing.T){
 	"tracefs.dir":                  testTracefsDir,
 	"trace_event_file.alloc":       testEventFile,
 	"perf.trace_event.alloc":       testPerfAlloc,
+	"perf.event.alloc":             testPerfEvent,
 	"ftrace.hash.alloc":            testFtraceHash,
+	"ftrace.hash.move":             testFtraceHashMove,
 	"ftrace.pages.alloc":           testFtracePages,
 	"fprobe.rethook.alloc":         testFprobeRethook,
 	"jump_label.index.alloc":       func(t *testing.T) { testIndexFallback(t, sim.JumpLabelIndex, "jump_label.index.alloc") },
@@ -566,6 +568,27 @@ func testPerfAlloc(t *testing.T) {
 	}
 }
 
+// testPerfEvent: perf_event_alloc fails: perf_event_open -ENOMEM with no
+// trace_kprobe made and no kprobe registered; the next open works.
+func testPerfEvent(t *testing.T) {
+	_, tg := faultKernel(t)
+	m := boot(t, 0, "perf.event.alloc@1")
+	tr := tracing(m)
+	before := kmallocs(m)
+	_, err := tr.PerfKprobeOpen(tg.ftrace[0].SymbolName, 0, false)
+	wantErrno(t, err, errno.ENOMEM)
+	if d := kmallocs(m) - before; d != 1 || m.KP.Reg.Len() != 0 {
+		t.Fatalf("failed open: %d kmallocs (want the one that failed), %d kprobes", d, m.KP.Reg.Len())
+	}
+	checkTrace(t, m, tr, true)
+	pe, err := tr.PerfKprobeOpen(tg.ftrace[0].SymbolName, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.PerfKprobeClose(pe)
+	checkTrace(t, m, tr, true)
+}
+
 // --- ftrace ------------------------------------------------------------
 
 // testFtraceHash: ftrace_set_hash's allocation fails. Arming a kprobe on
@@ -614,6 +637,39 @@ func testFtraceHash(t *testing.T) {
 	if err := m.CheckTeardown(); err == nil || !strings.Contains(err.Error(), "WARNed") {
 		t.Fatalf("teardown after the WARN: %v", err)
 	}
+}
+
+// testFtraceHashMove: ftrace_hash_move's allocation fails. Arming:
+// register_kprobe -ENOMEM, nothing filtered; an fprobe: -ENOMEM. In the
+// disarm of one of two armed probes (the third ftrace_set_filter_ip): the
+// WARN of __disarm_kprobe_ftrace, as with ftrace.hash.alloc.
+func testFtraceHashMove(t *testing.T) {
+	_, tg := faultKernel(t)
+	m := boot(t, 0, "ftrace.hash.move")
+	p := fresh(tg.ftrace[:1])[0]
+	wantErrno(t, m.KP.RegisterKprobe(p), errno.ENOMEM)
+	if p.Registered() || len(m.Ftrace.KprobeOps(false).Filter()) != 0 {
+		t.Fatal("the failed arm left the probe registered or filtered")
+	}
+	env := &fprobe.Env{Ftrace: m.Ftrace, PossibleCPUs: 8, Faults: m.Faults}
+	addrs := []uint64{m.Ftrace.Location(nil, symAddr(t, m, tg.ftrace[1].SymbolName))}
+	wantErrno(t, env.RegisterFprobeIPs(m.C, &fprobe.Fprobe{Name: "t", EntryHandler: true}, addrs), errno.ENOMEM)
+	teardown(t, m)
+
+	m = boot(t, 0, "ftrace.hash.move@3")
+	ps := fresh(tg.ftrace[:2])
+	for _, p := range ps {
+		if err := m.KP.RegisterKprobe(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := m.KP.UnregisterKprobes(ps[:1]); n != 0 || !ps[0].Registered() {
+		t.Fatalf("unregister after the failed disarm: %d unregistered, registered %v", n, ps[0].Registered())
+	}
+	if w := m.Ftrace.KprobeOps(false).DisarmWarnings(); w != 1 {
+		t.Fatalf("%d disarm WARNs, want 1", w)
+	}
+	check(t, m)
 }
 
 func symAddr(t *testing.T, m *machine.Machine, name string) uint64 {

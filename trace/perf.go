@@ -27,7 +27,13 @@ func (t *Tracing) PerfKprobeOpen(fn string, addrOrOffset uint64, retprobe bool) 
 	prev := c.Enter(PhasePerfOpen)
 	defer c.Enter(prev)
 	c.Inc(opSyscall)
-	c.Add(opKmalloc, 2) // perf_event_alloc: the event and its context bits
+	c.Inc(opKmalloc) // perf_event_alloc: kmem_cache_alloc_node of the event
+	if t.d.Faults.Fail(FaultPerfEvent) {
+		// kernel/events/core.c:perf_event_alloc returns ERR_PTR(-ENOMEM)
+		// before the PMU is asked: no trace_kprobe, nothing to undo.
+		return nil, refuse(errno.ENOMEM, "perf_event_alloc", "kmem_cache_alloc_node of the perf_event failed")
+	}
+	c.Inc(opKmalloc) // and its context bits
 	c.Inc(opIDR)
 	c.Inc(opConst) // perfmon_capable
 	if fn != "" {
