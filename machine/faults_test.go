@@ -47,6 +47,7 @@ var faultTests = map[string]func(t *testing.T){
 	"ftrace.hash.move":             testFtraceHashMove,
 	"ftrace.pages.alloc":           testFtracePages,
 	"fprobe.rethook.alloc":         testFprobeRethook,
+	"bpf.kprobe_multi.alloc":       testKprobeMultiAlloc,
 	"jump_label.index.alloc":       func(t *testing.T) { testIndexFallback(t, sim.JumpLabelIndex, "jump_label.index.alloc") },
 	"static_call.index.alloc":      func(t *testing.T) { testIndexFallback(t, sim.StaticCallIndex, "static_call.index.alloc") },
 	"bug.index.alloc":              func(t *testing.T) { testIndexFallback(t, sim.BugIndex, "bug.index.alloc") },
@@ -777,6 +778,40 @@ func testFprobeRethook(t *testing.T) {
 		t.Fatal(err)
 	}
 	teardown(t, m)
+}
+
+// testKprobeMultiAlloc: each allocation of bpf_kprobe_multi_link_attach
+// in turn (@1 addrs, @2 cookies, @3 and @4 copy_user_syms' arrays, @5 the
+// link) fails: -ENOMEM, no link, no fprobe on ftrace; @6 is past them all
+// and the attach works.
+func testKprobeMultiAlloc(t *testing.T) {
+	_, tg := faultKernel(t)
+	var syms []string
+	for _, p := range tg.ftrace[:3] {
+		syms = append(syms, p.SymbolName)
+	}
+	for n := 1; n <= 6; n++ {
+		m := boot(t, 0, fmt.Sprintf("bpf.kprobe_multi.alloc@%d", n))
+		bk := &bpf.Kernel{Gen: bpf.Gen61, Kconfig: bpf.Kconfig{FPROBE: true}, Ftrace: m.Ftrace,
+			Fprobe: &fprobe.Env{Ftrace: m.Ftrace, PossibleCPUs: 8}, Syms: m.Syms, Modules: m.Kernel.Modules, Faults: m.Faults}
+		attr := bpf.KprobeMultiAttr{Syms: append([]string(nil), syms...), Cookies: []uint64{1, 2, 3}, Cnt: uint32(len(syms))}
+		l, err := bk.KprobeMultiLinkAttach(m.C, &bpf.Prog{Name: "t", ExpectedAttachType: bpf.AttachKprobeMulti}, attr)
+		if n <= 5 {
+			wantErrno(t, err, errno.ENOMEM)
+			if len(bk.Links()) != 0 {
+				t.Fatalf("@%d: a link was left", n)
+			}
+			teardown(t, m)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("@%d: %v", n, err)
+		}
+		if err := bk.ReleaseLink(m.C, l); err != nil {
+			t.Fatal(err)
+		}
+		teardown(t, m)
+	}
 }
 
 // --- late-init indexes ---------------------------------------------------
