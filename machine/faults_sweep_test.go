@@ -185,7 +185,7 @@ func warned(m *machine.Machine) bool {
 // opens, and deletion; the tracing and machine invariants hold after every
 // step and nothing is left at the end.
 func TestFaultSweepEventLayer(t *testing.T) {
-	points := []string{"trace_kprobe.alloc", "tracefs.dir", "trace_event_file.alloc", "perf.trace_event.alloc", "perf.event.alloc",
+	points := []string{"trace_kprobe.alloc", "tracefs.dir", "trace_event_file.alloc", "trace.subsystem.alloc", "perf.trace_event.alloc", "perf.event.alloc",
 		"kretprobe.instance.alloc", "ftrace.hash.alloc", "kprobe.insn_slot.alloc", "kprobe.aggr.alloc"}
 	hits := []string{"", "@1", "@2", "@4", "@7"}
 	if testing.Short() || raceEnabled {

@@ -41,6 +41,7 @@ var faultTests = map[string]func(t *testing.T){
 	"trace_kprobe.alloc":           testTraceKprobeAlloc,
 	"tracefs.dir":                  testTracefsDir,
 	"trace_event_file.alloc":       testEventFile,
+	"trace.subsystem.alloc":        testSubsystem,
 	"perf.trace_event.alloc":       testPerfAlloc,
 	"perf.event.alloc":             testPerfEvent,
 	"ftrace.hash.alloc":            testFtraceHash,
@@ -506,6 +507,7 @@ func testTracefsDir(t *testing.T) {
 		if ev.HasDir() {
 			t.Fatalf("event %s/%s has a directory", ev.Group, ev.Name)
 		}
+		wantErrno(t, tr.EnableEvent(ev, true), errno.ENOENT) // no enable file
 	}
 	checkTrace(t, m, tr, false)
 	deleteAll(t, tr)
@@ -534,6 +536,36 @@ func testEventFile(t *testing.T) {
 	}
 	if ev0.Enabled() || !ev1.Enabled() {
 		t.Fatalf("after events/kpsim/enable: ev0 enabled %v, ev1 %v", ev0.Enabled(), ev1.Enabled())
+	}
+	checkTrace(t, m, tr, false)
+	if err := tr.EnableGroup("kpsim", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	deleteAll(t, tr)
+	checkTrace(t, m, tr, true)
+}
+
+// testSubsystem: the first event of a new group cannot get its group
+// directory: event_create_dir -ENOMEM, ignored; the event has its file on
+// tr->events but no directory, so its own enable file does not exist
+// (-ENOENT) while the group's enable (a walk of tr->events) reaches it. The
+// group's next event creates the group directory; deleting both leaves no
+// group behind (the first one was never counted in it).
+func testSubsystem(t *testing.T) {
+	_, tg := faultKernel(t)
+	m := boot(t, 0, "trace.subsystem.alloc@1")
+	tr := tracing(m)
+	if _, err := tr.WriteKprobeEvents(eventLines(tg.ftrace[:2], false)); err != nil {
+		t.Fatal(err)
+	}
+	ev0, ev1 := tr.LookupEvent("kpsim", "ev0"), tr.LookupEvent("kpsim", "ev1")
+	if ev0 == nil || ev1 == nil || ev0.HasDir() || !ev1.HasDir() {
+		t.Fatal("want ev0 without a directory, ev1 with one")
+	}
+	wantErrno(t, tr.EnableEvent(ev0, true), errno.ENOENT)
+	// The group enable walks tr->events: ev0's file is there.
+	if err := tr.EnableGroup("kpsim", true, nil); err != nil || !ev0.Enabled() || !ev1.Enabled() {
+		t.Fatalf("group enable: %v, ev0 %v, ev1 %v", err, ev0.Enabled(), ev1.Enabled())
 	}
 	checkTrace(t, m, tr, false)
 	if err := tr.EnableGroup("kpsim", false, nil); err != nil {

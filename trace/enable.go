@@ -168,8 +168,10 @@ func (t *Tracing) EnableEvent(ev *Event, enable bool) error {
 	if t.events[eventKey{ev.Group, ev.Name}] != ev {
 		return errno.ENODEV // the file was freed
 	}
-	if ev.noFile {
-		return errno.ENOENT // no events/GROUP/NAME/enable: the open fails
+	if !ev.hasDir {
+		// No events/GROUP/NAME/enable (no file, or no directory after a
+		// tracefs or subsystem failure): the open fails.
+		return errno.ENOENT
 	}
 	v := "0"
 	if enable {

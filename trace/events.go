@@ -420,7 +420,12 @@ func (t *Tracing) eventCreateDir(ev *Event) {
 	c := t.counters()
 	prev := c.Enter(PhaseTracefs)
 	defer c.Enter(prev)
-	t.eventSubsystemDir(ev.Group)
+	if !t.eventSubsystemDir(ev.Group) {
+		// event_create_dir returns -ENOMEM, ignored by
+		// __add_event_to_tracers: no directory, no fields.
+		return
+	}
+	ev.inSystem = true
 	if t.d.Faults.Fail(FaultTracefsDir) {
 		// __add_event_to_tracers ignores the failure: the event exists
 		// without its directory.
@@ -440,24 +445,31 @@ func (t *Tracing) eventCreateDir(ev *Event) {
 // eventSubsystemDir models kernel/trace/trace_events.c:event_subsystem_dir: walk
 // tr->systems (head first) for the group; a new group also walks the
 // global event_subsystems list, allocates the dir, the subsystem, its name
-// and filter, and creates its directory with two files.
-func (t *Tracing) eventSubsystemDir(group string) {
+// and filter, and creates its directory with two files. It reports false
+// when the dir's kmalloc fails (fault trace.subsystem.alloc: "No memory to
+// create event subsystem", NULL; nothing is kept).
+func (t *Tracing) eventSubsystemDir(group string) bool {
 	c := t.counters()
 	for i, s := range t.systems {
 		if s.name == group {
 			c.Add(opSysVisit, uint64(i+1))
 			c.Add(opStrcmp, uint64(i+1))
 			s.nEvents++
-			return
+			return true
 		}
 	}
 	n := uint64(len(t.systems))
 	c.Add(opSysVisit, 2*n)
 	c.Add(opStrcmp, 2*n)
+	if t.d.Faults.Fail(FaultSubsystem) {
+		c.Inc(opKmalloc) // the dir's kmalloc that failed
+		return false
+	}
 	c.Add(opKmalloc, 4)
 	c.Add(opDentry, filesPerGroup)
 	t.sysSeq++
 	t.systems = append([]*subsystem{{name: group, nEvents: 1}}, t.systems...)
+	return true
 }
 
 // removeSubsystem models the group side of remove_event_file_dir: the
@@ -515,8 +527,8 @@ func (t *Tracing) unregisterKprobeEvent(ev *Event) *probeErr {
 	if ev.hasDir {
 		c.Add(opDentryRm, filesPerEvent)
 	}
-	if !ev.noFile {
-		t.removeSubsystem(ev.Group) // event_create_dir counted it
+	if ev.inSystem {
+		t.removeSubsystem(ev.Group) // file->system: event_subsystem_dir counted it
 	}
 	c.Enter(PhaseDelete)
 	if ev.noFile {

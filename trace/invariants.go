@@ -31,8 +31,13 @@ func (t *Tracing) CheckInvariants() error {
 			return fmt.Errorf("trace: event %s/%s has no trace_kprobe", ev.Group, ev.Name)
 		}
 		if !ev.noFile {
-			groups[ev.Group]++ // event_create_dir's event_subsystem_dir counted it
 			files++
+		}
+		if ev.inSystem {
+			groups[ev.Group]++ // event_subsystem_dir counted it (file->system)
+		}
+		if ev.hasDir && !ev.inSystem {
+			return fmt.Errorf("trace: %s/%s has a directory but no group directory", ev.Group, ev.Name)
 		}
 		for _, tk := range ev.probes {
 			tks++

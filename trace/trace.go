@@ -159,6 +159,7 @@ type Event struct {
 	wasEnabled  bool // EVENT_FILE_FL_WAS_ENABLED
 	hasDir      bool
 	noFile      bool // trace_create_new_event failed: on ftrace_events, not on tr->events
+	inSystem    bool // file->system: event_subsystem_dir counted the event in its group
 	nargs       int
 	isReturn    bool
 }
