@@ -897,8 +897,15 @@ func decisions(t *testing.T, m *machine.Machine, pts []uint64) []string {
 // every decision is the linear path's, identical to the indexed kernel's
 // and to upstream's.
 func testIndexFallback(t *testing.T, sw sim.Switch, point string) {
+	for _, set := range []sim.Switches{sim.Switches(0).With(sw), sim.Switches(0).With(sw).With(sim.ReservationBtree)} {
+		t.Run(set.Name(), func(t *testing.T) { testIndexFallbackIn(t, sw, set, point) })
+	}
+}
+
+// testIndexFallbackIn: the sorted-array index, and with reservation-btree
+// the B-tree form, built or not (the same allocation point guards both).
+func testIndexFallbackIn(t *testing.T, sw sim.Switch, set sim.Switches, point string) {
 	k, tg := faultKernel(t)
-	set := sim.Switches(0).With(sw)
 	idx, bad, lin := boot(t, set, ""), boot(t, set, point), boot(t, 0, "")
 	indexed := func(m *machine.Machine) bool {
 		switch sw {
