@@ -63,7 +63,7 @@ func TestInvariantsCatchCorruption(t *testing.T) {
 		{"tree misses an entry", tree, func(kp *Kprobes, ps []*Kprobe) { kp.Reg.tree.erase(kp.Reg.Entries()[3], nil) }, "the tree holds"},
 		{"count drifts", 0, func(kp *Kprobes, ps []*Kprobe) { kp.Reg.n++ }, "count says"},
 		{"leaked insn slot", 0, func(kp *Kprobes, ps []*Kprobe) {
-			pg := kp.insnSlots.pages[0]
+			pg := kp.insnSlots.livePages()[0]
 			for s := range pg.used {
 				if pg.used[s] == slotClean {
 					pg.used[s] = slotUsed
@@ -72,7 +72,7 @@ func TestInvariantsCatchCorruption(t *testing.T) {
 				}
 			}
 		}, "leaked"},
-		{"nused drifts", 0, func(kp *Kprobes, ps []*Kprobe) { kp.insnSlots.pages[0].nused++ }, "nused"},
+		{"nused drifts", 0, func(kp *Kprobes, ps []*Kprobe) { kp.insnSlots.livePages()[0].nused++ }, "nused"},
 		{"child points elsewhere", 0, func(kp *Kprobes, ps []*Kprobe) {
 			for _, p := range kp.Reg.Entries() {
 				if p.IsAggr() && len(p.children) > 0 {
@@ -121,7 +121,7 @@ func TestInvariantsCatchCorruption(t *testing.T) {
 		}
 		// collect_one_slot keeps the only page; a second empty page must
 		// have been freed.
-		if n := len(kp.insnSlots.pages); n != 1 {
+		if n := len(kp.insnSlots.livePages()); n != 1 {
 			t.Fatalf("%d insn pages after teardown, want the last one kept", n)
 		}
 		kp.insnSlots.pages = append(kp.insnSlots.pages, &insnPage{base: 0x1000, used: make([]uint8, kp.insnSlots.perPage)})
