@@ -1220,3 +1220,37 @@ func cmpU64(a, b uint64) int {
 	}
 	return 0
 }
+
+// TestFtraceAggrPostHandlerWarn: a 6.1.192 path that reaches
+// __disarm_kprobe_ftrace's WARN without any fault. A kprobe on an ftrace
+// site is armed on kprobe_ftrace_ops; a second one with a post_handler at
+// the address makes an aggregator whose post_handler add_new_kprobe sets
+// without re-arming (kernel/kprobes.c:1264); disarming the aggregator then
+// picks kprobe_ipmodify_ops from ap->post_handler (disarm_kprobe_ftrace,
+// 1133): kprobe_ipmodify_enabled goes to -1, ftrace_set_filter_ip(remove)
+// is -ENOENT (the ip is in the other ops' filter), the WARN fires,
+// __disable_kprobe fails and unregister_kprobes leaves the probe
+// registered. Found by the soak campaign with the invariants after every
+// step; the invariants report it as ErrAfterKernelWarn.
+func TestFtraceAggrPostHandlerWarn(t *testing.T) {
+	_, tg := faultKernel(t)
+	m := boot(t, 0, "")
+	ps := fresh([]kprobes.Kprobe{tg.ftrace[0], tg.ftrace[0]})
+	ps[1].HasPostHandler = true
+	for _, p := range ps {
+		if err := m.KP.RegisterKprobe(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(t, m)
+	if n := m.KP.UnregisterKprobes(ps); n != 1 || !ps[1].Registered() {
+		t.Fatalf("unregister_kprobes: %d unregistered, the post-handler probe registered %v; want 1 and true", n, ps[1].Registered())
+	}
+	ipm := m.Ftrace.KprobeOps(true)
+	if ipm.DisarmWarnings() != 1 || ipm.Users() != -1 || len(m.Ftrace.KprobeOps(false).Filter()) != 1 {
+		t.Fatalf("ipmodify ops: %d WARNs, %d users; kprobe_ftrace_ops filter %#x", ipm.DisarmWarnings(), ipm.Users(), m.Ftrace.KprobeOps(false).Filter())
+	}
+	if err := m.CheckTeardown(); !errors.Is(err, machine.ErrAfterKernelWarn) {
+		t.Fatalf("teardown: %v, want ErrAfterKernelWarn", err)
+	}
+}

@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 )
@@ -25,6 +26,28 @@ type invState struct {
 //     when built, answer as the linear walks of their tables do (checked
 //     once: the tables do not change after late init).
 func (m *Machine) CheckInvariants() error {
+	return m.afterWarn(m.checkInvariants())
+}
+
+// ErrAfterKernelWarn wraps an invariant failure found after
+// __disarm_kprobe_ftrace WARNed (ftrace.Ops.DisarmWarnings): from there on
+// the kernel's own state is inconsistent (kprobe_ftrace_enabled off by
+// one, a probe whose unregistration failed still hashed, and the trace
+// layer clearing its address anyway), so the model, which follows it, is
+// too. A campaign can tell these from model bugs with errors.Is.
+var ErrAfterKernelWarn = errors.New("after a __disarm_kprobe_ftrace WARN the kernel's state is inconsistent")
+
+func (m *Machine) afterWarn(err error) error {
+	if err == nil || m.Ftrace == nil {
+		return err
+	}
+	if w := m.Ftrace.KprobeOps(false).DisarmWarnings() + m.Ftrace.KprobeOps(true).DisarmWarnings(); w > 0 {
+		return fmt.Errorf("%w (%d WARNs): %v", ErrAfterKernelWarn, w, err)
+	}
+	return err
+}
+
+func (m *Machine) checkInvariants() error {
 	if err := m.KP.CheckInvariants(); err != nil {
 		return err
 	}
@@ -65,7 +88,7 @@ func (m *Machine) CheckTeardown() error {
 		return err
 	}
 	if err := m.KP.CheckTeardown(); err != nil {
-		return err
+		return m.afterWarn(err)
 	}
 	if m.Ftrace == nil {
 		return nil
