@@ -286,6 +286,9 @@ func (ft *Ftrace) processLocs(mod string, locs []uint64) {
 	if len(locs) == 0 {
 		return
 	}
+	if mod != "" && ft.f.Fail(FaultPagesAlloc) {
+		return // -ENOMEM: no groups allocated, nothing linked
+	}
 	if mod != "" {
 		locs = append([]uint64(nil), locs...)
 		sort.Slice(locs, func(i, j int) bool { return locs[i] < locs[j] })

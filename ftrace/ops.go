@@ -29,7 +29,16 @@ type Ops struct {
 	trampoline bool // x86 arch_ftrace_update_trampoline made one (kept: the ops is not DYNAMIC)
 	users      int
 	hash       filterHash
+	// disarmWarns counts __disarm_kprobe_ftrace's WARN_ONCE: the filter
+	// update failed after the user count went down (see DisarmKprobeFtrace).
+	disarmWarns int
 }
+
+// DisarmWarnings reports how many times __disarm_kprobe_ftrace's
+// ftrace_set_filter_ip failed after kprobe_ftrace_enabled was decremented
+// (WARN_ONCE "Failed to disarm kprobe-ftrace"): from then on the kernel's
+// user count no longer matches the filter, and the model keeps it so.
+func (o *Ops) DisarmWarnings() int { return o.disarmWarns }
 
 // Enabled reports FTRACE_OPS_FL_ENABLED (registered with ftrace).
 func (o *Ops) Enabled() bool { return o.enabled }
@@ -298,6 +307,12 @@ func (ft *Ftrace) SetFilterIP(c *sim.Counters, o *Ops, ip uint64, remove bool) e
 	}
 	// __ftrace_hash_move → dup_hash (nothing for an empty source).
 	if newCount > 0 {
+		if ft.f.Fail(FaultHashMove) {
+			// ftrace_hash_move: -ENOMEM; ftrace_set_hash frees the
+			// temporary hash; nothing installed.
+			freeHash(c, newCount, HashDefaultBits)
+			return ENOMEM
+		}
 		c.Add(OpHashBucketInit, uint64(1)<<dupHashBits(newCount))
 		c.Add(OpHashBucket, 1<<HashDefaultBits)
 		c.Add(OpHashMove, uint64(newCount))
@@ -530,5 +545,11 @@ func (ft *Ftrace) DisarmKprobeFtrace(c *sim.Counters, ip uint64, ipmodify bool) 
 		}
 	}
 	o.users--
-	return ft.SetFilterIP(c, o, ip, true)
+	err := ft.SetFilterIP(c, o, ip, true)
+	if err != nil {
+		// WARN_ONCE, and no undo: the count stays decremented, the ip
+		// stays in the filter (kernel/kprobes.c:__disarm_kprobe_ftrace).
+		o.disarmWarns++
+	}
+	return err
 }

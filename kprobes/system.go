@@ -123,6 +123,8 @@ type Kprobes struct {
 	why      Reason   // the last failing check's reason (see refuse)
 	depth    int      // the trail's current nesting
 	whyCache whyCache // simulator views the reasons read
+
+	invCounts []uint64 // CheckInvariants' previous counter snapshot
 }
 
 // New builds the kprobes state for deps with the given switches. c may be nil.

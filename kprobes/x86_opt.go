@@ -218,6 +218,9 @@ func (kp *Kprobes) archPrepareOptimizedKprobe(op *Kprobe) error {
 		return EILSEQ
 	}
 	c.Inc(opKmalloc) // buf = kzalloc(MAX_OPTINSN_SIZE)
+	if kp.Faults.Fail(FaultOptinsnBuf) {
+		return kp.refuse(ENOMEM, "arch_prepare_optimized_kprobe: kzalloc", "the MAX_OPTINSN_SIZE staging buffer could not be allocated")
+	}
 	defer c.Inc(opKmalloc)
 	slot, ok := kp.optSlots.getInsnSlot(c, kp.Faults, FaultOptinsnSlot)
 	if !ok {

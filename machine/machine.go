@@ -195,8 +195,16 @@ type Machine struct {
 	// test wiring supplies others).
 	Syms   *kallsyms.Compressed
 	Ftrace *ftrace.Ftrace
+	// The reservation checks behind Deps (nil when a test wiring supplies
+	// others); CheckInvariants compares their late-init indexes with
+	// their tables.
+	JumpLabel  *jumplabel.Table
+	StaticCall *staticcall.Table
+	Bugs       *bug.Table
+	Blacklist  *blacklist.List
 
 	lateInit func() error
+	inv      invState
 	lateDone bool
 }
 
@@ -226,6 +234,12 @@ func New(k *image.Kernel, cfg Config) (*Machine, error) {
 	m := &Machine{Kernel: k, Switches: cfg.Switches, C: cfg.Counters, Faults: cfg.Faults, Deps: deps, KP: kp, lateInit: lateInit}
 	m.Syms, _ = deps.Syms.(*kallsyms.Compressed)
 	m.Ftrace, _ = deps.Ftrace.(*ftrace.Ftrace)
+	m.JumpLabel, _ = deps.JumpLabel.(*jumplabel.Table)
+	m.StaticCall, _ = deps.StaticCall.(*staticcall.Table)
+	if b, ok := deps.Bugs.(bugAdapter); ok {
+		m.Bugs = b.t
+	}
+	m.Blacklist, _ = deps.Blacklist.(*blacklist.List)
 	return m, nil
 }
 
