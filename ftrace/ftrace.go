@@ -294,8 +294,15 @@ func (ft *Ftrace) processLocs(mod string, locs []uint64) {
 		sort.Slice(locs, func(i, j int) bool { return locs[i] < locs[j] })
 	}
 	var groups []*Page
+	left := len(locs)
 	for _, o := range GroupOrders(len(locs)) {
-		groups = append(groups, &Page{Order: o, Module: mod})
+		pg := &Page{Order: o, Module: mod}
+		// Simulator-side: each group's records sized up front (at most
+		// its capacity, at most the entries left), not grown one by one.
+		n := min(pg.Capacity(), left)
+		left -= n
+		pg.Records = make([]Record, 0, n)
+		groups = append(groups, pg)
 	}
 	g := 0
 	var flags uint64
