@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/internal/simpath"
 	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -86,6 +87,9 @@ func (ft *Ftrace) clone(ksyms kallsyms.Resolver, f *sim.Faults) *Ftrace {
 	c := &Ftrace{k: ft.k, ksyms: ksyms, f: f, ibt: ft.ibt, foreign: map[uint64]bool{},
 		ver: ft.ver, flat: slices.Clone(ft.flat), nonDis: ft.nonDis, initFreed: ft.initFreed,
 		LookupSymbolsModules: ft.LookupSymbolsModules, NoReplay: ft.NoReplay}
+	if !simpath.Walk() {
+		c.memo = make([]recMemo, recMemoSize)
+	}
 	c.kprobeOps = &Ops{Name: "kprobe_ftrace_ops", ft: c}
 	c.ipmodifyOps = &Ops{Name: "kprobe_ipmodify_ops", IPModify: true, ft: c}
 	c.pages = make([]*Page, len(ft.pages))
