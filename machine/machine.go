@@ -59,6 +59,11 @@ func KallsymsTables(k *image.Kernel) (*ktab.Tables, error) {
 	return t, nil
 }
 
+// UseKallsymsTables makes t the tables KallsymsTables returns for k (a
+// cache read them back; they must be what ktab.Build makes of
+// SymbolsOf(k) with KallsymsBuildOptions).
+func UseKallsymsTables(k *image.Kernel, t *ktab.Tables) { ksymsCache.Store(k, t) }
+
 // SymbolsOf lists k's vmlinux symbols as scripts/kallsyms reads them from
 // `nm -n` (address order, the image's own types).
 func SymbolsOf(k *image.Kernel) []ktab.Symbol {

@@ -230,11 +230,12 @@ type RunResult struct {
 	EstCycles  float64           `json:"est_cycles"`
 	WallNS     int64             `json:"wall_ns"`
 	// RetainedBytes is the most the run's simulator structures held
-	// (retainedSizer), sampled where they peak: at the end of the attach
-	// (the optimizer drained), before a failed batch rolls back, and after
-	// the teardown. Registration only adds state until then (apart from
-	// arrays it replaces, such as a resized hash table), so the end of the
-	// attach is the high point.
+	// (retainedSizer), sampled at the end of the attach (the optimizer
+	// drained), before a failed batch rolls back, and after the teardown
+	// (the tracing layer keeps a little after its events are gone).
+	// Registration only adds state until the end of the attach (apart
+	// from arrays it replaces, such as a resized hash table), so no
+	// earlier point is higher.
 	RetainedBytes uint64           `json:"sim_retained_bytes"`
 	Phases        []PhaseResult    `json:"phases"`
 	KernelMem     map[string]int64 `json:"kernel_bytes"`

@@ -381,7 +381,7 @@ func (r *ManyReport) summaryTable(w io.Writer) {
 			mib(run.RetainedBytes), run.Digest[:12]+" "+same)
 		units = append(units, unit{name: run.Name, cols: []col{{cells: cells}}})
 	}
-	renderGrouped(w, "summary (kernel bytes +: modelled kernel memory beyond the first run's; sim retained: the most the run's own simulator structures held, shared image excluded)", "run", labels, units)
+	renderGrouped(w, "summary (kernel bytes +: modelled kernel memory beyond the first run's)", "run", labels, units)
 }
 
 // memoryTable prints the modelled kernel memory of every run.

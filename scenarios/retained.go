@@ -31,13 +31,16 @@ import (
 // give the same number. An object reached through an interior pointer
 // (a field's address) counts again as an object of the field's type.
 type retainedSizer struct {
-	seen        map[sizeKey]int // slices: the largest capacity counted; else 1
-	walked      map[sizeKey]int // slices: elements walked
+	seen        map[sizeKey]seenAs
 	spans       []span          // every object and array reached
 	extra       uint64          // maps and boxed values (no address)
 	shared      map[reflect.Type]bool
 	sharedSpans []span
 }
+
+// seenAs is what was counted of an object: for a slice's array the
+// largest capacity counted and the elements walked.
+type seenAs struct{ cap, walked int }
 
 type sizeKey struct {
 	p  uintptr
@@ -136,7 +139,7 @@ func needsWalk(t reflect.Type, visiting map[reflect.Type]bool) bool {
 // reach: their types stop the walk, and memory inside what they reach (the
 // image's text, symbol and table arrays) is subtracted from the union.
 func newRetainedSizer(shared ...any) *retainedSizer {
-	z := &retainedSizer{seen: map[sizeKey]int{}, walked: map[sizeKey]int{}, shared: map[reflect.Type]bool{}}
+	z := &retainedSizer{seen: map[sizeKey]seenAs{}, shared: map[reflect.Type]bool{}}
 	for _, s := range shared {
 		v := reflect.ValueOf(s)
 		if !v.IsValid() || v.Kind() != reflect.Pointer {
@@ -155,8 +158,7 @@ func newRetainedSizer(shared ...any) *retainedSizer {
 
 // Measure returns the bytes reachable from the roots, counted afresh.
 func (z *retainedSizer) Measure(roots ...any) uint64 {
-	clear(z.seen)
-	clear(z.walked)
+	clear(z.seen) // keeps the map's room: later samples do not regrow it
 	z.spans, z.extra = z.spans[:0], 0
 	for _, r := range roots {
 		v := reflect.ValueOf(r)
@@ -238,7 +240,7 @@ func (z *retainedSizer) value(v reflect.Value, ti *typeInfo) {
 		if _, ok := z.seen[k]; ok || z.inShared(p) {
 			return
 		}
-		z.seen[k] = 1
+		z.seen[k] = seenAs{}
 		z.spans = append(z.spans, span{p, p + uint64(ti.elem.size)})
 		z.value(v.Elem(), ti.elem)
 	case reflect.Slice:
@@ -250,19 +252,22 @@ func (z *retainedSizer) value(v reflect.Value, ti *typeInfo) {
 		if z.inShared(p) {
 			return
 		}
-		if c := v.Cap(); c > z.seen[k] {
+		was := z.seen[k]
+		now := was
+		if c := v.Cap(); c > was.cap {
 			z.spans = append(z.spans, span{p, p + uint64(c)*uint64(ti.elem.size)})
-			z.seen[k] = c
+			now.cap = c
 		}
-		if !ti.elem.walk {
+		n := v.Len()
+		if !ti.elem.walk || n <= was.walked {
+			if now != was {
+				z.seen[k] = now
+			}
 			return
 		}
-		from, n := z.walked[k], v.Len()
-		if n <= from {
-			return
-		}
-		z.walked[k] = n
-		for i := from; i < n; i++ {
+		now.walked = n
+		z.seen[k] = now
+		for i := was.walked; i < n; i++ {
 			z.value(v.Index(i), ti.elem)
 		}
 	case reflect.Map:
@@ -273,7 +278,7 @@ func (z *retainedSizer) value(v reflect.Value, ti *typeInfo) {
 		if _, ok := z.seen[k]; ok {
 			return
 		}
-		z.seen[k] = 1
+		z.seen[k] = seenAs{}
 		z.extra += uint64(v.Len()) * uint64(ti.key.size+ti.elem.size)
 		if !ti.key.walk && !ti.elem.walk {
 			return
