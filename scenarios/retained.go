@@ -32,8 +32,8 @@ import (
 // (a field's address) counts again as an object of the field's type.
 type retainedSizer struct {
 	seen        map[sizeKey]seenAs
-	spans       []span          // every object and array reached
-	extra       uint64          // maps and boxed values (no address)
+	spans       []span // every object and array reached
+	extra       uint64 // maps and boxed values (no address)
 	shared      map[reflect.Type]bool
 	sharedSpans []span
 }
