@@ -623,7 +623,9 @@ func runOne(s *ManySetup, spec RunSpec, wire Wiring, costs *sim.CostTable, fault
 	// The run's own memory: what its simulator structures retain, walked
 	// from its roots (the shared image and kallsyms tables excluded), so
 	// overlapping runs do not see each other's heap.
-	sizer := newRetainedSizer(s, s.Kernel, &image.Module{}, &image.Region{}, &ktab.Tables{}, costs)
+	// Typed nils name types whose values are shared without walking any.
+	sizer := newRetainedSizer(s, s.Kernel, machine.BuiltKallsymsTables(s.Kernel), costs,
+		(*image.Module)(nil), (*image.Region)(nil), (*ktab.Tables)(nil), (*time.Location)(nil))
 	var r *run
 	var peak uint64
 	sample := func() {

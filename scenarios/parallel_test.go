@@ -3,6 +3,7 @@ package scenarios
 import (
 	"errors"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -73,6 +74,37 @@ func TestRunManyParallelMatchesSerial(t *testing.T) {
 	sameRuns(t, "--jobs 1 vs 3", reps[0], reps[1])
 	if reps[0].Runs[0].RetainedBytes == 0 {
 		t.Fatal("no retained bytes counted")
+	}
+}
+
+// TestRetainedBytesRepeatable: the same run, repeated at once and after
+// garbage was made and collected, counts the same retained bytes (memory
+// freed and reused by a run must never be mistaken for the shared image).
+func TestRetainedBytesRepeatable(t *testing.T) {
+	o := DefaultManyOptions()
+	o.N, o.Image, o.Jobs = 300, tinyImage(7), 3
+	s := mustSetup(t, o)
+	spec := RunSpec{Name: "series", Switches: sim.PresetSeries.Set}
+	var want uint64
+	for round := 0; round < 2; round++ {
+		rep, err := RunMany(s, []RunSpec{spec, spec, spec}, DefaultWiring, sim.DefaultCosts(), "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rep.Runs {
+			if want == 0 {
+				want = r.RetainedBytes
+			}
+			if r.RetainedBytes != want {
+				t.Fatalf("round %d: retained %d, want %d", round, r.RetainedBytes, want)
+			}
+		}
+		garbage := make([][]byte, 0, 1000)
+		for i := 0; i < 1000; i++ {
+			garbage = append(garbage, make([]byte, 64+i%512))
+		}
+		_ = garbage
+		runtime.GC()
 	}
 }
 

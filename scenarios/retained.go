@@ -15,21 +15,21 @@ import (
 // run's roots (its machine: registry, trees, slot caches, indexes,
 // counters; its tracing layer; its per-probe state) and adds up
 //
-//   - each object reached through a pointer: its type's size, once per
-//     (address, type);
-//   - each slice's backing array: capacity × element size, once per
-//     (array, element type), at the largest capacity seen;
-//   - each map: entries × (key size + value size), once per map;
+//   - the union of the memory of every object reached through a pointer
+//     (its type's size) and every slice's backing array (capacity ×
+//     element size), so an array counts once however many subslices and
+//     interior pointers reach it;
+//   - each map: entries × (key size + value size);
 //   - each boxed interface value: its dynamic type's size.
 //
 // String contents (mostly the image's symbol names, shared), closures and
 // channels are not counted, and neither is anything reached through the
-// shared image (image.Kernel, its modules and regions) or the kallsyms
-// tables built for it, which every run of a setup reads and none owns.
-// The figure depends only on what the run built, never on the collector,
-// other runs or the order a map is walked in, so --jobs 1 and --jobs N
-// give the same number. An object reached through an interior pointer
-// (a field's address) counts again as an object of the field's type.
+// shared values: the image (image.Kernel, its modules and regions), the
+// kallsyms tables built for it, the setup, the cost table and
+// time.Location (a process global that fills itself in lazily). The figure
+// depends only on what the run built, never on the collector, other runs
+// or the order a map is walked in, so --jobs 1 and --jobs N give the same
+// number (TestRunManyParallelMatchesSerial).
 type retainedSizer struct {
 	seen        map[sizeKey]seenAs
 	spans       []span // every object and array reached
@@ -138,6 +138,9 @@ func needsWalk(t reflect.Type, visiting map[reflect.Type]bool) bool {
 // newRetainedSizer returns a sizer that counts nothing the shared values
 // reach: their types stop the walk, and memory inside what they reach (the
 // image's text, symbol and table arrays) is subtracted from the union.
+// Each shared value is a pointer that stays live while the sizer is used
+// (a freed one's memory could be reused by the run); a typed nil names a
+// shared type without walking anything.
 func newRetainedSizer(shared ...any) *retainedSizer {
 	z := &retainedSizer{seen: map[sizeKey]seenAs{}, shared: map[reflect.Type]bool{}}
 	for _, s := range shared {
