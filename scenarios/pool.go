@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Pool bounds how many runs run at once, across every RunMany that shares
@@ -88,4 +89,45 @@ func (sp *sharedProgress) sum() int {
 		n += d
 	}
 	return n
+}
+
+// forEach runs f(0), ..., f(n-1), jobs at a time (jobs <= 0: GOMAXPROCS),
+// starting them in index order and none after one failed, and returns
+// the error of the lowest failing index: what a serial loop returns. f
+// must write only its own index's results.
+func forEach(n, jobs int, f func(i int) error) error {
+	p := NewPool(jobs)
+	if p.Size() == 1 || n < 2 {
+		for i := 0; i < n; i++ {
+			if err := f(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	errs := make([]error, n)
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		p.acquire()
+		if failed.Load() {
+			p.release()
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer p.release()
+			if errs[i] = f(i); errs[i] != nil {
+				failed.Store(true)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
