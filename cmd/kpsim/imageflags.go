@@ -124,7 +124,7 @@ func addImageFlagsProfile(fs *flag.FlagSet, base synth.Config) *imageFlags {
 	fs.BoolVar(&c.Retpoline, "retpoline", c.Retpoline, "CONFIG_RETPOLINE: indirect branches through thunks")
 	fs.BoolVar(&c.RetThunk, "rethunk", c.RetThunk, "CONFIG_RETHUNK: returns built as jmp __x86_return_thunk")
 	fs.BoolVar(&c.ReturnsPatched, "returns-patched", c.ReturnsPatched, "synthetic images: boot patched return thunks to ret; int3 (with --kernel the --cpu decides; an explicit value must agree with it)")
-	fs.BoolVar(&f.noCache, "no-cache", false, "bypass the cache (also KPSIM_NO_CACHE=1): generate the synthetic image, build the kallsyms tables and, with --kernel, decompress the bzImage again instead of reading them from $KPSIM_CACHE_DIR (default: the user cache dir's kpsim/; keyed by every input and the kpsim build)")
+	fs.BoolVar(&f.noCache, "no-cache", false, "bypass every cache (also KPSIM_NO_CACHE=1): generate the synthetic image, build the kallsyms tables and, with --kernel, decompress and load the kernel again, instead of reading them from $KPSIM_CACHE_DIR (default: the user cache dir's kpsim/; entries keyed by every input and the kpsim build)")
 	fs.StringVar(&f.cpu, "cpu", "", "boot CPU whose boot-time patching (paravirt, retpolines, returns, alternatives) the --kernel text goes through: "+strings.Join(alternative.CPUNames(), ", ")+", or none for the text as built (default "+alternative.DefaultCPU+" with --kernel; synthetic images: sets --returns-patched from the CPU's return mode)")
 	fs.IntVar(&c.ProbeTargets, "probe-targets", c.ProbeTargets, "add N generated probe-target functions (the batch kprobe sample)")
 	fs.BoolVar(&c.ProbeTargetsTraced, "probe-targets-traced", c.ProbeTargetsTraced, "build the probe targets with __fentry__ calls")
