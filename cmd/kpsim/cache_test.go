@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/kpsim/kpsim/machine"
@@ -99,4 +100,47 @@ func withSmall(t *testing.T, o scenarios.ManyOptions) scenarios.ManyOptions {
 	t.Helper()
 	o.Image = configFromFlags(t, small)
 	return o
+}
+
+// stripWall drops every wall-clock figure and the metadata from a JSON
+// document, leaving what must not depend on --jobs.
+func stripWall(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range x {
+			if k == "meta" || strings.HasPrefix(k, "wall") {
+				continue
+			}
+			out[k] = stripWall(e)
+		}
+		return out
+	case []any:
+		for i := range x {
+			x[i] = stripWall(x[i])
+		}
+	}
+	return v
+}
+
+// TestSweepJobs: a sweep whose points (and their runs, two doors each)
+// run at once reports what the serial sweep reports, point for point.
+func TestSweepJobs(t *testing.T) {
+	var want any
+	for _, jobs := range []string{"1", "3"} {
+		out, errs, code := runKpsim(append([]string{"sweep", "many", "--n", "50,100", "--vias", "register_kprobe,kprobe_events", "--jobs", jobs, "--format", "json"}, small...)...)
+		if code != 0 {
+			t.Fatalf("--jobs %s: exit %d: %s", jobs, code, errs)
+		}
+		var got any
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		got = stripWall(got)
+		if want == nil {
+			want = got
+		} else if !reflect.DeepEqual(got, want) {
+			t.Fatalf("--jobs %s differs from --jobs 1", jobs)
+		}
+	}
 }
