@@ -23,8 +23,8 @@ func TestLoadedKernelCache(t *testing.T) {
 	if err != nil {
 		t.Skip("no real kernel: run `make real-kernel` to enable")
 	}
-	if testing.Short() {
-		t.Skip("loads the real kernel three times")
+	if testing.Short() || raceEnabled {
+		t.Skip("loads the real kernel three times (slow under -short or -race)")
 	}
 	for _, cpuName := range []string{"", "none"} {
 		o := Options{CPU: cpuName}
