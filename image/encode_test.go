@@ -68,3 +68,32 @@ func FuzzDecodeKernel(f *testing.F) {
 		}
 	})
 }
+
+// The cache's reason to exist: decoding the default image (what a warm
+// run does) against generating it (a cold run).
+func BenchmarkGenerateDefault(b *testing.B) {
+	cfg := synth.DefaultConfig()
+	cfg.ProbeTargets = 50000
+	for i := 0; i < b.N; i++ {
+		if _, _, err := synth.Generate(cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeKernelDefault(b *testing.B) {
+	cfg := synth.DefaultConfig()
+	cfg.ProbeTargets = 50000
+	k, _, err := synth.Generate(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	enc := image.EncodeKernel(k)
+	b.SetBytes(int64(len(enc)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := image.DecodeKernel(enc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -48,3 +48,26 @@ func FuzzDecodeTables(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkBuildFixture(b *testing.B) {
+	syms := loadFixture(b)
+	for i := 0; i < b.N; i++ {
+		if _, err := Build(syms, Options{BaseRelative: true, AbsolutePercpu: true, AllSymbols: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeTablesFixture(b *testing.B) {
+	tb, err := Build(loadFixture(b), Options{BaseRelative: true, AbsolutePercpu: true, AllSymbols: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	enc := EncodeTables(tb)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := DecodeTables(enc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
