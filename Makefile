@@ -3,7 +3,7 @@ GO ?= go
 # Fuzz time per target for `make fuzz`.
 FUZZTIME ?= 20s
 
-.PHONY: run test vet staticcheck bench fuzz build clean real-kernel
+.PHONY: run test vet staticcheck bench fuzz build clean real-kernel soak
 
 # The revision every report names (go's own VCS stamp is missing in git
 # worktrees and with -buildvcs=false).
@@ -40,6 +40,15 @@ fuzz:
 	    echo "fuzz $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; \
 	done
+
+# The soak: a seeded random campaign compared step by step between none and
+# sampled switch sets (scenarios/soak). The seed is fixed (same steps, same
+# sets every run); pass SOAK_SEED=$$(date +%s) for a fresh one (it is printed).
+# CI runs the bounded form: make soak SOAK_STEPS=100000.
+SOAK_STEPS ?= 1000000
+SOAK_SEED ?= 1
+soak:
+	$(GO) run ./cmd/kpsim soak --steps $(SOAK_STEPS) --seed $(SOAK_SEED)
 
 # The pinned Debian 6.1 kernel (bzImage) in .cache/kernels/; prints its path.
 # Tests that need it skip when it is absent.

@@ -42,6 +42,7 @@ func init() {
 		{"report", reportUsage, "write one self-contained HTML (plots inline) or Markdown report of a run or a sweep", runReport},
 		calibrateCommand,
 		{"explain", explainUsage, "print the decision trail of one probe: every check, what it looked at and what it decided", runExplain},
+		soakCommand,
 		{"list", "kpsim list", "list scenarios, patch switches, presets, fault points, counted ops and phases", runList},
 	}
 }
