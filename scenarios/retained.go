@@ -31,11 +31,17 @@ import (
 // depends only on what the run built, never on the collector, other runs
 // or the order a map is walked in, so --jobs 1 and --jobs N give the same
 // number (TestRunManyParallelMatchesSerial).
+//
+// The walk's functions are //go:norace: a run's sizer reads only what its
+// own goroutine built (and the read-only shared values), so there is
+// nothing for the race detector to find, and instrumenting every read made
+// a sample ten times slower under -race, a large share of the race-enabled
+// test time.
 type retainedSizer struct {
 	seen        addrSet
 	spans       []span         // every object and array reached
 	extra       uint64         // maps and boxed values (no address)
-	shared      map[int32]bool // pointer types, by typeInfo id
+	shared      []int32 // pointer types, by typeInfo id (a handful)
 	sharedSpans []span
 }
 
@@ -56,6 +62,7 @@ type addrSet struct {
 
 func sizeKey(p uintptr, id int32) uint64 { return uint64(p) ^ uint64(id)<<48 }
 
+//go:norace
 func (s *addrSet) slot(k uint64) int {
 	mask := len(s.keys) - 1
 	for i := int((k * 0x9E3779B97F4A7C15) >> s.shift); ; i = (i + 1) & mask {
@@ -66,6 +73,8 @@ func (s *addrSet) slot(k uint64) int {
 }
 
 // get returns the entry for k and whether there is one.
+//
+//go:norace
 func (s *addrSet) get(k uint64) (seenAs, bool) {
 	if len(s.keys) == 0 {
 		return seenAs{}, false
@@ -77,6 +86,7 @@ func (s *addrSet) get(k uint64) (seenAs, bool) {
 	return s.vals[i], true
 }
 
+//go:norace
 func (s *addrSet) put(k uint64, v seenAs) {
 	if 2*(s.n+1) > len(s.keys) {
 		s.grow()
@@ -89,6 +99,7 @@ func (s *addrSet) put(k uint64, v seenAs) {
 	s.vals[i] = v
 }
 
+//go:norace
 func (s *addrSet) grow() {
 	old, oldv := s.keys, s.vals
 	size := max(1024, 2*len(old))
@@ -102,6 +113,8 @@ func (s *addrSet) grow() {
 }
 
 // reset empties the set, keeping its room.
+//
+//go:norace
 func (s *addrSet) reset() {
 	clear(s.keys)
 	s.n = 0
@@ -205,7 +218,7 @@ func needsWalk(t reflect.Type, visiting map[reflect.Type]bool) bool {
 // (a freed one's memory could be reused by the run); a typed nil names a
 // shared type without walking anything.
 func newRetainedSizer(shared ...any) *retainedSizer {
-	z := &retainedSizer{shared: map[int32]bool{}}
+	z := &retainedSizer{}
 	for _, s := range shared {
 		v := reflect.ValueOf(s)
 		if !v.IsValid() || v.Kind() != reflect.Pointer {
@@ -217,12 +230,14 @@ func newRetainedSizer(shared ...any) *retainedSizer {
 	}
 	z.sharedSpans = mergeSpans(z.spans)
 	for _, s := range shared {
-		z.shared[infoOf(reflect.TypeOf(s)).id] = true
+		z.shared = append(z.shared, infoOf(reflect.TypeOf(s)).id)
 	}
 	return z
 }
 
 // Measure returns the bytes reachable from the roots, counted afresh.
+//
+//go:norace
 func (z *retainedSizer) Measure(roots ...any) uint64 {
 	z.seen.reset() // keeps the table's room: later samples do not regrow it
 	z.spans, z.extra = z.spans[:0], 0
@@ -246,6 +261,8 @@ type span struct{ start, end uint64 }
 // mergeSpans sorts the spans and merges the overlapping ones: the union
 // counts an array once however many subslices and interior pointers
 // reach it.
+//
+//go:norace
 func mergeSpans(sp []span) []span {
 	out := radixSort(slices.Clone(sp))
 	n := 0
@@ -263,6 +280,8 @@ func mergeSpans(sp []span) []span {
 // radixSort sorts spans by start: an LSD radix sort on 16-bit digits,
 // skipping digits every start shares (heap addresses differ in few bits),
 // several times faster than a comparison sort on 10^5 spans.
+//
+//go:norace
 func radixSort(a []span) []span {
 	if len(a) < 256 {
 		slices.SortFunc(a, func(x, y span) int { return cmp.Compare(x.start, y.start) })
@@ -297,6 +316,8 @@ func radixSort(a []span) []span {
 }
 
 // overlap is the length of the intersection of two merged span lists.
+//
+//go:norace
 func overlap(a, b []span) uint64 {
 	var n uint64
 	for i, j := 0, 0; i < len(a) && j < len(b); {
@@ -314,6 +335,8 @@ func overlap(a, b []span) uint64 {
 }
 
 // inShared reports whether p lies in memory the shared values reach.
+//
+//go:norace
 func (z *retainedSizer) inShared(p uint64) bool {
 	i, _ := slices.BinarySearchFunc(z.sharedSpans, p, func(s span, p uint64) int {
 		switch {
@@ -336,6 +359,8 @@ type sliceHeader struct {
 // raw walks the value of type ti at p. The walk reads memory directly
 // (reflect.Value's per-field bookkeeping was most of a sample's cost) and
 // falls back to reflect for maps and interfaces.
+//
+//go:norace
 func (z *retainedSizer) raw(p unsafe.Pointer, ti *typeInfo) {
 	if !ti.walk {
 		return
@@ -360,9 +385,16 @@ func (z *retainedSizer) raw(p unsafe.Pointer, ti *typeInfo) {
 }
 
 // pointee counts and walks what q (of pointer type ti) points to.
+//
+//go:norace
 func (z *retainedSizer) pointee(q unsafe.Pointer, ti *typeInfo) {
-	if q == nil || z.shared[ti.id] || ti.elem.size == 0 {
+	if q == nil || ti.elem.size == 0 {
 		return
+	}
+	for _, id := range z.shared {
+		if id == ti.id {
+			return
+		}
 	}
 	p := uint64(uintptr(q))
 	k := sizeKey(uintptr(q), ti.elem.id)
@@ -375,6 +407,8 @@ func (z *retainedSizer) pointee(q unsafe.Pointer, ti *typeInfo) {
 }
 
 // array counts and walks a slice's backing array (ti is the slice type).
+//
+//go:norace
 func (z *retainedSizer) array(data unsafe.Pointer, n, c int, ti *typeInfo) {
 	if data == nil || c == 0 || ti.elem.size == 0 {
 		return
@@ -405,6 +439,8 @@ func (z *retainedSizer) array(data unsafe.Pointer, n, c int, ti *typeInfo) {
 
 // value walks a value reflect holds (roots, map entries, interfaces'
 // dynamic values, which need not be addressable).
+//
+//go:norace
 func (z *retainedSizer) value(v reflect.Value, ti *typeInfo) {
 	if !ti.walk {
 		return
