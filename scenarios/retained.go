@@ -39,8 +39,8 @@ import (
 // test time.
 type retainedSizer struct {
 	seen        addrSet
-	spans       []span         // every object and array reached
-	extra       uint64         // maps and boxed values (no address)
+	spans       []span  // every object and array reached
+	extra       uint64  // maps and boxed values (no address)
 	shared      []int32 // pointer types, by typeInfo id (a handful)
 	sharedSpans []span
 }
