@@ -121,9 +121,26 @@ type Kernel struct {
 	// Lookup is the cnt == 1 fast path of ftrace_lookup_symbols.
 	Lookup ftrace.LookupMode
 
+	// Faults injects FaultKprobeMultiAlloc; nil injects nothing.
+	Faults *sim.Faults
+
 	links  []*KprobeMultiLink
 	nextID int
 	modRef map[string]int
+}
+
+// FaultKprobeMultiAlloc makes one allocation of
+// kernel/trace/bpf_trace.c:bpf_kprobe_multi_link_attach fail, in the order
+// the kernel makes them: the addrs array, the cookies array (when given),
+// copy_user_syms' syms and buf arrays (for names), the link. Each is
+// -ENOMEM, the arrays before it kvfree'd (goto error): no link, no fprobe.
+var FaultKprobeMultiAlloc = sim.NewFaultPoint("bpf.kprobe_multi.alloc",
+	"bpf_kprobe_multi_link_attach: a kvmalloc_array (addrs, cookies, copy_user_syms' syms or buf) or the link's kzalloc fails: -ENOMEM, nothing attached")
+
+// alloc counts one allocation of the attach and reports an injected failure.
+func (k *Kernel) alloc(count func()) bool {
+	count()
+	return k.Faults.Fail(FaultKprobeMultiAlloc)
 }
 
 // KprobeMultiLink is one struct bpf_kprobe_multi_link.
@@ -243,11 +260,15 @@ func (k *Kernel) KprobeMultiLinkAttach(c *sim.Counters, prog *Prog, attr KprobeM
 		attr.Cookies != nil && len(attr.Cookies) < cnt {
 		return nil, EFAULT
 	}
-	kvmalloc(c, cnt*8) // addrs
+	if k.alloc(func() { kvmalloc(c, cnt*8) }) { // addrs
+		return nil, errno.ENOMEM
+	}
 	addrs := make([]uint64, cnt)
 	var cookies []uint64
 	if attr.Cookies != nil {
-		kvmalloc(c, cnt*8)
+		if k.alloc(func() { kvmalloc(c, cnt*8) }) {
+			return nil, errno.ENOMEM
+		}
 		cookies = append([]uint64(nil), attr.Cookies[:cnt]...)
 		c.Add(OpUserByte, uint64(cnt*8))
 	}
@@ -255,7 +276,7 @@ func (k *Kernel) KprobeMultiLinkAttach(c *sim.Counters, prog *Prog, attr KprobeM
 		copy(addrs, attr.Addrs[:cnt])
 		c.Add(OpUserByte, uint64(cnt*8))
 	} else {
-		syms, err := copyUserSyms(c, attr.Syms[:cnt])
+		syms, err := k.copyUserSyms(c, attr.Syms[:cnt])
 		if err != nil {
 			return nil, err
 		}
@@ -271,7 +292,9 @@ func (k *Kernel) KprobeMultiLinkAttach(c *sim.Counters, prog *Prog, attr KprobeM
 			return nil, err
 		}
 	}
-	c.Inc(OpKmalloc) // the link
+	if k.alloc(func() { c.Inc(OpKmalloc) }) { // the link
+		return nil, errno.ENOMEM
+	}
 	c.Inc(OpLinkPrime)
 	link := &KprobeMultiLink{Prog: prog, Addrs: addrs, Cookies: cookies, Session: session,
 		Return: attr.Flags&FKprobeMultiReturn != 0}
@@ -321,10 +344,11 @@ const EFAULT = errno.EFAULT
 // copyUserSyms models copy_user_syms: kvmalloc cnt pointers and cnt ×
 // KSYM_NAME_LEN bytes, then per name __get_user + strncpy_from_user; a
 // name of KSYM_NAME_LEN bytes or more is -E2BIG. A NUL cuts a name, as C.
-func copyUserSyms(c *sim.Counters, usyms []string) ([]string, error) {
+func (k *Kernel) copyUserSyms(c *sim.Counters, usyms []string) ([]string, error) {
 	cnt := len(usyms)
-	kvmalloc(c, cnt*8)
-	kvmalloc(c, cnt*kallsyms.KsymNameLen)
+	if k.alloc(func() { kvmalloc(c, cnt*8) }) || k.alloc(func() { kvmalloc(c, cnt*kallsyms.KsymNameLen) }) {
+		return nil, errno.ENOMEM
+	}
 	out := make([]string, cnt)
 	for i, s := range usyms {
 		c.Inc(OpCopyName)

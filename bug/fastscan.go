@@ -8,7 +8,9 @@ import "github.com/kpsim/kpsim/sim"
 // module entry. A bug address takes the real walks. Simulator work only;
 // TestFastScanCountsMatchWalk proves it.
 type fastScan struct {
-	all        map[uint64]struct{}
+	all    map[uint64]struct{}
+	filter []uint64 // one bit per hash of a bug address: a clear bit is a sure miss
+
 	core       uint64
 	modules    uint64
 	modEntries uint64
@@ -27,11 +29,26 @@ func (t *Table) EnableFastScan() {
 			f.all[b.Addr] = struct{}{}
 		}
 	}
+	// Nearly every question is a miss: a clear bit in a filter that fits
+	// the cache answers it without the map (whose probes were most of a
+	// registration's bug check).
+	f.filter = make([]uint64, 1<<(filterBits-6))
+	for a := range f.all {
+		h := filterHash(a)
+		f.filter[h>>6] |= 1 << (h & 63)
+	}
 	t.fast = f
 }
 
+const filterBits = 20 // 2^20 bits, 128 KiB
+
+func filterHash(addr uint64) uint64 { return addr * 0x9E3779B97F4A7C15 >> (64 - filterBits) }
+
 // has reports whether addr is a bug address anywhere.
 func (f *fastScan) has(addr uint64) bool {
+	if h := filterHash(addr); f.filter[h>>6]&(1<<(h&63)) == 0 {
+		return false
+	}
 	_, hit := f.all[addr]
 	return hit
 }
@@ -39,7 +56,7 @@ func (f *fastScan) has(addr uint64) bool {
 // miss counts the walks for an address with no bug entry: the core walk
 // (unless the index answered it) and module_find_bug's.
 func (f *fastScan) miss(c *sim.Counters, addr uint64, core bool) bool {
-	if _, hit := f.all[addr]; hit {
+	if f.has(addr) {
 		return false
 	}
 	if core {

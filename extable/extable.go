@@ -161,9 +161,11 @@ func (e *Extable) Bytes() int64 {
 // (lib/bsearch.c:__inline_bsearch) with cmp_ex_search.
 func searchExtable(c *sim.Counters, t []image.ExEntry, addr uint64) *image.ExEntry {
 	base, num := 0, len(t)
+	var probes uint64 // added once (this runs for every instruction can_optimize walks)
+	defer func() { c.Add(OpProbe, probes) }()
 	for num > 0 {
 		pivot := base + num>>1
-		c.Inc(OpProbe)
+		probes++
 		insn := t[pivot].Insn
 		if addr == insn {
 			return &t[pivot]

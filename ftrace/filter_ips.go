@@ -95,6 +95,10 @@ func (ft *Ftrace) SetFilterIPs(c *sim.Counters, o *Ops, ips []uint64) error {
 	}
 	newCount := oldCount + len(added)
 	if newCount > 0 {
+		if ft.f.Fail(FaultHashMove) {
+			freeHash(c, newCount, HashDefaultBits) // the temporary hash
+			return ENOMEM
+		}
 		c.Add(OpHashBucketInit, uint64(1)<<dupHashBits(newCount))
 		c.Add(OpHashBucket, 1<<HashDefaultBits)
 		c.Add(OpHashMove, uint64(newCount))

@@ -32,6 +32,7 @@ package ftrace
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/kpsim/kpsim/image"
@@ -285,6 +286,9 @@ func (ft *Ftrace) processLocs(mod string, locs []uint64) {
 	if len(locs) == 0 {
 		return
 	}
+	if mod != "" && ft.f.Fail(FaultPagesAlloc) {
+		return // -ENOMEM: no groups allocated, nothing linked
+	}
 	if mod != "" {
 		locs = append([]uint64(nil), locs...)
 		sort.Slice(locs, func(i, j int) bool { return locs[i] < locs[j] })
@@ -414,23 +418,43 @@ func (ft *Ftrace) FreeInitMem() {
 // InitFreed reports whether FreeInitMem ran.
 func (ft *Ftrace) InitFreed() bool { return ft.initFreed }
 
-// reindex rebuilds the simulator's flat record index after the list changed.
+// reindex rebuilds the simulator's flat record index after the list
+// changed. The ip -> position map is built on first use (posOf): most runs
+// never ask it (no probe on ftrace), and building it was most of a boot's
+// ftrace work.
 func (ft *Ftrace) reindex() {
 	ft.ver++
-	ft.flat = ft.flat[:0]
-	ft.pos = make(map[uint64]int32, len(ft.flat))
+	n := 0
+	for _, pg := range ft.pages {
+		n += len(pg.Records)
+	}
+	ft.flat = slices.Grow(ft.flat[:0], n)
+	ft.pos = nil
 	ft.nonDis = 0
 	for gi, pg := range ft.pages {
 		for i, r := range pg.Records {
-			if _, dup := ft.pos[r.IP]; !dup {
-				ft.pos[r.IP] = int32(len(ft.flat))
-			}
 			ft.flat = append(ft.flat, recRef{int32(gi), int32(i)})
 			if r.Flags&FlDisabled == 0 {
 				ft.nonDis++
 			}
 		}
 	}
+}
+
+// posOf returns the flat position of the first record for ip (simulator
+// lookup, uncounted), building the map after a reindex.
+func (ft *Ftrace) posOf(ip uint64) (int32, bool) {
+	if ft.pos == nil {
+		ft.pos = make(map[uint64]int32, len(ft.flat))
+		for p := range ft.flat {
+			r := ft.rec(p)
+			if _, dup := ft.pos[r.IP]; !dup {
+				ft.pos[r.IP] = int32(p)
+			}
+		}
+	}
+	p, ok := ft.pos[ip]
+	return p, ok
 }
 
 // rec returns the record at global position p.
@@ -465,7 +489,7 @@ func (ft *Ftrace) SetBytes(c *sim.Counters) {
 
 // Record returns the record for ip (simulator lookup, uncounted).
 func (ft *Ftrace) Record(ip uint64) (Record, bool) {
-	p, ok := ft.pos[ip]
+	p, ok := ft.posOf(ip)
 	if !ok {
 		return Record{}, false
 	}
@@ -484,22 +508,24 @@ func cmpRecs(start, end uint64, rec *Record) int {
 }
 
 // bsearchRecs models lib/bsearch.c:__inline_bsearch over one group with
-// ftrace_cmp_recs; every comparison is one OpProbe.
-func bsearchRecs(c *sim.Counters, recs []Record, start, end uint64) *Record {
+// ftrace_cmp_recs; it returns the record and the comparisons made (each
+// one OpProbe, which lookupRec adds once per call).
+func bsearchRecs(recs []Record, start, end uint64) (*Record, uint64) {
 	base, num := 0, len(recs)
+	var probes uint64
 	for num > 0 {
 		pivot := base + num>>1
-		c.Inc(OpProbe)
+		probes++
 		switch r := cmpRecs(start, end, &recs[pivot]); {
 		case r == 0:
-			return &recs[pivot]
+			return &recs[pivot], probes
 		case r > 0:
 			base = pivot + 1
 			num--
 		}
 		num >>= 1
 	}
-	return nil
+	return nil, probes
 }
 
 // lookupRec models kernel/trace/ftrace.c:lookup_rec: walk the groups,
@@ -507,13 +533,22 @@ func bsearchRecs(c *sim.Counters, recs []Record, start, end uint64) *Record {
 // MCOUNT_INSN_SIZE) misses [start, end], bsearch the others until one
 // holds an overlapping record.
 func (ft *Ftrace) lookupRec(c *sim.Counters, start, end uint64) *Record {
+	// The counts are kept locally and added once: this runs for every
+	// instruction a registration walks.
+	var groups, probes uint64
+	defer func() {
+		c.Add(OpGroup, groups)
+		c.Add(OpProbe, probes)
+	}()
 	for _, pg := range ft.pages {
-		c.Inc(OpGroup)
+		groups++
 		n := len(pg.Records)
 		if n == 0 || end < pg.Records[0].IP || start >= pg.Records[n-1].IP+McountInsnSize {
 			continue
 		}
-		if r := bsearchRecs(c, pg.Records, start, end); r != nil {
+		r, k := bsearchRecs(pg.Records, start, end)
+		probes += k
+		if r != nil {
 			return r
 		}
 	}

@@ -489,7 +489,8 @@ func TestArmDisarm(t *testing.T) {
 				t.Fatalf("arm %d: register_ftrace_function count %d", i, c.Total(OpOpsRegister))
 			}
 			// Records are in address order: the walks stop at this ip.
-			pos := uint64(ft.pos[ip]) + 1
+			p, _ := ft.posOf(ip)
+			pos := uint64(p) + 1
 			visits := 2*pos - 1 // disable pass (old hash: stops one earlier) + enable pass
 			if i == 0 {
 				visits = pos // register's enable pass only

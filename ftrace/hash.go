@@ -258,7 +258,7 @@ func (ft *Ftrace) rebuild(h *filterHash) {
 	w.F, w.P, w.sumSq, w.L, w.preNonDis, w.irregular = 0, 0, 0, 0, 0, 0
 	for ip := range h.member {
 		w.k[hashKey(ip, h.bits)]++
-		p, ok := ft.pos[ip]
+		p, ok := ft.posOf(ip)
 		if !ok || ft.rec(int(p)).Flags&FlDisabled != 0 {
 			w.irregular++
 			continue
@@ -301,7 +301,7 @@ func (ft *Ftrace) cacheAdd(h *filterHash, ip uint64) {
 	w.k[j]++
 	w.F += int64(w.nAll[j])
 	w.P += int64(w.cntPre[j])
-	p, ok := ft.pos[ip]
+	p, ok := ft.posOf(ip)
 	if !ok || ft.rec(int(p)).Flags&FlDisabled != 0 {
 		w.irregular++
 		return
@@ -328,7 +328,7 @@ func (ft *Ftrace) cacheRemove(h *filterHash, ip uint64) {
 	w.sumSq -= 2*int64(w.k[j]) + 1
 	w.F -= int64(w.nAll[j])
 	w.P -= int64(w.cntPre[j])
-	p, ok := ft.pos[ip]
+	p, ok := ft.posOf(ip)
 	if !ok || ft.rec(int(p)).Flags&FlDisabled != 0 {
 		w.irregular--
 		return

@@ -29,7 +29,16 @@ type Ops struct {
 	trampoline bool // x86 arch_ftrace_update_trampoline made one (kept: the ops is not DYNAMIC)
 	users      int
 	hash       filterHash
+	// disarmWarns counts __disarm_kprobe_ftrace's WARN_ONCE: the filter
+	// update failed after the user count went down (see DisarmKprobeFtrace).
+	disarmWarns int
 }
+
+// DisarmWarnings reports how many times __disarm_kprobe_ftrace's
+// ftrace_set_filter_ip failed after kprobe_ftrace_enabled was decremented
+// (WARN_ONCE "Failed to disarm kprobe-ftrace"): from then on the kernel's
+// user count no longer matches the filter, and the model keeps it so.
+func (o *Ops) DisarmWarnings() int { return o.disarmWarns }
 
 // Enabled reports FTRACE_OPS_FL_ENABLED (registered with ftrace).
 func (o *Ops) Enabled() bool { return o.enabled }
@@ -57,7 +66,7 @@ func (ft *Ftrace) KprobeOps(ipmodify bool) *Ops {
 // set and its call is live, so arming an ipmodify kprobe there fails with
 // -EBUSY. Returns false when ip is not a record. A test device; uncounted.
 func (ft *Ftrace) SetForeignIPModify(ip uint64) bool {
-	p, ok := ft.pos[ip]
+	p, ok := ft.posOf(ip)
 	if !ok {
 		return false
 	}
@@ -78,7 +87,7 @@ func (ft *Ftrace) SetForeignIPModify(ip uint64) bool {
 // traces it (cleared with the rest when the call is turned off); TRAMP
 // when exactly one ops with a trampoline traces it.
 func (ft *Ftrace) recompute(ip uint64) *Record {
-	p, ok := ft.pos[ip]
+	p, ok := ft.posOf(ip)
 	if !ok {
 		return nil
 	}
@@ -143,7 +152,7 @@ func (ft *Ftrace) replaceCode(c *sim.Counters, dirty []uint64) {
 	c.Add(OpReplaceCheck, uint64(2*len(ft.flat)))
 	sites := 0
 	for _, ip := range dirty {
-		if p, ok := ft.pos[ip]; ok && checkRecord(ft.rec(int(p))) {
+		if p, ok := ft.posOf(ip); ok && checkRecord(ft.rec(int(p))) {
 			sites++
 		}
 	}
@@ -176,7 +185,7 @@ func freeHash(c *sim.Counters, count, bits int) {
 func (ft *Ftrace) ipmodConflict(entering []uint64) int {
 	conflict := -1
 	for _, ip := range entering {
-		if p, ok := ft.pos[ip]; ok {
+		if p, ok := ft.posOf(ip); ok {
 			r := ft.rec(int(p))
 			if r.Flags&FlDisabled == 0 && r.Flags&FlIPModify != 0 && (conflict < 0 || int(p) < conflict) {
 				conflict = int(p)
@@ -217,12 +226,12 @@ func (ft *Ftrace) countIPMod(c *sim.Counters, conflict int, old, new walkStats) 
 // ipmodApply sets / clears FTRACE_FL_IPMODIFY as a successful walk does.
 func (ft *Ftrace) ipmodApply(entering, leaving []uint64) {
 	for _, ip := range entering {
-		if p, ok := ft.pos[ip]; ok && ft.rec(int(p)).Flags&FlDisabled == 0 {
+		if p, ok := ft.posOf(ip); ok && ft.rec(int(p)).Flags&FlDisabled == 0 {
 			ft.rec(int(p)).Flags |= FlIPModify
 		}
 	}
 	for _, ip := range leaving {
-		if p, ok := ft.pos[ip]; ok && ft.rec(int(p)).Flags&FlDisabled == 0 {
+		if p, ok := ft.posOf(ip); ok && ft.rec(int(p)).Flags&FlDisabled == 0 {
 			ft.rec(int(p)).Flags &^= FlIPModify
 		}
 	}
@@ -298,6 +307,12 @@ func (ft *Ftrace) SetFilterIP(c *sim.Counters, o *Ops, ip uint64, remove bool) e
 	}
 	// __ftrace_hash_move → dup_hash (nothing for an empty source).
 	if newCount > 0 {
+		if ft.f.Fail(FaultHashMove) {
+			// ftrace_hash_move: -ENOMEM; ftrace_set_hash frees the
+			// temporary hash; nothing installed.
+			freeHash(c, newCount, HashDefaultBits)
+			return ENOMEM
+		}
 		c.Add(OpHashBucketInit, uint64(1)<<dupHashBits(newCount))
 		c.Add(OpHashBucket, 1<<HashDefaultBits)
 		c.Add(OpHashMove, uint64(newCount))
@@ -530,5 +545,11 @@ func (ft *Ftrace) DisarmKprobeFtrace(c *sim.Counters, ip uint64, ipmodify bool) 
 		}
 	}
 	o.users--
-	return ft.SetFilterIP(c, o, ip, true)
+	err := ft.SetFilterIP(c, o, ip, true)
+	if err != nil {
+		// WARN_ONCE, and no undo: the count stays decremented, the ip
+		// stays in the filter (kernel/kprobes.c:__disarm_kprobe_ftrace).
+		o.disarmWarns++
+	}
+	return err
 }

@@ -217,7 +217,7 @@ func (t *Table) jumpEntrySize(c *sim.Counters, s *site) (int, error) {
 	var n int
 	var err error
 	if mode == 0 {
-		n, err = x86.JumpEntrySizeDecode(c, s.text)
+		n, err = x86.JumpEntrySizeSim(c, s.text)
 	} else {
 		n, err = x86.JumpEntrySize(c, s.text)
 	}
@@ -312,7 +312,7 @@ func (t *Table) LateInit(c *sim.Counters) error {
 		a, b := sorted[i-1], sorted[i]
 		// Simulator-side size (not counted); an unsizable site counts as the
 		// smallest (2 bytes) here and is reported by TextReserved instead.
-		n, err := x86.JumpEntrySizeDecode(nil, a.text)
+		n, err := x86.JumpEntrySizeSim(nil, a.text)
 		if err != nil {
 			n = x86.JMP8InsnSize
 		}

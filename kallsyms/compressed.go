@@ -66,6 +66,10 @@ type Compressed struct {
 	// TestMarkerWalkShortcutCounts proves it; nil (the default) means walk,
 	// which is what Measure must time.
 	simOffs []uint32
+	posMemo *symPosMemo // nil: no memo (the default; EnableFastScan)
+	// nameMemo holds the names at the top levels of the name bisection
+	// (nil: expand every time; EnableFastScan turns it on).
+	nameMemo []nameMemoEntry
 
 	// Stats, when non-nil, accumulates per-comparison statistics of the
 	// name lookups (simulator-side; not kernel work).
@@ -226,6 +230,31 @@ type tally struct {
 	addrProbe, aliasStep, modSym, modLookup                     uint64
 }
 
+// plus adds d's counts.
+func (tl *tally) plus(d *tally) {
+	tl.hop += d.hop
+	tl.tok += d.tok
+	tl.chrOut += d.chrOut
+	tl.chrCmp += d.chrCmp
+	tl.ld3 += d.ld3
+	tl.ld4 += d.ld4
+	tl.addr += d.addr
+	tl.cmp += d.cmp
+	tl.visit += d.visit
+	tl.bytes += d.bytes
+	tl.addrProbe += d.addrProbe
+	tl.aliasStep += d.aliasStep
+	tl.modSym += d.modSym
+	tl.modLookup += d.modLookup
+}
+
+// minus returns tl's counts less b's.
+func (tl tally) minus(b *tally) tally {
+	return tally{tl.hop - b.hop, tl.tok - b.tok, tl.chrOut - b.chrOut, tl.chrCmp - b.chrCmp,
+		tl.ld3 - b.ld3, tl.ld4 - b.ld4, tl.addr - b.addr, tl.cmp - b.cmp, tl.visit - b.visit, tl.bytes - b.bytes,
+		tl.addrProbe - b.addrProbe, tl.aliasStep - b.aliasStep, tl.modSym - b.modSym, tl.modLookup - b.modLookup}
+}
+
 func (tl *tally) flush(c *sim.Counters) {
 	if c == nil {
 		return
@@ -262,10 +291,58 @@ func (c *Compressed) hop(p int, tl *tally) int {
 // For scenarios that only count (the registration pipeline); never for
 // Go timings of the lookups themselves (Measure, test_kallsyms_perf), which
 // must run the walk.
+//
+// It also turns on the get_symbol_pos memo (symPosMemo) when the address
+// table is sorted, as kallsyms_offsets always is.
 func (c *Compressed) EnableFastScan() {
 	if offs, _, err := ktab.BuildOffsets32(c.t.Names, c.t.NumSyms, 1); err == nil {
 		c.simOffs = offs
 	}
+	for i := 1; i < c.n; i++ {
+		if c.t.SymAddress(i) < c.t.SymAddress(i-1) {
+			return
+		}
+	}
+	c.posMemo = &symPosMemo{}
+	if !c.v.TokenCmp && c.v.Index != IndexDynamic32 {
+		c.nameMemo = make([]nameMemoEntry, 1<<nameMemoDepth)
+	}
+}
+
+// nameMemoEntry is the name at one node of the top nameMemoDepth levels
+// of kallsyms_lookup_names' bisection, and the counts of fetching it
+// (get_symbol_seq, get_symbol_offset, kallsyms_expand_symbol). Every
+// lookup's bisection visits the same nodes at the top (the node is a
+// function of the path, the path of the comparisons), and fetching the
+// name at a position reads only immutable tables, so a node's name and
+// fetch counts never change: the memo adds the same counts the fetch
+// would. The comparison itself (strcmp, its chrCmp) always runs.
+// Variants whose fetch is not a pure table read (the dynamic offset
+// table, the token comparison) are not memoized. TestNameMemoMatchesWalk
+// proves it.
+type nameMemoEntry struct {
+	valid bool
+	j     int
+	name  string
+	fetch tally
+}
+
+// nameMemoDepth: 2^11 entries cover the top 11 levels of the bisection.
+const nameMemoDepth = 11
+
+// symPosMemo is the last get_symbol_pos answer whose symbol has a higher
+// neighbour, for the simulator: the registration checks ask it for every
+// instruction of a function in turn. With the addresses sorted, every
+// address in [start, end) (start the symbol's address, end the next
+// higher one) compares the same way with every kallsyms_offsets entry
+// (none lies strictly between), so the bisection takes the same path and
+// the alias walks the same steps: the same position, size and counts,
+// offset addr - start. TestSymPosMemoMatchesWalk proves it.
+type symPosMemo struct {
+	valid                      bool
+	start, end                 uint64
+	pos                        int
+	addrProbe, aliasStep, byts uint64
 }
 
 // markerWalk is upstream get_symbol_offset.
@@ -475,6 +552,43 @@ func (c *Compressed) compare(j int, name string, tl *tally, walk bool) int {
 	return r
 }
 
+// compareMemo is compare for bisection node node (see nameMemoEntry).
+func (c *Compressed) compareMemo(node, j int, name string, tl *tally) int {
+	e := &c.nameMemo[node]
+	if !e.valid || e.j != j {
+		before := *tl
+		off := c.symbolOffset(c.seq(j, tl), tl)
+		var buf [KsymNameLen]byte
+		n, _ := c.expand(off, &buf, tl)
+		*e = nameMemoEntry{valid: true, j: j, name: string(buf[:n]), fetch: tl.minus(&before)}
+	} else {
+		tl.plus(&e.fetch)
+	}
+	tl.cmp++
+	return strcmpCountString(name, e.name, tl)
+}
+
+// strcmpCountString is strcmpCount on a string.
+func strcmpCountString(name, s string, tl *tally) int {
+	k := 0
+	for k < len(name) && k < len(s) && name[k] == s[k] {
+		k++
+	}
+	tl.chrCmp += uint64(k + 1)
+	switch {
+	case k < len(name) && k < len(s):
+		if name[k] < s[k] {
+			return -1
+		}
+		return 1
+	case k < len(name):
+		return 1
+	case k < len(s):
+		return -1
+	}
+	return 0
+}
+
 // cstr cuts a Go string at its first NUL, as the kernel sees a C string.
 func cstr(s string) string {
 	if i := strings.IndexByte(s, 0); i >= 0 {
@@ -493,11 +607,19 @@ func (c *Compressed) lookupNames(name string, wantEnd bool, tl *tally) (start, e
 	}
 	low, high, mid := 0, c.n-1, 0
 	found := false
+	node := 1 // the bisection node (root 1, children 2h and 2h+1): nameMemo's index
 	for low <= high {
 		mid = low + (high-low)/2
-		r := c.compare(mid, name, tl, false)
+		var r int
+		if c.nameMemo != nil && node < len(c.nameMemo) && c.Stats == nil {
+			r = c.compareMemo(node, mid, name, tl)
+		} else {
+			r = c.compare(mid, name, tl, false)
+		}
+		node *= 2
 		if r > 0 {
 			low = mid + 1
+			node++
 		} else if r < 0 {
 			high = mid - 1
 		} else {
@@ -617,6 +739,17 @@ func (c *Compressed) IsKsymAddr(addr uint64) bool {
 
 // getSymbolPos models kernel/kallsyms.c:get_symbol_pos.
 func (c *Compressed) getSymbolPos(addr uint64, tl *tally) (pos int, size, offset uint64) {
+	m := c.posMemo
+	if m != nil && m.valid && addr >= m.start && addr < m.end {
+		tl.addrProbe += m.addrProbe
+		tl.aliasStep += m.aliasStep
+		tl.bytes += m.byts
+		return m.pos, m.end - m.start, addr - m.start
+	}
+	var before tally
+	if m != nil {
+		before = *tl
+	}
 	t := c.t
 	low, high := 0, c.n
 	for high-low > 1 {
@@ -646,6 +779,11 @@ func (c *Compressed) getSymbolPos(addr uint64, tl *tally) (pos int, size, offset
 			end = a
 			break
 		}
+	}
+	if m != nil {
+		// The fallback end below depends on addr itself: not memoized.
+		*m = symPosMemo{valid: end != 0, start: start, end: end, pos: low,
+			addrProbe: tl.addrProbe - before.addrProbe, aliasStep: tl.aliasStep - before.aliasStep, byts: tl.bytes - before.bytes}
 	}
 	if end == 0 {
 		switch {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/kpsim/kpsim/internal/simpath"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -143,6 +144,60 @@ func BenchmarkChainWalkLatency(b *testing.B) {
 				b.Fatal("found")
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(visited), "ns/node")
+		})
+	}
+}
+
+// The fast kprobe_table against the chain walk it stands for (simpath):
+// a get_kprobe miss costs the same count either way (kprobe.hash.visit =
+// chain length), O(1) simulator time on the fast table.
+func BenchmarkGetKprobeMissFastVsWalk(b *testing.B) {
+	for _, walk := range []bool{false, true} {
+		restore := simpath.SetWalk(walk)
+		r, addrs := benchRegistry(b, 50000, false)
+		restore()
+		name := "fast"
+		if walk {
+			name = "walk"
+		}
+		c := sim.NewCounters(false)
+		b.Run(name+"/N=50000", func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				if r.GetKprobe(addrs[i%len(addrs)]+1, c) != nil && i < 0 {
+					b.Fatal("unreachable")
+				}
+				i++
+			}
+			b.ReportMetric(float64(c.Total(opHashVisit))/float64(c.Total(opHashLookup)), "visits/lookup")
+		})
+	}
+}
+
+// __get_insn_slot and __free_insn_slot with 50,000 slots held, fast index
+// against the page walk.
+func BenchmarkInsnSlotFastVsWalk(b *testing.B) {
+	for _, walk := range []bool{false, true} {
+		restore := simpath.SetWalk(walk)
+		ic := newInsnCache("bench", 120)
+		restore()
+		var held []uint64
+		for range 50000 {
+			s, _ := ic.getInsnSlot(nil, nil, FaultOptinsnSlot)
+			held = append(held, s)
+		}
+		name := "fast"
+		if walk {
+			name = "walk"
+		}
+		b.Run(name+"/held=50000", func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				j := (i * 7919) % len(held)
+				ic.freeInsnSlot(nil, held[j], false)
+				held[j], _ = ic.getInsnSlot(nil, nil, FaultOptinsnSlot)
+				i++
+			}
 		})
 	}
 }

@@ -167,8 +167,9 @@ func (kp *Kprobes) registerKretprobe(rp *Kretprobe) error {
 		rp.MaxActive = max(10, 2*kp.Cfg.CPUs)
 	}
 	c.Enter(PhasePrepare)
-	c.Add(opKmalloc, uint64(1+rp.MaxActive)) // rethook_alloc + the instances
-	rp.instances = rp.MaxActive
+	if err := kp.rethookAlloc(rp); err != nil {
+		return err
+	}
 	if err := kp.RegisterKprobe(p); err != nil {
 		c.Enter(PhasePrepare)
 		c.Add(opKmalloc, uint64(1+rp.instances)) // rethook_free

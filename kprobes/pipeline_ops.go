@@ -99,7 +99,7 @@ var (
 
 // Fault points of the pipeline.
 var (
-	FaultInsnSlot    = sim.NewFaultPoint("kprobe.insn_slot.alloc", "get_insn_slot cannot allocate a new insn page (-ENOMEM)")
-	FaultOptinsnSlot = sim.NewFaultPoint("kprobe.optinsn_slot.alloc", "get_optinsn_slot cannot allocate a new page (optimization silently skipped)")
-	FaultAggrAlloc   = sim.NewFaultPoint("kprobe.aggr.alloc", "alloc_aggr_kprobe's kzalloc fails")
+	FaultInsnSlot    = sim.NewFaultPoint("kprobe.insn_slot.alloc", "__get_insn_slot: c->alloc of a new kprobe_insn_page fails (the descriptor is kfree'd): register_kprobe -ENOMEM; register_kprobes unregisters the probes before it")
+	FaultOptinsnSlot = sim.NewFaultPoint("kprobe.optinsn_slot.alloc", "get_optinsn_slot cannot allocate a new page: arch_prepare_optimized_kprobe -ENOMEM, the probe stays int3 (optimization silently skipped)")
+	FaultAggrAlloc   = sim.NewFaultPoint("kprobe.aggr.alloc", "alloc_aggr_kprobe's kzalloc fails: register_aggr_kprobe returns -ENOMEM (the probe already there is untouched); in try_to_optimize_kprobe the probe silently stays an int3 probe")
 )

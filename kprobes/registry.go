@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/kpsim/kpsim/internal/simpath"
 	"github.com/kpsim/kpsim/maple"
 	"github.com/kpsim/kpsim/rhashtable"
 	"github.com/kpsim/kpsim/sim"
@@ -64,6 +65,28 @@ type bucket struct {
 	probes []*Kprobe
 }
 
+// fastTable is the simulator's fast form of kprobe_table (the default; the
+// bucket slices are the straightforward form, kept for simpath.Walk). The
+// kernel answers get_kprobe by walking a chain; what it finds, and how
+// many nodes it compares, follow from two facts the simulator can keep
+// without walking: which entry is hashed at an address (one per address:
+// the kernel aggregates instead of hashing a second node), and each
+// entry's position from its chain's head. New nodes join at the head
+// (hlist_add_head_rcu) and hlist_replace_rcu keeps a node's place, so a
+// node's position is the number of live nodes of its bucket that joined
+// no earlier than it: seqCount answers that in O(log n). A miss compares
+// every node of the chain: its length. So every count is the walk's,
+// proved by TestRegistryFastMatchesWalk and the scenario differentials.
+type fastTable struct {
+	at    *addrTable // hashed entry by address
+	chain []seqCount // per bucket: join order of the chain's nodes
+}
+
+type fastEntry struct {
+	p   *Kprobe
+	seq int // the node's join number in its bucket's chain
+}
+
 // Registry models the registered-probe state of kernel/kprobes.c:
 // kprobe_table[] and, with P4, the address-ordered tree kept in lock-step
 // with it. The zero value is not usable; call NewRegistry.
@@ -76,6 +99,7 @@ type Registry struct {
 	table []bucket // kprobe_table[1 << bits]; nil with the rhashtable
 	bits  uint
 	rht   *rhashtable.Table[*Kprobe] // kprobe-rhashtable
+	fast  *fastTable                 // the table's fast form (nil: walk the bucket slices)
 	tree  *rbIndex                   // nil: kprobe-tree switch off (upstream), or the B-tree
 	bt    *maple.Tree[*Kprobe]       // kprobe-btree: the P4 tree as a B-tree
 	n     int
@@ -109,6 +133,9 @@ func NewRegistryFor(ss sim.Switches) *Registry {
 		r.rht = rhashtable.New(rhashtable.KprobeParams, func(p *Kprobe) uint64 { return p.Addr }, nil, rhtSeed, nil)
 	} else {
 		r.table = make([]bucket, 1<<r.bits)
+		if !simpath.Walk() {
+			r.fast = &fastTable{at: newAddrTable(), chain: make([]seqCount, 1<<r.bits)}
+		}
 	}
 	switch {
 	case ss.Has(sim.KprobeTree) && ss.Has(sim.KprobeBtree):
@@ -192,12 +219,29 @@ func (r *Registry) ChainLen(b int) int {
 	if r.rht != nil {
 		return r.rht.ChainLen(b)
 	}
+	if r.fast != nil {
+		return r.fast.chain[b].n
+	}
 	return len(r.table[b].addrs)
 }
 
 // Chain returns bucket b's chain in walk order, head (newest) first.
 // Simulator-side; allocates.
 func (r *Registry) Chain(b int) []*Kprobe {
+	if r.fast != nil {
+		var es []fastEntry
+		r.fast.at.each(func(e fastEntry) {
+			if int(HashPtr(e.p.Addr, r.bits)) == b {
+				es = append(es, e)
+			}
+		})
+		slices.SortFunc(es, func(x, y fastEntry) int { return y.seq - x.seq })
+		ps := make([]*Kprobe, len(es))
+		for i, e := range es {
+			ps[i] = e.p
+		}
+		return ps
+	}
 	ps := slices.Clone(r.table[b].probes)
 	slices.Reverse(ps)
 	return ps
@@ -210,6 +254,9 @@ func (r *Registry) Entries() []*Kprobe {
 		return r.rht.Entries()
 	}
 	out := make([]*Kprobe, 0, r.n)
+	if r.fast != nil {
+		r.fast.at.each(func(e fastEntry) { out = append(out, e.p) })
+	}
 	for i := range r.table {
 		out = append(out, r.table[i].probes...)
 	}
@@ -239,6 +286,18 @@ func (r *Registry) GetKprobe(addr uint64, c *sim.Counters) *Kprobe {
 		p, _ := r.rht.Lookup(addr, c)
 		return p
 	}
+	if r.fast != nil {
+		// The walk's answer and counts without the walk (fastTable).
+		ch := &r.fast.chain[HashPtr(addr, r.bits)]
+		c.Inc(opHashLookup)
+		r.headCost(c)
+		if e, ok := r.fast.at.get(addr); ok {
+			c.Add(opHashVisit, uint64(ch.position(e.seq)))
+			return e.p
+		}
+		c.Add(opHashVisit, uint64(ch.n))
+		return nil
+	}
 	b := &r.table[HashPtr(addr, r.bits)]
 	addrs := b.addrs
 	n := len(addrs)
@@ -255,7 +314,13 @@ func (r *Registry) GetKprobe(addr uint64, c *sim.Counters) *Kprobe {
 }
 
 // find returns the entry hashed at addr without counting (simulator-side).
-func (r *Registry) find(addr uint64) *Kprobe { return r.GetKprobe(addr, nil) }
+func (r *Registry) find(addr uint64) *Kprobe {
+	if r.fast != nil {
+		e, _ := r.fast.at.get(addr)
+		return e.p
+	}
+	return r.GetKprobe(addr, nil)
+}
 
 // headCost counts the extra latency of a bucket-head load from a
 // kprobe_table bigger than L1 (upstream's 512 bytes never is).
@@ -299,9 +364,14 @@ func (r *Registry) Insert(p *Kprobe, c *sim.Counters) error {
 			return ErrNoMem
 		}
 	} else {
-		b := &r.table[HashPtr(p.Addr, r.bits)]
-		b.addrs = append(b.addrs, p.Addr)
-		b.probes = append(b.probes, p)
+		bi := HashPtr(p.Addr, r.bits)
+		if r.fast != nil {
+			r.fast.at.put(p.Addr, fastEntry{p: p, seq: r.fast.chain[bi].join()})
+		} else {
+			b := &r.table[bi]
+			b.addrs = append(b.addrs, p.Addr)
+			b.probes = append(b.probes, p)
+		}
 		c.Inc(opHashAdd)
 		r.headCost(c)
 	}
@@ -330,9 +400,15 @@ func (r *Registry) Replace(old, ap *Kprobe, c *sim.Counters) error {
 			return ErrInvalid
 		}
 	} else {
-		b := &r.table[HashPtr(old.Addr, r.bits)]
-		i := slices.Index(b.probes, old) // simulator-side: the kernel has pprev
-		b.probes[i] = ap
+		if r.fast != nil {
+			e, _ := r.fast.at.get(old.Addr)
+			e.p = ap // same chain position: hlist_replace_rcu
+			r.fast.at.put(old.Addr, e)
+		} else {
+			b := &r.table[HashPtr(old.Addr, r.bits)]
+			i := slices.Index(b.probes, old) // simulator-side: the kernel has pprev
+			b.probes[i] = ap
+		}
 		c.Inc(opHashReplace)
 	}
 	switch {
@@ -359,10 +435,17 @@ func (r *Registry) Delete(p *Kprobe, c *sim.Counters) error {
 			return ErrInvalid
 		}
 	} else {
-		b := &r.table[HashPtr(p.Addr, r.bits)]
-		i := slices.Index(b.probes, p) // simulator-side: the kernel has pprev
-		b.probes = slices.Delete(b.probes, i, i+1)
-		b.addrs = slices.Delete(b.addrs, i, i+1)
+		if r.fast != nil {
+			// hlist_del_rcu is O(1) through pprev; so is this.
+			e, _ := r.fast.at.get(p.Addr)
+			r.fast.chain[HashPtr(p.Addr, r.bits)].leave(e.seq)
+			r.fast.at.del(p.Addr)
+		} else {
+			b := &r.table[HashPtr(p.Addr, r.bits)]
+			i := slices.Index(b.probes, p) // simulator-side: the kernel has pprev
+			b.probes = slices.Delete(b.probes, i, i+1)
+			b.addrs = slices.Delete(b.addrs, i, i+1)
+		}
 		c.Inc(opHashDel)
 	}
 	switch {

@@ -1,6 +1,11 @@
 package kprobes
 
-import "github.com/kpsim/kpsim/sim"
+import (
+	"slices"
+
+	"github.com/kpsim/kpsim/internal/simpath"
+	"github.com/kpsim/kpsim/sim"
+)
 
 // insnCache models struct kprobe_insn_cache (kernel/kprobes.c): pages of
 // fixed-size executable slots, newest page at the head of c->pages, each
@@ -12,6 +17,29 @@ type insnCache struct {
 	pages     []*insnPage // pages[len-1] is the list head (list_add_rcu)
 	nextBase  uint64
 	nrGarbage int
+	fast      *slotIndex // the fast form (nil: walk ic.pages)
+}
+
+// slotIndex is the simulator's fast form of the page list (the default;
+// ic.pages and its walks are the straightforward form, kept for
+// simpath.Walk). __get_insn_slot and __free_insn_slot walk c->pages from
+// the head; every new page is added at the head (list_add_rcu) and a page
+// leaves from anywhere (list_del_rcu), so a page's position from the head
+// is the number of live pages created no earlier than it (seqCount over
+// the creation order). The walk stops at the newest page with room (the
+// newest member of a second seqCount, pages with nused < slots_per_page;
+// nused counts used and dirty slots, so such a page always has a clean
+// slot) or at the page holding the slot (pages are never reused, so the
+// slot's address names its page). The scan of slot_used[] is bounded by a
+// page and stays a scan, started at a hint below which no slot is clean.
+// collect_garbage_slots visits every page once and scans only those with
+// garbage, which the index lists. The counts are the walks', proved by
+// TestSlotCacheFastMatchesWalk and the scenario differentials.
+type slotIndex struct {
+	pages   seqCount    // live pages by creation number
+	room    seqCount    // live pages with a clean slot
+	bySeq   []*insnPage // bySeq[seq]; nil once freed
+	garbage []int       // pages with ngarbage > 0 (creation numbers)
 }
 
 type insnPage struct {
@@ -19,6 +47,8 @@ type insnPage struct {
 	used     []uint8 // slotClean, slotUsed, slotDirty
 	nused    int
 	ngarbage int
+	seq      int // creation number (fast form; 1 for the first page)
+	clean    int // fast form: no slot below this index is clean
 }
 
 const (
@@ -40,7 +70,11 @@ func newInsnCache(name string, slotSize int) *insnCache {
 		slotSize = 1
 	}
 	// slots_per_page: PAGE_SIZE / insn_size.
-	return &insnCache{name: name, slotSize: slotSize, perPage: 4096 / slotSize, nextBase: insnPageBase}
+	ic := &insnCache{name: name, slotSize: slotSize, perPage: 4096 / slotSize, nextBase: insnPageBase}
+	if !simpath.Walk() {
+		ic.fast = &slotIndex{bySeq: []*insnPage{nil}}
+	}
+	return ic
 }
 
 // getInsnSlot models kernel/kprobes.c:__get_insn_slot (no garbage to
@@ -49,6 +83,9 @@ func newInsnCache(name string, slotSize int) *insnCache {
 // bytes for the first clean one; with every page full it allocates a new
 // page at the head. fail injects the page allocation failure (-ENOMEM).
 func (ic *insnCache) getInsnSlot(c *sim.Counters, faults *sim.Faults, fail sim.FaultPoint) (uint64, bool) {
+	if ic.fast != nil {
+		return ic.getInsnSlotFast(c, faults, fail)
+	}
 retry:
 	for i := len(ic.pages) - 1; i >= 0; i-- {
 		kip := ic.pages[i]
@@ -88,6 +125,10 @@ retry:
 // executing, e.g. an optprobe detour) becomes garbage, collected when more
 // than a page's worth accumulates; a clean one is collected at once.
 func (ic *insnCache) freeInsnSlot(c *sim.Counters, slot uint64, dirty bool) {
+	if ic.fast != nil {
+		ic.freeInsnSlotFast(c, slot, dirty)
+		return
+	}
 	for i := len(ic.pages) - 1; i >= 0; i-- {
 		kip := ic.pages[i]
 		c.Inc(opSlotPage)
@@ -150,5 +191,147 @@ func (ic *insnCache) collectGarbageSlots(c *sim.Counters) {
 
 // bytes is the cache's memory: pages plus their descriptors.
 func (ic *insnCache) bytes() int64 {
-	return int64(len(ic.pages)) * int64(4096+40+ic.perPage)
+	return int64(ic.npages()) * int64(4096+40+ic.perPage)
+}
+
+// npages is the number of pages on c->pages.
+func (ic *insnCache) npages() int {
+	if ic.fast != nil {
+		return ic.fast.pages.n
+	}
+	return len(ic.pages)
+}
+
+// getInsnSlotFast is getInsnSlot on the slotIndex: the same decisions and
+// counts (see slotIndex) without walking the pages.
+//
+// Models kernel/kprobes.c:__get_insn_slot.
+func (ic *insnCache) getInsnSlotFast(c *sim.Counters, faults *sim.Faults, fail sim.FaultPoint) (uint64, bool) {
+	f := ic.fast
+	for {
+		if seq := f.room.newest(); seq != 0 {
+			// The walk visits every page from the head down to this one.
+			kip := f.bySeq[seq]
+			c.Add(opSlotPage, uint64(f.pages.position(seq)))
+			s := kip.clean
+			for kip.used[s] != slotClean {
+				s++
+			}
+			c.Add(opSlotScan, uint64(s+1)) // slot_used[0..s] compared
+			kip.used[s] = slotUsed
+			kip.nused++
+			kip.clean = s + 1
+			if kip.nused == ic.perPage {
+				f.room.leave(seq)
+			}
+			return kip.base + uint64(s*ic.slotSize), true
+		}
+		c.Add(opSlotPage, uint64(f.pages.n)) // every page visited, all full
+		if ic.nrGarbage == 0 {
+			break
+		}
+		ic.collectGarbageSlotsFast(c)
+	}
+	c.Inc(opKmalloc)
+	if faults.Fail(fail) {
+		c.Inc(opKmalloc) // the kfree of the page descriptor
+		return 0, false
+	}
+	c.Inc(opSlotAlloc)
+	c.Inc(opPerfPoke) // perf_event_ksymbol
+	kip := &insnPage{base: ic.nextBase, used: make([]uint8, ic.perPage), nused: 1, clean: 1}
+	kip.used[0] = slotUsed
+	ic.nextBase += 4096
+	kip.seq = f.pages.join()
+	f.bySeq = append(f.bySeq, kip) // bySeq[kip.seq]: pages join in creation order
+	if kip.nused < ic.perPage {
+		f.room.add(kip.seq)
+	}
+	return kip.base, true
+}
+
+// freeInsnSlotFast is freeInsnSlot on the slotIndex.
+//
+// Models kernel/kprobes.c:__free_insn_slot.
+func (ic *insnCache) freeInsnSlotFast(c *sim.Counters, slot uint64, dirty bool) {
+	f := ic.fast
+	var kip *insnPage
+	if slot >= insnPageBase {
+		if seq := (slot-insnPageBase)/4096 + 1; seq < uint64(len(f.bySeq)) {
+			kip = f.bySeq[seq]
+		}
+	}
+	if kip == nil {
+		c.Add(opSlotPage, uint64(f.pages.n)) // the walk finds no page
+		return
+	}
+	c.Add(opSlotPage, uint64(f.pages.position(kip.seq)))
+	s := int(slot-kip.base) / ic.slotSize
+	if dirty {
+		kip.used[s] = slotDirty
+		if kip.ngarbage == 0 {
+			f.garbage = append(f.garbage, kip.seq)
+		}
+		kip.ngarbage++
+		ic.nrGarbage++
+		if ic.nrGarbage > ic.perPage {
+			ic.collectGarbageSlotsFast(c)
+		}
+		return
+	}
+	ic.collectOneSlotFast(c, kip, s)
+}
+
+// collectOneSlotFast is collectOneSlot on the slotIndex.
+//
+// Models kernel/kprobes.c:collect_one_slot.
+func (ic *insnCache) collectOneSlotFast(c *sim.Counters, kip *insnPage, s int) bool {
+	f := ic.fast
+	kip.used[s] = slotClean
+	if kip.nused == ic.perPage {
+		f.room.add(kip.seq)
+	}
+	kip.nused--
+	kip.clean = min(kip.clean, s)
+	if kip.nused != 0 {
+		return false
+	}
+	if f.pages.n > 1 {
+		c.Inc(opSyncRCU)
+		c.Inc(opSlotAlloc)
+		c.Inc(opKmalloc)
+		f.pages.leave(kip.seq)
+		f.room.leave(kip.seq)
+		f.bySeq[kip.seq] = nil
+	}
+	return true
+}
+
+// collectGarbageSlotsFast is collectGarbageSlots on the slotIndex: the
+// walk visits every page on the list once (a page freed on the way has
+// been visited already) and scans the pages with garbage, head first.
+//
+// Models kernel/kprobes.c:collect_garbage_slots.
+func (ic *insnCache) collectGarbageSlotsFast(c *sim.Counters) {
+	f := ic.fast
+	c.Inc(opSyncRCU)
+	c.Add(opSlotPage, uint64(f.pages.n))
+	slices.SortFunc(f.garbage, func(a, b int) int { return b - a }) // newest (head) first
+	for _, seq := range f.garbage {
+		kip := f.bySeq[seq]
+		if kip == nil || kip.ngarbage == 0 {
+			continue
+		}
+		kip.ngarbage = 0
+		var scans uint64
+		for s := 0; s < ic.perPage; s++ {
+			scans++
+			if kip.used[s] == slotDirty && ic.collectOneSlotFast(c, kip, s) {
+				break
+			}
+		}
+		c.Add(opSlotScan, scans)
+	}
+	f.garbage = f.garbage[:0]
+	ic.nrGarbage = 0
 }

@@ -1,8 +1,11 @@
 package kprobes
 
 import (
+	"bytes"
+
 	"github.com/kpsim/kpsim/boot"
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/internal/simpath"
 	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/x86"
@@ -87,9 +90,13 @@ type Deps struct {
 // concurrent use.
 type Kprobes struct {
 	Deps
-	Cfg Config
-	Reg *Registry
-	Sw  sim.Switches
+	recoverers []*recoverer // free recoverers (newWalkRecoverer)
+	// decodes remembers recent decodes of the image text (nil with
+	// simpath.Walk: decode every time).
+	decodes []decodeMemoEntry
+	Cfg     Config
+	Reg     *Registry
+	Sw      sim.Switches
 	// State is system_state; the caller advances it (boot.Running after
 	// late init).
 	State  boot.State
@@ -116,6 +123,8 @@ type Kprobes struct {
 	why      Reason   // the last failing check's reason (see refuse)
 	depth    int      // the trail's current nesting
 	whyCache whyCache // simulator views the reasons read
+
+	invCounts []uint64 // CheckInvariants' previous counter snapshot
 }
 
 // New builds the kprobes state for deps with the given switches. c may be nil.
@@ -131,6 +140,9 @@ func New(d Deps, cfg Config, sw sim.Switches, c *sim.Counters) (*Kprobes, error)
 		core:      d.Image.CoreText(), init: d.Image.InitText(),
 	}
 	kp.Reg.Faults = func() *sim.Faults { return kp.Faults }
+	if !simpath.Walk() {
+		kp.decodes = make([]decodeMemoEntry, 64)
+	}
 	kp.entryText, _ = d.Image.Range(image.RangeEntryText)
 	kp.thunks, kp.hasThunks = d.Image.Range(image.RangeIndirectThunk)
 	return kp, nil
@@ -145,5 +157,30 @@ func (kp *Kprobes) decodeAt(addr uint64, ftraceSite bool) (x86.Insn, error) {
 	if ftraceSite {
 		return x86.DecodeKernel(kp.C, x86.NOP5[:])
 	}
-	return x86.DecodeKernel(kp.C, kp.Image.Text(addr, x86.MaxInsnSize))
+	code := kp.Image.Text(addr, x86.MaxInsnSize)
+	if m := kp.decodes; m != nil {
+		// The same bytes decode the same way, and a registration decodes
+		// its first instructions again (prepare, can_optimize, the copy):
+		// keyed by the bytes themselves, so a module loaded where another
+		// was cannot be answered from the old text. Counted as the decode
+		// it stands for.
+		e := &m[(addr^addr>>5)%uint64(len(m))]
+		if !e.valid || e.n != len(code) || !bytes.Equal(e.code[:e.n], code) {
+			e.insn, e.err = x86.DecodeKernel(nil, code)
+			e.n = copy(e.code[:], code)
+			e.valid = true
+		}
+		kp.C.Inc(x86.OpDecode)
+		return e.insn, e.err
+	}
+	return x86.DecodeKernel(kp.C, code)
+}
+
+// decodeMemoEntry is one remembered decode (decodeAt).
+type decodeMemoEntry struct {
+	valid bool
+	n     int
+	code  [x86.MaxInsnSize]byte
+	insn  x86.Insn
+	err   error
 }

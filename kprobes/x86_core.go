@@ -11,19 +11,36 @@ import (
 // address iterator (P6, from a walker whose iter-* switch is on) or by
 // point lookups / one range query per address.
 type recoverer struct {
-	kp *Kprobes
-	it *AddrIter // nil: no iterator passed down
+	kp   *Kprobes
+	it   *AddrIter // nil: no iterator passed down; else &iter
+	iter AddrIter
 }
 
 // newWalkRecoverer returns the recoverer for a walk that may use an
-// address iterator when its switch is on.
+// address iterator when its switch is on. The caller gives it back with
+// putRecoverer when the walk ends. (Simulator-side reuse: allocating a
+// recoverer and its iterator for each of a registration's three walks was
+// the largest allocation of a run.)
 func (kp *Kprobes) newWalkRecoverer(useIter bool) *recoverer {
-	r := &recoverer{kp: kp}
+	var r *recoverer
+	if n := len(kp.recoverers); n > 0 {
+		r = kp.recoverers[n-1]
+		kp.recoverers = kp.recoverers[:n-1]
+	} else {
+		r = new(recoverer)
+	}
+	*r = recoverer{kp: kp}
 	if useIter && kp.Reg.HasTree() {
-		it := kp.Reg.AddrIter(Jmp32InsnSize-1, kp.C)
-		r.it = &it
+		r.iter = kp.Reg.AddrIter(Jmp32InsnSize-1, kp.C)
+		r.it = &r.iter
 	}
 	return r
+}
+
+// putRecoverer takes back a recoverer whose walk has ended.
+func (kp *Kprobes) putRecoverer(r *recoverer) {
+	*r = recoverer{}
+	kp.recoverers = append(kp.recoverers, r)
 }
 
 // recoverProbedInstruction models arch/x86/kernel/kprobes/core.c:
@@ -132,6 +149,7 @@ func (kp *Kprobes) canProbe(paddr uint64) bool {
 		defer kp.hold()()
 	}
 	r := kp.newWalkRecoverer(kp.Sw.Has(sim.IterCanProbe))
+	defer kp.putRecoverer(r)
 	fn := paddr - off
 	addr := fn
 	n := 0

@@ -42,6 +42,7 @@ func (kp *Kprobes) canOptimize(paddr uint64) bool {
 		defer kp.hold()()
 	}
 	r := kp.newWalkRecoverer(kp.Sw.Has(sim.IterCanOptimize))
+	defer kp.putRecoverer(r)
 	n := 0
 	fail := func(detail string) bool {
 		kp.refuse(nil, ck, detail)
@@ -107,6 +108,7 @@ func (kp *Kprobes) copyOptimizedInstructions(src, real uint64) (int, error) {
 		defer kp.hold()()
 	}
 	r := kp.newWalkRecoverer(kp.Sw.Has(sim.IterCopyOptimized))
+	defer kp.putRecoverer(r)
 	n, k := 0, 0
 	for n < x86.JMP32InsnSize {
 		at := src + uint64(n)
@@ -216,6 +218,9 @@ func (kp *Kprobes) archPrepareOptimizedKprobe(op *Kprobe) error {
 		return EILSEQ
 	}
 	c.Inc(opKmalloc) // buf = kzalloc(MAX_OPTINSN_SIZE)
+	if kp.Faults.Fail(FaultOptinsnBuf) {
+		return kp.refuse(ENOMEM, "arch_prepare_optimized_kprobe: kzalloc", "the MAX_OPTINSN_SIZE staging buffer could not be allocated")
+	}
 	defer c.Inc(opKmalloc)
 	slot, ok := kp.optSlots.getInsnSlot(c, kp.Faults, FaultOptinsnSlot)
 	if !ok {

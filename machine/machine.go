@@ -21,6 +21,7 @@ import (
 	"github.com/kpsim/kpsim/extable"
 	"github.com/kpsim/kpsim/ftrace"
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/internal/simpath"
 	"github.com/kpsim/kpsim/jumplabel"
 	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/kallsyms/ktab"
@@ -118,7 +119,9 @@ func Wire(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults)
 		return kprobes.Deps{}, nil, err
 	}
 	syms.RecordMemory(c)
-	syms.EnableFastScan() // counts only: identical counts, no walking
+	if !simpath.Walk() {
+		syms.EnableFastScan() // counts only: identical counts, no walking
+	}
 	prev := c.Enter(PhaseBoot)
 	defer c.Enter(prev)
 	jl, err := jumplabel.New(k, sw, faults, state)
@@ -152,10 +155,13 @@ func Wire(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults)
 	// Runs never patch text or change tables after this point: the
 	// simulator may answer linear walks from sorted shadows (identical
 	// counts; each package's TestFastScanCountsMatchWalk proves it).
-	jl.EnableFastScan()
-	sc.EnableFastScan()
-	bt.EnableFastScan()
-	bl.EnableFastScan()
+	// (simpath.Walk keeps the walks, for the differential tests.)
+	if !simpath.Walk() {
+		jl.EnableFastScan()
+		sc.EnableFastScan()
+		bt.EnableFastScan()
+		bl.EnableFastScan()
+	}
 	deps := kprobes.Deps{
 		Image: k, Syms: syms, Ftrace: ft, Extable: extableAdapter{ex},
 		JumpLabel: jl, StaticCall: sc, Bugs: bugAdapter{bt}, Blacklist: bl,
@@ -203,8 +209,16 @@ type Machine struct {
 	// test wiring supplies others).
 	Syms   *kallsyms.Compressed
 	Ftrace *ftrace.Ftrace
+	// The reservation checks behind Deps (nil when a test wiring supplies
+	// others); CheckInvariants compares their late-init indexes with
+	// their tables.
+	JumpLabel  *jumplabel.Table
+	StaticCall *staticcall.Table
+	Bugs       *bug.Table
+	Blacklist  *blacklist.List
 
 	lateInit func() error
+	inv      invState
 	lateDone bool
 }
 
@@ -234,6 +248,12 @@ func New(k *image.Kernel, cfg Config) (*Machine, error) {
 	m := &Machine{Kernel: k, Switches: cfg.Switches, C: cfg.Counters, Faults: cfg.Faults, Deps: deps, KP: kp, lateInit: lateInit}
 	m.Syms, _ = deps.Syms.(*kallsyms.Compressed)
 	m.Ftrace, _ = deps.Ftrace.(*ftrace.Ftrace)
+	m.JumpLabel, _ = deps.JumpLabel.(*jumplabel.Table)
+	m.StaticCall, _ = deps.StaticCall.(*staticcall.Table)
+	if b, ok := deps.Bugs.(bugAdapter); ok {
+		m.Bugs = b.t
+	}
+	m.Blacklist, _ = deps.Blacklist.(*blacklist.List)
 	return m, nil
 }
 

@@ -121,7 +121,17 @@ var nop5 = []byte{0x0f, 0x1f, 0x44, 0x00, 0x00}
 //
 // Models kernel/trace/ftrace.c:ftrace_module_init → ftrace_process_locs →
 // ftrace_nop_initialize (arch/x86/kernel/ftrace.c:ftrace_make_nop).
+//
+// ftrace_process_locs first allocates the module's record groups
+// (ftrace_allocate_pages); when that fails (fault ftrace.pages.alloc) it
+// returns -ENOMEM before ftrace_update_code, which ftrace_module_init
+// ignores: the module loads with its "call __fentry__" sites untouched and
+// no ftrace records.
 func (l *Loader) ftraceModuleInit(lm *Loaded) {
+	if l.ftraceAllocFails(len(lm.Module.McountLocs)) {
+		lm.Finalize = append(lm.Finalize, fmt.Sprintf("ftrace_module_init: ftrace_allocate_pages for %d records failed (-ENOMEM, ignored): no records, the __fentry__ calls stay", len(lm.Module.McountLocs)))
+		return
+	}
 	fentry := l.vmlinux["__fentry__"]
 	bad := 0
 	for _, a := range lm.Module.McountLocs {

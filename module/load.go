@@ -11,6 +11,7 @@ import (
 
 	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/sim"
 )
 
 // Loaded is one module as the loader left it: the image.Module the models
@@ -62,6 +63,9 @@ type Options struct {
 	LoadOffset uint64
 	// Tree, when set, is Dir already indexed (OpenTree).
 	Tree *Tree
+	// Faults injects the load's allocation failures (faults.go); nil
+	// injects nothing.
+	Faults *sim.Faults
 }
 
 // Tree is a module directory indexed by module name.
@@ -149,6 +153,10 @@ type Loader struct {
 	// maxBlock bounds one block: the simulator's own limit on the memory it
 	// allocates for a module (the fuzzers lower it).
 	maxBlock uint64
+	// The COMING notifiers' state across loads (faults.go).
+	jlLinked    map[uint64]bool // static_key_linked keys of vmlinux or other modules
+	scConverted map[uint64]bool // vmlinux static_call keys turned into a mods list
+	scCore      map[uint64]bool // keys with vmlinux sites
 }
 
 // defaultMaxBlock: 256 MiB, far above the largest Debian 6.1 module.
@@ -162,7 +170,8 @@ func NewLoader(k *image.Kernel, opt Options) *Loader {
 		opt.LoadOffset = DefaultLoadOffset
 	}
 	l := &Loader{k: k, opt: opt, vmlinux: vmlinuxSymbols(k), byName: map[string]*Loaded{}, loading: map[string]bool{},
-		next: ModulesVaddr + opt.LoadOffset, percpu: PercpuBase, maxBlock: defaultMaxBlock}
+		next: ModulesVaddr + opt.LoadOffset, percpu: PercpuBase, maxBlock: defaultMaxBlock,
+		jlLinked: map[uint64]bool{}, scConverted: map[uint64]bool{}}
 	for _, m := range k.Modules {
 		for _, r := range []*image.Region{m.Text, m.Init} {
 			if r != nil && r.End() > l.next && r.Start >= ModulesVaddr {
@@ -315,6 +324,9 @@ func (l *Loader) moduleAlloc(o *object, size uint64) (uint64, error) {
 //
 // Models kernel/module/main.c:load_module through do_init_module.
 func (l *Loader) load(o *object) (*Loaded, error) {
+	if l.opt.Faults.Fail(FaultELFCopy) {
+		return nil, o.enomem("copy_module_from_user: __vmalloc of the image")
+	}
 	if _, dup := l.byName[o.name]; dup {
 		return nil, o.errorf("module %s is already loaded (add_unformed_module: -EEXIST)", o.name)
 	}
@@ -333,11 +345,19 @@ func (l *Loader) load(o *object) (*Loaded, error) {
 	// move_module: allocate, zero, copy, set sh_addr.
 	mem := &Memory{}
 	var err error
+	// A failed allocation leaves l.next where it was: the area a freed
+	// block held is vfree'd lazily and not reused (see the package doc).
+	if l.opt.Faults.Fail(FaultCoreAlloc) {
+		return nil, o.enomem("move_module: module_alloc(core_layout)")
+	}
 	if mem.CoreBase, err = l.moduleAlloc(o, lay.core.Size); err != nil {
 		return nil, err
 	}
 	mem.Core = make([]byte, lay.core.Size)
 	if lay.init.Size > 0 {
+		if l.opt.Faults.Fail(FaultInitAlloc) {
+			return nil, o.enomem("move_module: module_alloc(init_layout) (module_memfree(core))")
+		}
 		if mem.InitBase, err = l.moduleAlloc(o, lay.init.Size); err != nil {
 			return nil, err
 		}
@@ -361,6 +381,9 @@ func (l *Loader) load(o *object) (*Loaded, error) {
 	}
 	if o.pcpu != 0 {
 		ps := o.secs[o.pcpu]
+		if ps.size != 0 && l.opt.Faults.Fail(FaultPercpuAlloc) {
+			return nil, o.enomem("percpu_modalloc: __alloc_reserved_percpu (unlink_mod, free_module)")
+		}
 		lm.Percpu = alignUp(l.percpu, max(ps.align, 1))
 		l.percpu = lm.Percpu + ps.size
 	}
@@ -402,6 +425,16 @@ func (l *Loader) load(o *object) (*Loaded, error) {
 		return nil, err
 	}
 	l.ftraceModuleInit(lm)
+	// prepare_coming_module: the COMING notifiers that allocate. A
+	// failure is -ENOMEM (blocking_notifier_call_chain_robust has the
+	// notifiers that ran undo themselves) and the load fails:
+	// coming_cleanup / bug_cleanup unlink the module and free its blocks.
+	if err := l.jumpLabelAddModule(o, lm); err != nil {
+		return nil, err
+	}
+	if err := l.staticCallAddModule(o, lm); err != nil {
+		return nil, err
+	}
 
 	// do_init_module: LIVE, then the init block is freed and kallsyms
 	// already points at the core symbols (m.Symbols).

@@ -163,7 +163,8 @@ type Counters struct {
 
 	timing   bool
 	wall     []time.Duration
-	since    time.Time
+	epoch    time.Time     // monotonic origin of the wall readings
+	since    time.Duration // start of the current phase's interval, from epoch
 	bytes    map[string]int64
 	bytesOrd []string
 }
@@ -175,7 +176,7 @@ func NewCounters(timing bool) *Counters {
 	c := &Counters{nops: nops, v: make([]uint64, nops*nph), timing: timing}
 	if timing {
 		c.wall = make([]time.Duration, nph)
-		c.since = time.Now()
+		c.epoch = time.Now()
 	}
 	return c
 }
@@ -208,8 +209,10 @@ func (c *Counters) Enter(ph Phase) Phase {
 		return prev
 	}
 	if c.timing {
-		now := time.Now()
-		c.wall[prev] += now.Sub(c.since)
+		// time.Since reads only the monotonic clock: half of time.Now,
+		// and Enter runs at every phase change of every registration.
+		now := time.Since(c.epoch)
+		c.wall[prev] += now - c.since
 		c.since = now
 	}
 	c.phase = ph
@@ -277,7 +280,7 @@ func (c *Counters) Wall(ph Phase) time.Duration {
 	}
 	d := c.wall[ph]
 	if ph == c.phase {
-		d += time.Since(c.since)
+		d += time.Since(c.epoch) - c.since
 	}
 	return d
 }
@@ -374,7 +377,7 @@ func (c *Counters) Reset() {
 	c.phase, c.base = 0, 0
 	if c.timing {
 		clear(c.wall)
-		c.since = time.Now()
+		c.epoch, c.since = time.Now(), 0
 	}
 }
 

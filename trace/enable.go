@@ -168,6 +168,11 @@ func (t *Tracing) EnableEvent(ev *Event, enable bool) error {
 	if t.events[eventKey{ev.Group, ev.Name}] != ev {
 		return errno.ENODEV // the file was freed
 	}
+	if !ev.hasDir {
+		// No events/GROUP/NAME/enable (no file, or no directory after a
+		// tracefs or subsystem failure): the open fails.
+		return errno.ENOENT
+	}
 	v := "0"
 	if enable {
 		v = "1"
@@ -191,7 +196,7 @@ func (t *Tracing) EnableEvent(ev *Event, enable bool) error {
 func (t *Tracing) EnableGroup(group string, enable bool, fail func(ev *Event, err error)) error {
 	defer t.enableWrite(enable)()
 	c := t.counters()
-	n := uint64(t.NumTraceEvents())
+	n := uint64(t.cfg.StaticEvents + t.files.len()) // tr->events
 	c.Add(opFileVisit, n)
 	c.Add(opStrcmp, n)
 	var first error
@@ -200,7 +205,7 @@ func (t *Tracing) EnableGroup(group string, enable bool, fail func(ev *Event, er
 	evs := t.Events()
 	for i := len(evs) - 1; i >= 0; i-- {
 		ev := evs[i]
-		if ev.Group != group {
+		if ev.Group != group || ev.noFile {
 			continue
 		}
 		found = true

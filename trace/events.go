@@ -368,7 +368,17 @@ func (t *Tracing) registerKprobeEvent(ev *Event) *probeErr {
 	// trace_create_new_event (a trace_event_file, two pid-list checks,
 	// list_add to tr->events) and event_create_dir.
 	c.Inc(opKmalloc)
+	if t.d.Faults.Fail(FaultEventFile) {
+		// __trace_add_new_event returns -ENOMEM, which
+		// __add_event_to_tracers ignores: the event is registered (on
+		// ftrace_events, with its id) but has no file in the instance,
+		// hence no tracefs directory and nothing to enable it through.
+		ev.noFile = true
+		t.note("trace_create_new_event", ev.Group+"/"+ev.Name, "NULL (kmem_cache_alloc failed; ignored): no trace_event_file, no directory")
+		return nil
+	}
 	c.Add(opConst, 2)
+	t.files.insert(ev.seq)
 	t.eventCreateDir(ev)
 	return nil
 }
@@ -410,7 +420,12 @@ func (t *Tracing) eventCreateDir(ev *Event) {
 	c := t.counters()
 	prev := c.Enter(PhaseTracefs)
 	defer c.Enter(prev)
-	t.eventSubsystemDir(ev.Group)
+	if !t.eventSubsystemDir(ev.Group) {
+		// event_create_dir returns -ENOMEM, ignored by
+		// __add_event_to_tracers: no directory, no fields.
+		return
+	}
+	ev.inSystem = true
 	if t.d.Faults.Fail(FaultTracefsDir) {
 		// __add_event_to_tracers ignores the failure: the event exists
 		// without its directory.
@@ -430,24 +445,31 @@ func (t *Tracing) eventCreateDir(ev *Event) {
 // eventSubsystemDir models kernel/trace/trace_events.c:event_subsystem_dir: walk
 // tr->systems (head first) for the group; a new group also walks the
 // global event_subsystems list, allocates the dir, the subsystem, its name
-// and filter, and creates its directory with two files.
-func (t *Tracing) eventSubsystemDir(group string) {
+// and filter, and creates its directory with two files. It reports false
+// when the dir's kmalloc fails (fault trace.subsystem.alloc: "No memory to
+// create event subsystem", NULL; nothing is kept).
+func (t *Tracing) eventSubsystemDir(group string) bool {
 	c := t.counters()
 	for i, s := range t.systems {
 		if s.name == group {
 			c.Add(opSysVisit, uint64(i+1))
 			c.Add(opStrcmp, uint64(i+1))
 			s.nEvents++
-			return
+			return true
 		}
 	}
 	n := uint64(len(t.systems))
 	c.Add(opSysVisit, 2*n)
 	c.Add(opStrcmp, 2*n)
+	if t.d.Faults.Fail(FaultSubsystem) {
+		c.Inc(opKmalloc) // the dir's kmalloc that failed
+		return false
+	}
 	c.Add(opKmalloc, 4)
 	c.Add(opDentry, filesPerGroup)
 	t.sysSeq++
 	t.systems = append([]*subsystem{{name: group, nEvents: 1}}, t.systems...)
+	return true
 }
 
 // removeSubsystem models the group side of remove_event_file_dir: the
@@ -471,7 +493,14 @@ func (t *Tracing) removeSubsystem(group string) {
 // fileDepth is how far a walk of tr->events from its head goes to reach
 // ev's file: files are head-inserted, so 1 + the live events created after
 // it (static events sit behind every dynamic one).
-func (t *Tracing) fileDepth(ev *Event) uint64 { return uint64(t.calls.after(ev.seq) + 1) }
+// An event without a file (trace_event_file.alloc) is not found: the walk
+// goes over every file, the static ones too.
+func (t *Tracing) fileDepth(ev *Event) uint64 {
+	if ev.noFile {
+		return uint64(t.cfg.StaticEvents + t.files.len())
+	}
+	return uint64(t.files.after(ev.seq) + 1)
+}
 
 // unregisterKprobeEvent models kernel/trace/trace_kprobe.c:unregister_kprobe_event →
 // trace_remove_event_call → probe_remove_event_call: a refused busy event
@@ -498,15 +527,28 @@ func (t *Tracing) unregisterKprobeEvent(ev *Event) *probeErr {
 	if ev.hasDir {
 		c.Add(opDentryRm, filesPerEvent)
 	}
-	t.removeSubsystem(ev.Group)
-	c.Enter(PhaseDelete)
-	c.Add(opKmalloc, 2) // the filter and the file
-	fields := 1
-	if ev.isReturn {
-		fields = 2
+	if ev.inSystem {
+		t.removeSubsystem(ev.Group) // file->system: event_subsystem_dir counted it
 	}
-	c.Add(opKmalloc, uint64(fields+ev.nargs)) // trace_destroy_fields
+	c.Enter(PhaseDelete)
+	if ev.noFile {
+		c.Inc(opKmalloc) // the filter; there is no file
+	} else {
+		c.Add(opKmalloc, 2) // the filter and the file
+	}
+	if ev.hasDir {
+		// trace_destroy_fields: the fields event_create_dir defined
+		// (event_define_fields runs only once the directory exists).
+		fields := 1
+		if ev.isReturn {
+			fields = 2
+		}
+		c.Add(opKmalloc, uint64(fields+ev.nargs))
+	}
 	t.calls.remove(ev.seq)
+	if !ev.noFile {
+		t.files.remove(ev.seq)
+	}
 	if t.perGrp[ev.Group]--; t.perGrp[ev.Group] == 0 {
 		delete(t.perGrp, ev.Group)
 	}

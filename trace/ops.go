@@ -97,6 +97,10 @@ func mustOp(name string) sim.Op {
 var (
 	FaultTraceKprobeAlloc = sim.NewFaultPoint("trace_kprobe.alloc", "alloc_trace_kprobe's kzalloc fails (-ENOMEM)")
 	FaultTracefsDir       = sim.NewFaultPoint("tracefs.dir", "tracefs_create_dir of an event directory fails (the event exists without its directory; not an error)")
+	FaultSubsystem        = sim.NewFaultPoint("trace.subsystem.alloc", "event_subsystem_dir: the kmalloc of a new group's trace_subsystem_dir fails: event_create_dir -ENOMEM, ignored; the event has no directory, the group none until a later event creates it")
+	FaultEventFile        = sim.NewFaultPoint("trace_event_file.alloc", "trace_create_new_event's kmem_cache_alloc fails: ignored by __add_event_to_tracers, the event is registered without a file in the instance (no directory; enabling it through tracefs is -ENOENT)")
+	FaultPerfEvent        = sim.NewFaultPoint("perf.event.alloc", "perf_event_alloc's kmem_cache_alloc_node fails: perf_event_open returns -ENOMEM before the kprobe PMU is reached")
+	FaultPerfAlloc        = sim.NewFaultPoint("perf.trace_event.alloc", "perf_trace_event_reg: an alloc_percpu (the event's hlist heads, or a perf_trace_buf of the first perf user) fails: -ENOMEM, the local trace_kprobe is destroyed")
 )
 
 func lookupOp(name string) (sim.Op, bool) { return sim.LookupOp(name) }

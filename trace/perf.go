@@ -27,7 +27,13 @@ func (t *Tracing) PerfKprobeOpen(fn string, addrOrOffset uint64, retprobe bool) 
 	prev := c.Enter(PhasePerfOpen)
 	defer c.Enter(prev)
 	c.Inc(opSyscall)
-	c.Add(opKmalloc, 2) // perf_event_alloc: the event and its context bits
+	c.Inc(opKmalloc) // perf_event_alloc: kmem_cache_alloc_node of the event
+	if t.d.Faults.Fail(FaultPerfEvent) {
+		// kernel/events/core.c:perf_event_alloc returns ERR_PTR(-ENOMEM)
+		// before the PMU is asked: no trace_kprobe, nothing to undo.
+		return nil, refuse(errno.ENOMEM, "perf_event_alloc", "kmem_cache_alloc_node of the perf_event failed")
+	}
+	c.Inc(opKmalloc) // and its context bits
 	c.Inc(opIDR)
 	c.Inc(opConst) // perfmon_capable
 	if fn != "" {
@@ -54,10 +60,10 @@ func (t *Tracing) PerfKprobeOpen(fn string, addrOrOffset uint64, retprobe bool) 
 	// perf_trace_event_reg.
 	c.Inc(opConst)
 	ev := tk.ev
-	c.Inc(opPercpu) // the event's per-CPU hlist heads
-	c.Add(opCPUList, uint64(t.d.KP.Cfg.CPUs))
-	if t.perfTotalRef == 0 {
-		c.Add(opPercpu, perfNrContexts) // perf_trace_buf[PERF_NR_CONTEXTS]
+	if perr := t.perfTraceEventAlloc(); perr != nil {
+		t.destroyLocalTraceKprobe(tk)
+		c.Add(opKmalloc, 2) // the perf event freed
+		return nil, perr
 	}
 	t.perfTotalRef++
 	t.note("perf_trace_event_reg", "", "kprobe_register(TRACE_REG_PERF_REGISTER): the probe is armed inside the open")
@@ -69,6 +75,33 @@ func (t *Tracing) PerfKprobeOpen(fn string, addrOrOffset uint64, retprobe bool) 
 		return nil, perr
 	}
 	return &PerfEvent{TK: tk}, nil
+}
+
+// perfTraceEventAlloc models the allocations of
+// kernel/trace/trace_event_perf.c:perf_trace_event_reg for an event's first
+// perf user (a perf-local kprobe event has exactly one): alloc_percpu of
+// the per-CPU hlist heads, then, when no perf trace event is live
+// (total_ref_count == 0), alloc_percpu of each perf_trace_buf[i]. A NULL
+// is "goto fail": the buffers (all PERF_NR_CONTEXTS free_percpu'd, NULL
+// ones are no-ops) and the list are freed and perf_trace_init returns
+// -ENOMEM, after which perf_kprobe_init destroys the local trace_kprobe.
+func (t *Tracing) perfTraceEventAlloc() *probeErr {
+	c := t.counters()
+	c.Inc(opPercpu) // the event's per-CPU hlist heads
+	if t.d.Faults.Fail(FaultPerfAlloc) {
+		return refuse(errno.ENOMEM, "perf_trace_event_reg: alloc_percpu", "the event's per-CPU hlist heads")
+	}
+	c.Add(opCPUList, uint64(t.d.KP.Cfg.CPUs))
+	if t.perfTotalRef == 0 {
+		for i := 0; i < perfNrContexts; i++ {
+			c.Inc(opPercpu) // perf_trace_buf[i]
+			if t.d.Faults.Fail(FaultPerfAlloc) {
+				c.Add(opPercpu, uint64(i)+1) // the buffers allocated so far and the list
+				return refuse(errno.ENOMEM, "perf_trace_event_reg: alloc_percpu", fmt.Sprintf("perf_trace_buf[%d]", i))
+			}
+		}
+	}
+	return nil
 }
 
 // perfTraceEventUnreg models the shared tail of perf_trace_event_unreg:

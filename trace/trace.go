@@ -121,7 +121,8 @@ type Tracing struct {
 	dynSeq  int
 	events  map[eventKey]*Event // live trace events of trace_kprobes (not perf-local ones)
 	byName  map[string][]*Event // the same, by event name
-	calls   seqSet              // ftrace_events and tr->events: head-inserted
+	calls   seqSet              // ftrace_events: head-inserted
+	files   seqSet              // tr->events (the instance's trace_event_files): head-inserted
 	callSeq int
 	perGrp  map[string]int // dynamic events per group
 	systems []*subsystem   // tr->systems, head first
@@ -157,6 +158,8 @@ type Event struct {
 	profile     bool // TP_FLAG_PROFILE (perf)
 	wasEnabled  bool // EVENT_FILE_FL_WAS_ENABLED
 	hasDir      bool
+	noFile      bool // trace_create_new_event failed: on ftrace_events, not on tr->events
+	inSystem    bool // file->system: event_subsystem_dir counted the event in its group
 	nargs       int
 	isReturn    bool
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/kpsim/kpsim/internal/simpath"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -159,6 +160,41 @@ func JumpEntrySizeDecode(c *sim.Counters, code []byte) (int, error) {
 		return 0, fmt.Errorf("%w: insn length %d", ErrJumpEntryBUG, in.Len)
 	}
 	return in.Len, nil
+}
+
+// JumpEntrySizeSim is JumpEntrySizeDecode for the simulator's many calls:
+// the same answer, error and count (one OpDecode), but the four site
+// encodings (eb rel8, e9 rel32, BYTES_NOP2, BYTES_NOP5, whole) are sized
+// from their bytes, because the full decoder gives each of them exactly
+// that length (TestJumpEntrySizeSimMatchesDecode); anything else is
+// decoded. The decode is most of a machine's boot otherwise. With
+// simpath.Walk it always decodes.
+//
+// Models arch/x86/kernel/jump_label.c:arch_jump_entry_size (6.1).
+func JumpEntrySizeSim(c *sim.Counters, code []byte) (int, error) {
+	if !simpath.Walk() {
+		if n := siteEncodingSize(code); n != 0 {
+			c.Inc(OpDecode)
+			return n, nil
+		}
+	}
+	return JumpEntrySizeDecode(c, code)
+}
+
+// siteEncodingSize is the length of the jump-label site encoding code
+// starts with, complete, or 0.
+func siteEncodingSize(code []byte) int {
+	switch {
+	case len(code) >= JMP8InsnSize && code[0] == JMP8InsnOpcode:
+		return JMP8InsnSize
+	case len(code) >= JMP32InsnSize && code[0] == JMP32InsnOpcode:
+		return JMP32InsnSize
+	case bytes.HasPrefix(code, NOP2[:]):
+		return 2
+	case bytes.HasPrefix(code, NOP5[:]):
+		return 5
+	}
+	return 0
 }
 
 // twobyteIsBoostable is arch/x86/kernel/kprobes/core.c:twobyte_is_boostable

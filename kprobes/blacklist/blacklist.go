@@ -36,6 +36,7 @@ import (
 	"github.com/kpsim/kpsim/kallsyms"
 	"strings"
 
+	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -44,6 +45,15 @@ import (
 // fail; within_kprobe_blacklist then keeps walking the list.
 var FaultIndexAlloc = sim.NewFaultPoint("kprobe_blacklist.index.alloc",
 	"late-init allocation of the kprobe blacklist address index (blacklist-index) fails: the list walk stays linear")
+
+// FaultEntryAlloc makes kprobe_add_ksym_blacklist's kmalloc of one entry
+// fail (-ENOMEM). At boot populate_kprobe_blacklist stops there ("Failed to
+// populate blacklist ..., kprobes not restricted"; the entries already
+// added stay, PopulateError reports it); at a module's COMING
+// add_module_kprobe_blacklist ignores it, and the module's remaining
+// entries of that area are missing: a probe there is accepted.
+var FaultEntryAlloc = sim.NewFaultPoint("kprobe_blacklist.entry.alloc",
+	"kprobe_add_ksym_blacklist: kmalloc of a blacklist entry fails (-ENOMEM): populate_kprobe_blacklist stops (kprobes not restricted), add_module_kprobe_blacklist drops the rest of the area")
 
 // EntryBytes is sizeof(struct kprobe_blacklist_entry) in 6.1.192: list_head
 // 16, start_addr 8, end_addr 8, and the rcu_head 16 that "kprobes: Protect
@@ -159,6 +169,9 @@ func (l *List) kprobeAddKsymBlacklist(c *sim.Counters, entry uint64, mod *image.
 	if !ok {
 		return 0, fmt.Errorf("kprobe_blacklist: no symbol at %#x (-EINVAL)", entry)
 	}
+	if l.f.Fail(FaultEntryAlloc) {
+		return 0, fmt.Errorf("kprobe_blacklist: kmalloc of the entry for %#x: %w", entry, errno.ENOMEM)
+	}
 	c.Inc(OpPopulateEntry)
 	l.entries = append(l.entries, Entry{Start: entry, End: entry + size, Module: mod})
 	return size, nil
@@ -190,7 +203,9 @@ func (l *List) kprobeAddAreaBlacklist(c *sim.Counters, start, end uint64, mod *i
 func (l *List) populateKprobeBlacklist(c *sim.Counters) error {
 	defer func() { c.SetBytes("kprobe_blacklist.list.bytes", l.Bytes()) }()
 	for _, a := range l.k.Blacklist {
-		_, _ = l.kprobeAddKsymBlacklist(c, a, nil) // -EINVAL: continue
+		if _, err := l.kprobeAddKsymBlacklist(c, a, nil); errors.Is(err, errno.ENOMEM) {
+			return err // only -EINVAL continues
+		}
 	}
 	for _, name := range []string{image.RangeKprobesText, image.RangeNoinstrText} {
 		if r, ok := l.k.Range(name); ok {

@@ -1,0 +1,135 @@
+package scenarios
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/simpath"
+	"github.com/kpsim/kpsim/sim"
+)
+
+// fastPathSpecs are the switch sets the fast-path differential runs: the
+// upstream and the presets, and each alternative design (their indexes
+// sit beside the fast kprobe_table: the rhashtable has none, the B-trees
+// keep the hash table).
+func fastPathSpecs() []RunSpec {
+	series := sim.PresetSeries.Set
+	sets := []sim.Switches{
+		0, series, sim.PresetAll.Set,
+		sim.Switches(0).WithHashBits(10),
+		series.With(sim.KprobeRhashtable),
+		sim.Switches(0).With(sim.KprobeTree).With(sim.KprobeBtree),
+		series.With(sim.ReservationBtree),
+	}
+	out := make([]RunSpec, len(sets))
+	for i, ss := range sets {
+		out[i] = RunSpec{Name: ss.Name(), Switches: ss}
+	}
+	return out
+}
+
+// runBothWays runs the specs on s with the simulator's fast paths and
+// again with the straightforward walks (simpath.Walk: the chain walks of
+// get_kprobe, the slot-page walks, the linear table scans) and requires
+// the same full counter matrix (every op of every phase), kernel-memory
+// figures, decisions digest and reasons digest, run by run.
+func runBothWays(t *testing.T, s *ManySetup, specs []RunSpec) *ManyReport {
+	t.Helper()
+	run := func(walk bool) *ManyReport {
+		defer simpath.SetWalk(walk)()
+		rep, err := RunMany(s, specs, DefaultWiring, sim.DefaultCosts(), "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	fast, walk := run(false), run(true)
+	ops, phases := sim.Ops(), sim.Phases()
+	for i, f := range fast.Runs {
+		w := walk.Runs[i]
+		for ph := range phases {
+			for op := range ops {
+				if a, b := f.Counters.Get(sim.Phase(ph), sim.Op(op)), w.Counters.Get(sim.Phase(ph), sim.Op(op)); a != b {
+					t.Errorf("%s: phase %s op %s: fast %d, walk %d", f.Name, phases[ph].Name, ops[op].Name, a, b)
+				}
+			}
+		}
+		if f.Digest != w.Digest || f.WhyDigest != w.WhyDigest {
+			t.Errorf("%s: digests fast %s/%s, walk %s/%s", f.Name, f.Digest, f.WhyDigest, w.Digest, w.WhyDigest)
+		}
+		if fmt.Sprint(f.KernelMem) != fmt.Sprint(w.KernelMem) {
+			t.Errorf("%s: kernel memory fast %v, walk %v", f.Name, f.KernelMem, w.KernelMem)
+		}
+		if f.TotalOps == 0 || f.Registered == 0 {
+			t.Fatalf("%s: nothing counted or registered (registered %d, rejected %v, not tried %d)", f.Name, f.Registered, f.Rejected, f.NotTried)
+		}
+	}
+	return fast
+}
+
+// TestFastPathsMatchWalk: whole scenarios, fast paths against the
+// straightforward walks, through every front door, on generated targets
+// (long hash chains, many slot pages) and on mixed image probes
+// (aggregation, refusals of every kind, unregistering aggregated probes).
+func TestFastPathsMatchWalk(t *testing.T) {
+	n := 2500
+	if raceEnabled || testing.Short() {
+		n = 300
+	}
+	specs := fastPathSpecs()
+	cases := []struct {
+		name  string
+		setup func(o *ManyOptions)
+	}{
+		{"register_kprobes", func(o *ManyOptions) {}},
+		{"register_kprobe/mixed", func(o *ManyOptions) {
+			o.N, o.ImageProbes, o.Mixed, o.Via, o.OptimizeEvery = n/5, n/2, true, ViaRegisterKprobe, 17
+		}},
+		// The event doors take traceable functions (as TestFrontDoorsSameDecisions).
+		{"kprobe_events/each", func(o *ManyOptions) {
+			o.Via, o.Enable, o.LinesPerWrite = ViaKprobeEvents, EnableEach, 7
+			o.Targets, o.Placement, o.Offset, o.OptimizeEvery = TargetsTraceable, PlaceOffset, 5, 13
+		}},
+		{"perf_kprobe", func(o *ManyOptions) {
+			o.Via = ViaPerfKprobe
+			o.Targets, o.Placement, o.Offset, o.OptimizeEvery = TargetsTraceable, PlaceOffset, 5, 13
+		}},
+	}
+	// One image for every case (generation is most of the time under -race).
+	cfg := smallImage(15)
+	cfg.SampleFunctions = n // only the probed sample functions
+	cfg.ProbeTargets = synth.SampleSize(cfg, n)
+	k, _, err := synth.Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := DefaultManyOptions()
+			o.N, o.Image = n, cfg
+			tc.setup(&o)
+			s, err := PrepareManyOn(k, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.Targets) > n {
+				s.Targets = s.Targets[:n]
+			}
+			sp := specs
+			switch {
+			case tc.name != "register_kprobes" && tc.name != "register_kprobe/mixed":
+				sp = specs[:2] // the designs through the other doors: same registry calls
+			case tc.name == "register_kprobes" && (raceEnabled || testing.Short()):
+				sp = specs[:3] // CI time: the designs run on the mixed probes
+			}
+			rep := runBothWays(t, s, sp)
+			if tc.name == "register_kprobe/mixed" {
+				r := rep.Runs[0]
+				if len(r.Rejected) < 2 || r.Optimized == 0 {
+					t.Fatalf("mixed placements too tame: rejected %v optimized %d", r.Rejected, r.Optimized)
+				}
+			}
+		})
+	}
+}
