@@ -60,6 +60,20 @@ func KallsymsTables(k *image.Kernel) (*ktab.Tables, error) {
 	return t, nil
 }
 
+// BuiltKallsymsTables returns k's tables if KallsymsTables built (or was
+// given) them, else nil.
+func BuiltKallsymsTables(k *image.Kernel) *ktab.Tables {
+	if t, ok := ksymsCache.Load(k); ok {
+		return t.(*ktab.Tables)
+	}
+	return nil
+}
+
+// UseKallsymsTables makes t the tables KallsymsTables returns for k (a
+// cache read them back; they must be what ktab.Build makes of
+// SymbolsOf(k) with KallsymsBuildOptions).
+func UseKallsymsTables(k *image.Kernel, t *ktab.Tables) { ksymsCache.Store(k, t) }
+
 // SymbolsOf lists k's vmlinux symbols as scripts/kallsyms reads them from
 // `nm -n` (address order, the image's own types).
 func SymbolsOf(k *image.Kernel) []ktab.Symbol {

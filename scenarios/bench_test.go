@@ -24,7 +24,7 @@ func benchMany(b *testing.B, n int, sw sim.Switches) {
 			b.Fatal(err)
 		}
 		b.ReportMetric(float64(rep.Runs[0].TotalOps), "kernel-ops")
-		b.ReportMetric(float64(rep.Runs[0].PeakBytes)/(1<<20), "peak-MiB")
+		b.ReportMetric(float64(rep.Runs[0].RetainedBytes)/(1<<20), "retained-MiB")
 	}
 }
 

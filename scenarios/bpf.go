@@ -31,6 +31,11 @@ type BPFOptions struct {
 	Kconfig map[string]bool
 	// PossibleCPUs is num_possible_cpus() (rethook node preallocation).
 	PossibleCPUs int
+	// Jobs is how many independent runs (switch sets, forms, variants)
+	// run at once (0: GOMAXPROCS; 1: one after another). Each boots its
+	// own kernel on the shared image, so the report is the same for
+	// every value.
+	Jobs int
 }
 
 // DefaultBPFOptions: the v6.10 generation (kprobe.session exists), 8

@@ -87,17 +87,25 @@ const KMax = -1
 // RunCrossover measures, per kallsyms variant and K: K binary-search
 // lookups (kallsyms_lookup_name + the ftrace_location check each name
 // needs) against one ftrace_lookup_symbols walk over K sorted names.
-func RunCrossover(k *image.Kernel, ks []int, variants []kallsyms.Variant, costs *sim.CostTable) (*CrossoverReport, error) {
+//
+// The variants are independent and run jobs at a time (0: GOMAXPROCS).
+func RunCrossover(k *image.Kernel, ks []int, variants []kallsyms.Variant, costs *sim.CostTable, jobs int) (*CrossoverReport, error) {
 	if len(ks) == 0 {
 		return nil, fmt.Errorf("no K given")
 	}
 	rep := &CrossoverReport{Kernel: k.Name, Crossover: map[string]float64{}, PerLookup: map[string]float64{}, PerVisit: map[string]float64{}}
-	for _, v := range variants {
+	type variantResult struct {
+		symbols int
+		pts     []CrossoverRow
+	}
+	res := make([]variantResult, len(variants))
+	err := forEach(len(variants), jobs, func(vi int) error {
+		v := variants[vi]
 		syms, ft, err := variantKernel(k, v)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		rep.Symbols = syms.Tables().NumSyms
+		res[vi].symbols = syms.Tables().NumSyms
 		all := TraceableFunctions(k, ft)
 		var pts []CrossoverRow
 		for _, K := range ks {
@@ -105,7 +113,7 @@ func RunCrossover(k *image.Kernel, ks []int, variants []kallsyms.Variant, costs 
 				K = len(all)
 			}
 			if K > len(all) {
-				return nil, fmt.Errorf("--k %d exceeds the %d uniquely named traceable functions", K, len(all))
+				return fmt.Errorf("--k %d exceeds the %d uniquely named traceable functions", K, len(all))
 			}
 			names := make([]string, 0, K)
 			for _, f := range spread(all, K) {
@@ -122,7 +130,7 @@ func RunCrossover(k *image.Kernel, ks []int, variants []kallsyms.Variant, costs 
 			c.Reset()
 			addrs := make([]uint64, K)
 			if err := ft.LookupSymbols(c, names, addrs, ftrace.LookupWalk); err != nil {
-				return nil, fmt.Errorf("crossover walk: %w", err)
+				return fmt.Errorf("crossover walk: %w", err)
 			}
 			walk := costs.Cycles(c)
 			row := CrossoverRow{Variant: v.String(), K: K, LookupCyc: look, WalkCyc: walk, WalkVisited: c.Total(kallsyms.OpVisit), Winner: "lookups"}
@@ -131,6 +139,15 @@ func RunCrossover(k *image.Kernel, ks []int, variants []kallsyms.Variant, costs 
 			}
 			pts = append(pts, row)
 		}
+		res[vi].pts = pts
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for vi, v := range variants {
+		pts := res[vi].pts
+		rep.Symbols = res[vi].symbols
 		rep.Rows = append(rep.Rows, pts...)
 		// Crossover: interpolate the first sign change of walk - lookups.
 		x := -1.0
@@ -201,12 +218,13 @@ type TracingMultiRow struct {
 // into one ftrace_ops filter (ftrace_set_filter_ips) registered once —
 // what the direct-call trampoline registration walks. The trampoline and
 // BTF work are not modelled, so the share is of the modelled work only.
-func RunTracingMulti(k *image.Kernel, K int, variants []kallsyms.Variant, costs *sim.CostTable) ([]TracingMultiRow, error) {
-	var out []TracingMultiRow
-	for _, v := range variants {
+func RunTracingMulti(k *image.Kernel, K int, variants []kallsyms.Variant, costs *sim.CostTable, jobs int) ([]TracingMultiRow, error) {
+	out := make([]TracingMultiRow, len(variants))
+	err := forEach(len(variants), jobs, func(vi int) error {
+		v := variants[vi]
 		syms, ft, err := variantKernel(k, v)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		all := TraceableFunctions(k, ft)
 		funcs := all
@@ -218,7 +236,7 @@ func RunTracingMulti(k *image.Kernel, K int, variants []kallsyms.Variant, costs 
 		for _, f := range funcs {
 			a, ok := syms.LookupName(c, f.Name)
 			if !ok {
-				return nil, fmt.Errorf("tracing-multi: %s not found", f.Name)
+				return fmt.Errorf("tracing-multi: %s not found", f.Name)
 			}
 			addrs = append(addrs, a)
 		}
@@ -226,13 +244,17 @@ func RunTracingMulti(k *image.Kernel, K int, variants []kallsyms.Variant, costs 
 		c.Reset()
 		ops := ft.NewOps("bpf_tramp_multi")
 		if err := ft.SetFilterIPs(c, ops, addrs); err != nil {
-			return nil, err
+			return err
 		}
 		if err := ft.RegisterFunction(c, ops); err != nil {
-			return nil, err
+			return err
 		}
 		fc := costs.Cycles(c)
-		out = append(out, TracingMultiRow{Variant: v.String(), K: len(funcs), KallsymsCyc: ks, FtraceCyc: fc, Share: ks / (ks + fc)})
+		out[vi] = TracingMultiRow{Variant: v.String(), K: len(funcs), KallsymsCyc: ks, FtraceCyc: fc, Share: ks / (ks + fc)}
+		return nil
+	})
+	if err != nil || len(out) == 0 {
+		return nil, err
 	}
 	return out, nil
 }

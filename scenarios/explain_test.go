@@ -62,7 +62,7 @@ func registerEachFaults(t tb, s *ManySetup, sw sim.Switches, trail bool, faults 
 		if errs[i] != nil && !errors.As(errs[i], &e) {
 			t.Fatalf("probe %d: %v", i, errs[i])
 		}
-		afterRegistration(b.KP, i, s.Opts.OptimizeEvery, nil, func() {})
+		afterRegistration(b.KP, i, s.Opts.OptimizeEvery, nil)
 	}
 	b.KP.Drain()
 	out := make([]outcome, len(ps))

@@ -56,7 +56,7 @@ func benchEvents(b *testing.B, sw sim.Switches) {
 		b.ReportMetric(float64(len(s.Targets)), "targets")
 		b.ReportMetric(float64(r.Registered), "registered")
 		b.ReportMetric(float64(r.TotalOps), "kernel-ops")
-		b.ReportMetric(float64(r.PeakBytes)/(1<<20), "peak-MiB")
+		b.ReportMetric(float64(r.RetainedBytes)/(1<<20), "retained-MiB")
 	}
 }
 

@@ -171,6 +171,7 @@ func (d *Document) build() (*docData, error) {
 	dd.Notes = []string{
 		"Counts are exact and repeatable: the same command prints the same counts.",
 		"Cycles are counts × weights (docs/cost-model.md); wall time is the measuring machine's, compare it only as a ratio within one run.",
+		retainedNote,
 	}
 	return dd, nil
 }

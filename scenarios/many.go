@@ -6,13 +6,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/kallsyms/ktab"
 	"github.com/kpsim/kpsim/kprobes"
 	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
@@ -100,6 +102,13 @@ type ManyOptions struct {
 	Seed          uint64
 	CPUs          int
 	Image         synth.Config
+	// Jobs is how many runs RunMany runs at once (0: GOMAXPROCS; 1:
+	// one after another). Runs share only the read-only setup, so the
+	// counts and digests are the same for every value.
+	Jobs int
+	// Pool, when set, bounds the runs of several RunMany calls together
+	// (a sweep's points); Jobs is then ignored.
+	Pool *Pool
 }
 
 // DefaultManyOptions mirrors the kernel's batch sample: 20,000 untraced
@@ -141,6 +150,8 @@ func (o *ManyOptions) Validate() error {
 		return fmt.Errorf("--lines-per-write: must be at least 1 (got %d)", o.LinesPerWrite)
 	case o.BatchReport < 0:
 		return fmt.Errorf("--batch-report: must not be negative (got %d)", o.BatchReport)
+	case o.Jobs < 0:
+		return fmt.Errorf("--jobs: must be at least 1 (got %d)", o.Jobs)
 	}
 	switch o.Placement {
 	case PlaceEntry, PlaceAfterFentry, PlaceOffset:
@@ -218,10 +229,17 @@ type RunResult struct {
 	TotalOps   uint64            `json:"total_ops"`
 	EstCycles  float64           `json:"est_cycles"`
 	WallNS     int64             `json:"wall_ns"`
-	PeakBytes  uint64            `json:"peak_bytes"`
-	Phases     []PhaseResult     `json:"phases"`
-	KernelMem  map[string]int64  `json:"kernel_bytes"`
-	Growth     []*Growth         `json:"growth,omitempty"`
+	// RetainedBytes is the most the run's simulator structures held
+	// (retainedSizer), sampled at the end of the attach (the optimizer
+	// drained), before a failed batch rolls back, and after the teardown
+	// (the tracing layer keeps a little after its events are gone).
+	// Registration only adds state until the end of the attach (apart
+	// from arrays it replaces, such as a resized hash table), so no
+	// earlier point is higher.
+	RetainedBytes uint64           `json:"sim_retained_bytes"`
+	Phases        []PhaseResult    `json:"phases"`
+	KernelMem     map[string]int64 `json:"kernel_bytes"`
+	Growth        []*Growth        `json:"growth,omitempty"`
 
 	Results  []ProbeResult `json:"-"`
 	Counters *sim.Counters `json:"-"`
@@ -275,15 +293,21 @@ func PrepareMany(o ManyOptions) (*ManySetup, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	cfg := o.Image
-	if o.Targets == TargetsGenerated || o.Targets == "" {
-		cfg.ProbeTargets, cfg.ProbeTargetsTraced = synth.SampleSize(cfg, o.N), o.Traced
-	}
-	k, _, err := synth.Generate(cfg)
+	k, _, err := synth.Generate(ManyImageConfig(o))
 	if err != nil {
 		return nil, err
 	}
 	return prepareOn(k, o)
+}
+
+// ManyImageConfig is the generator configuration PrepareMany builds the
+// image with: o.Image, plus the sample's targets when they are generated.
+func ManyImageConfig(o ManyOptions) synth.Config {
+	cfg := o.Image
+	if o.Targets == TargetsGenerated || o.Targets == "" {
+		cfg.ProbeTargets, cfg.ProbeTargetsTraced = synth.SampleSize(cfg, o.N), o.Traced
+	}
+	return cfg
 }
 
 // PrepareManyFor builds the setup on a loaded (real) kernel: generated
@@ -466,15 +490,73 @@ func imageProbes(k *image.Kernel, o ManyOptions) []Target {
 }
 
 // RunMany runs every spec on the setup and returns the report.
+//
+// The runs are independent (each boots its own machine on the shared,
+// read-only setup), so they run s.Opts.Jobs at a time (s.Opts.Pool's
+// bound when set); the report lists them in spec order whatever order
+// they finished in, and the first failing spec's error is returned.
 func RunMany(s *ManySetup, specs []RunSpec, wire Wiring, costs *sim.CostTable, faults string, prog Progress) (*ManyReport, error) {
 	rep := &ManyReport{Scenario: "many", Kernel: s.Kernel.Name, CPU: s.Kernel.BootCPU(), N: s.Opts.N, Weights: costs.Describe(), Via: s.Opts.FrontDoor(), Params: s.params(), Targets: s.Targets}
-	for _, spec := range specs {
-		r, err := runOne(s, spec, wire, costs, faults, prog)
-		if err != nil {
-			return nil, fmt.Errorf("run %s: %w", spec.Name, err)
-		}
-		rep.Runs = append(rep.Runs, r)
+	pool := s.Opts.Pool
+	if pool == nil {
+		pool = NewPool(s.Opts.Jobs)
 	}
+	if pool.Size() == 1 || len(specs) < 2 {
+		for _, spec := range specs {
+			pool.acquire()
+			r, err := runOne(s, spec, wire, costs, faults, prog)
+			pool.release()
+			if err != nil {
+				return nil, fmt.Errorf("run %s: %w", spec.Name, err)
+			}
+			rep.Runs = append(rep.Runs, r)
+		}
+		return rep, nil
+	}
+	if _, err := machine.KallsymsTables(s.Kernel); err != nil { // built once, before the runs share it
+		return nil, err
+	}
+	var progs []Progress
+	if prog != nil {
+		progs = newSharedProgress(prog, len(specs), len(s.Targets))
+	}
+	results := make([]*RunResult, len(specs))
+	errs := make([]error, len(specs))
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for i, spec := range specs {
+		// Specs start in order and none starts after a failure, so every
+		// spec before the first failed one has run: the error reported
+		// is the serial run's.
+		pool.acquire()
+		if failed.Load() {
+			pool.release()
+			break
+		}
+		var p Progress
+		if progs != nil {
+			p = progs[i]
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer pool.release()
+			results[i], errs[i] = runOne(s, spec, wire, costs, faults, p)
+			if errs[i] != nil {
+				failed.Store(true)
+			}
+		}()
+	}
+	wg.Wait()
+	if progs != nil {
+		prog.Done()
+	}
+	for i, spec := range specs {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("run %s: %w", spec.Name, errs[i])
+		}
+	}
+	rep.Runs = results // complete: a spec was skipped only after an earlier one failed
 	return rep, nil
 }
 
@@ -538,13 +620,16 @@ func runOne(s *ManySetup, spec RunSpec, wire Wiring, costs *sim.CostTable, fault
 	if err != nil {
 		return nil, err
 	}
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base, peak := ms.HeapAlloc, ms.HeapAlloc
+	// The run's own memory: what its simulator structures retain, walked
+	// from its roots (the shared image and kallsyms tables excluded), so
+	// overlapping runs do not see each other's heap.
+	// Typed nils name types whose values are shared without walking any.
+	sizer := newRetainedSizer(s, s.Kernel, machine.BuiltKallsymsTables(s.Kernel), costs,
+		(*image.Module)(nil), (*image.Region)(nil), (*ktab.Tables)(nil), (*time.Location)(nil))
+	var r *run
+	var peak uint64
 	sample := func() {
-		runtime.ReadMemStats(&ms)
-		peak = max(peak, ms.HeapAlloc)
+		peak = max(peak, sizer.Measure(m, r.tr, r.at, r.growth))
 	}
 	start := time.Now()
 	// Late init: the indexes of the series are built here (before it the
@@ -552,7 +637,7 @@ func runOne(s *ManySetup, spec RunSpec, wire Wiring, costs *sim.CostTable, fault
 	if err := m.LateInit(); err != nil {
 		return nil, err
 	}
-	r := &run{s: s, m: m, at: make([]attachment, len(s.Targets)), prog: prog, peak: sample}
+	r = &run{s: s, m: m, at: make([]attachment, len(s.Targets)), prog: prog, peak: sample}
 	via := s.Opts.FrontDoor()
 	if via == ViaKprobeEvents || via == ViaPerfKprobe {
 		r.tr = trace.New(trace.Deps{KP: m.KP, Syms: m.Syms, Ftrace: m.Ftrace, Image: s.Kernel, C: c, Faults: faults}, trace.ConfigFor(s.Kernel))
@@ -622,7 +707,7 @@ func runOne(s *ManySetup, spec RunSpec, wire Wiring, costs *sim.CostTable, fault
 	m.KP.Drain()
 	sample()
 	res.WallNS = time.Since(start).Nanoseconds()
-	res.PeakBytes = peak - min(base, peak)
+	res.RetainedBytes = peak
 	if prog != nil {
 		prog.Done()
 	}
@@ -689,7 +774,7 @@ func (r *run) step(i int, accepted bool) {
 	if accepted && r.growth != nil {
 		r.growth.accept()
 	}
-	afterRegistration(r.m.KP, i, r.s.Opts.OptimizeEvery, r.prog, r.peak)
+	afterRegistration(r.m.KP, i, r.s.Opts.OptimizeEvery, r.prog)
 }
 
 // registerBatch models the sample's register_kprobes: the optimizer
@@ -718,6 +803,7 @@ func (r *run) registerBatch() error {
 	if err != nil {
 		return err
 	}
+	r.peak() // the batch at its largest, before the rollback frees it
 	kp.UnregisterKprobes(probes[:failAt])
 	why := fmt.Sprintf("register_kprobes: rolled back: probe %d failed with %s", failAt, kprobes.Errno(code).Name())
 	for i := range r.at {
@@ -971,7 +1057,7 @@ func (r *run) teardown() error {
 	return nil
 }
 
-func afterRegistration(kp *kprobes.Kprobes, i, every int, prog Progress, sample func()) {
+func afterRegistration(kp *kprobes.Kprobes, i, every int, prog Progress) {
 	if (i+1)%every == 0 {
 		if kp.KickPending() {
 			kp.RunOptimizer()
@@ -979,9 +1065,6 @@ func afterRegistration(kp *kprobes.Kprobes, i, every int, prog Progress, sample 
 		if prog != nil {
 			prog.Update(i + 1)
 		}
-	}
-	if (i+1)%4096 == 0 {
-		sample()
 	}
 }
 

@@ -17,8 +17,8 @@ import (
 
 // SchemaVersion is the version of the JSON report's layout. It changes
 // when a field is renamed, removed or changes meaning (added fields keep
-// it). 2: meta block, integer cycles, every phase in sim.Phases() order.
-const SchemaVersion = 2
+// it). 2: meta block, integer cycles, every phase in sim.Phases() order. 3: a run's peak_bytes (process heap) became sim_retained_bytes (its own simulator structures).
+const SchemaVersion = 3
 
 // Meta is what a report says about how it was made, so that two reports
 // made with a different build, kernel, cost file or fault set never look

@@ -61,9 +61,12 @@ func (r *ManyReport) WriteTable(w io.Writer) error {
 	r.growthTable(w)
 	r.memoryTable(w)
 	fmt.Fprintln(w)
-	writeWrapped(w, " Counts are exact and repeatable; cycles are counts x weights (kpsim list, docs/cost-model.md); wall time is this machine's, compare it only as a ratio within one run.", " ")
+	writeWrapped(w, " Counts are exact and repeatable; cycles are counts x weights (kpsim list, docs/cost-model.md); wall time is this machine's, compare it only as a ratio within one run. "+retainedNote, " ")
 	return nil
 }
+
+// retainedNote says what the summary's "sim retained" row counts.
+const retainedNote = "sim retained: the most the run's own simulator structures held (everything reachable from its machine, tracing layer and per-probe state; the shared image and kallsyms tables excluded), not the process heap, so it is the same however many runs run at once."
 
 // memSum adds up a run's modelled kernel memory (bytes_per_entry, peak and height figures excluded).
 func memSum(r *RunResult) int64 {

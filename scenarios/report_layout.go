@@ -92,7 +92,7 @@ type jsonRun struct {
 	TotalOps   uint64            `json:"total_ops"`
 	EstCycles  int64             `json:"est_cycles"`
 	WallNS     int64             `json:"wall_ns"`
-	PeakBytes  uint64            `json:"peak_bytes"`
+	Retained   uint64            `json:"sim_retained_bytes"`
 	Phases     []jsonPhase       `json:"phases"`
 	KernelMem  map[string]int64  `json:"kernel_bytes"`
 	Growth     []*Growth         `json:"growth,omitempty"`
@@ -116,7 +116,7 @@ func (r *ManyReport) jsonReport() jsonReport {
 	for _, run := range r.Runs {
 		jr := jsonRun{Name: run.Name, Patches: run.Patches, Registered: run.Registered, Optimized: run.Optimized, OnFtrace: run.OnFtrace,
 			Rejected: run.Rejected, Reasons: run.Reasons, NotTried: run.NotTried, Digest: run.Digest, WhyDigest: run.WhyDigest,
-			Ops: run.Ops, TotalOps: run.TotalOps, EstCycles: Cycles(run.EstCycles), WallNS: run.WallNS, PeakBytes: run.PeakBytes,
+			Ops: run.Ops, TotalOps: run.TotalOps, EstCycles: Cycles(run.EstCycles), WallNS: run.WallNS, Retained: run.RetainedBytes,
 			KernelMem: run.KernelMem, Growth: run.Growth}
 		if jr.Patches == nil {
 			jr.Patches = []string{}
@@ -365,7 +365,7 @@ func (r *ManyReport) summaryTable(w io.Writer) {
 	if series != nil {
 		labels = append(labels, "series/run (cycles)")
 	}
-	labels = append(labels, "wall", base.Name+"/run (wall)", "registered", "optimized", "rejected", "kernel bytes +", "peak heap", "decisions")
+	labels = append(labels, "wall", base.Name+"/run (wall)", "registered", "optimized", "rejected", "kernel bytes +", "sim retained", "decisions")
 	var units []unit
 	for _, run := range r.Runs {
 		same := "= " + base.Name
@@ -378,7 +378,7 @@ func (r *ManyReport) summaryTable(w io.Writer) {
 		}
 		cells = append(cells, time.Duration(run.WallNS).Round(time.Millisecond).String(), ratio(float64(base.WallNS), float64(run.WallNS)),
 			strconv.Itoa(run.Registered), strconv.Itoa(run.Optimized), rejected(run.Rejected), signed(memSum(run)-memSum(base)),
-			mib(run.PeakBytes), run.Digest[:12]+" "+same)
+			mib(run.RetainedBytes), run.Digest[:12]+" "+same)
 		units = append(units, unit{name: run.Name, cols: []col{{cells: cells}}})
 	}
 	renderGrouped(w, "summary (kernel bytes +: modelled kernel memory beyond the first run's)", "run", labels, units)

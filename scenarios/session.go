@@ -89,15 +89,16 @@ func RunSession(k *image.Kernel, o SessionOptions, costs *sim.CostTable) (*BPFRe
 	if o.Pairs {
 		runs = append(runs, RunSpec{Name: "pairs"})
 	}
-	for _, spec := range runs {
+	out := make([]*BPFRunReport, len(runs))
+	whys := make([]string, len(runs))
+	err := forEach(len(runs), o.BPF.Jobs, func(i int) error {
+		spec := runs[i]
 		c := sim.NewCounters(true)
 		r, why, err := bootBPF(k, spec.Switches, o.BPF, c)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if rep.Model == nil {
-			rep.Model = o.model(why, k)
-		}
+		whys[i] = why
 		funcs := spread(TraceableFunctions(k, r.ft), o.Programs)
 		c.Reset()
 		start := time.Now()
@@ -120,7 +121,19 @@ func RunSession(k *image.Kernel, o SessionOptions, costs *sim.CostTable) (*BPFRe
 		if spec.Name == "pairs" {
 			run.Group = "pairs"
 		}
-		rep.Runs = append(rep.Runs, run)
+		out[i] = run
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(runs) > 0 {
+		rep.Model = o.model(whys[0], k) // the first run's, as the serial loop kept
+	}
+	if len(out) > 0 {
+		if len(out) > 0 {
+			rep.Runs = out
+		}
 	}
 	markChanged(rep)
 	return rep, nil
@@ -216,47 +229,68 @@ func RunMulti(k *image.Kernel, o SessionOptions, costs *sim.CostTable) (*BPFRepo
 		return nil, fmt.Errorf("--functions %d out of range", o.Functions)
 	}
 	rep := &BPFReport{Scenario: "multi", Kernel: k.Name, Params: map[string]any{"pattern": o.Pattern, "functions": o.Functions}}
+	type job struct {
+		spec RunSpec
+		form string
+	}
+	var jobs []job
 	for _, spec := range o.Runs {
 		for _, form := range []string{"pattern", "syms"} {
 			if form == "pattern" && o.Pattern == "" {
 				continue
 			}
-			c := sim.NewCounters(true)
-			r, why, err := bootBPF(k, spec.Switches, o.BPF, c)
-			if err != nil {
-				return nil, err
+			jobs = append(jobs, job{spec, form})
+		}
+	}
+	out := make([]*BPFRunReport, len(jobs))
+	whys := make([]string, len(jobs))
+	err := forEach(len(jobs), o.BPF.Jobs, func(i int) error {
+		spec, form := jobs[i].spec, jobs[i].form
+		c := sim.NewCounters(true)
+		r, why, err := bootBPF(k, spec.Switches, o.BPF, c)
+		if err != nil {
+			return err
+		}
+		whys[i] = why
+		funcs := TraceableFunctions(k, r.ft)
+		if o.Functions > 0 {
+			funcs = spread(funcs, o.Functions)
+		}
+		c.Reset()
+		start := time.Now()
+		ar := attachResult{Target: form}
+		var l *libbpf.Link
+		prog := &bpf.Prog{Name: "multi"}
+		if form == "pattern" {
+			ar.Target = "pattern " + o.Pattern
+			l, err = r.lib.AttachKprobeMultiOpts(c, prog, o.Pattern, true, libbpf.KprobeMultiOpts{})
+		} else {
+			names := make([]string, len(funcs))
+			for i, f := range funcs {
+				names[i] = f.Name
 			}
-			if rep.Model == nil {
-				rep.Model = o.model(why, k)
-			}
-			funcs := TraceableFunctions(k, r.ft)
-			if o.Functions > 0 {
-				funcs = spread(funcs, o.Functions)
-			}
-			c.Reset()
-			start := time.Now()
-			ar := attachResult{Target: form}
-			var l *libbpf.Link
-			prog := &bpf.Prog{Name: "multi"}
-			if form == "pattern" {
-				ar.Target = "pattern " + o.Pattern
-				l, err = r.lib.AttachKprobeMultiOpts(c, prog, o.Pattern, true, libbpf.KprobeMultiOpts{})
-			} else {
-				names := make([]string, len(funcs))
-				for i, f := range funcs {
-					names[i] = f.Name
-				}
-				ar.Target = fmt.Sprintf("syms ×%d", len(names))
-				l, err = r.lib.AttachKprobeMultiOpts(c, prog, "", false, libbpf.KprobeMultiOpts{Syms: names, Cnt: len(names)})
-			}
-			if err != nil {
-				ar.Err, ar.Why = errName(err)
-			} else {
-				ar.Addrs, ar.Path = r.lastLinkAddrs(), l.Path
-			}
-			run := finishRun(RunSpec{Name: spec.Name + " " + form, Switches: spec.Switches}, c, costs, []attachResult{ar}, time.Since(start))
-			run.Group = form
-			rep.Runs = append(rep.Runs, run)
+			ar.Target = fmt.Sprintf("syms ×%d", len(names))
+			l, err = r.lib.AttachKprobeMultiOpts(c, prog, "", false, libbpf.KprobeMultiOpts{Syms: names, Cnt: len(names)})
+		}
+		if err != nil {
+			ar.Err, ar.Why = errName(err)
+		} else {
+			ar.Addrs, ar.Path = r.lastLinkAddrs(), l.Path
+		}
+		run := finishRun(RunSpec{Name: spec.Name + " " + form, Switches: spec.Switches}, c, costs, []attachResult{ar}, time.Since(start))
+		run.Group = form
+		out[i] = run
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(jobs) > 0 {
+		rep.Model = o.model(whys[0], k) // the first run's, as the serial loop kept
+	}
+	if len(out) > 0 {
+		if len(out) > 0 {
+			rep.Runs = out
 		}
 	}
 	markChanged(rep)

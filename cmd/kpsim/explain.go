@@ -217,7 +217,10 @@ func explainImage(imf *imageFlags, n int, traced bool) (*image.Kernel, error) {
 	if imf.synthetic() {
 		imf.cfg.ProbeTargets, imf.cfg.ProbeTargetsTraced = n, traced
 		k, _, err := imf.load()
-		return k, err
+		if err != nil {
+			return nil, err
+		}
+		return k, kallsymsCached(k, imf.noCache)
 	}
 	k, _, err := imf.load()
 	if err != nil {
@@ -228,7 +231,7 @@ func explainImage(imf *imageFlags, n int, traced bool) (*image.Kernel, error) {
 			return nil, usagef("%s", err.Error())
 		}
 	}
-	return k, nil
+	return k, kallsymsCached(k, imf.noCache)
 }
 
 // explained is one explanation and the outcomes of the probes registered

@@ -124,7 +124,7 @@ func addImageFlagsProfile(fs *flag.FlagSet, base synth.Config) *imageFlags {
 	fs.BoolVar(&c.Retpoline, "retpoline", c.Retpoline, "CONFIG_RETPOLINE: indirect branches through thunks")
 	fs.BoolVar(&c.RetThunk, "rethunk", c.RetThunk, "CONFIG_RETHUNK: returns built as jmp __x86_return_thunk")
 	fs.BoolVar(&c.ReturnsPatched, "returns-patched", c.ReturnsPatched, "synthetic images: boot patched return thunks to ret; int3 (with --kernel the --cpu decides; an explicit value must agree with it)")
-	fs.BoolVar(&f.noCache, "no-cache", false, "with --kernel: decompress the bzImage again instead of reading the cached vmlinux ($KPSIM_CACHE_DIR or the user cache dir's kpsim/vmlinux, keyed by the bzImage's SHA-256)")
+	fs.BoolVar(&f.noCache, "no-cache", false, "bypass every cache (also KPSIM_NO_CACHE=1): generate the synthetic image, build the kallsyms tables and, with --kernel, decompress and load the kernel again, instead of reading them from $KPSIM_CACHE_DIR (default: the user cache dir's kpsim/; entries keyed by every input and the kpsim build)")
 	fs.StringVar(&f.cpu, "cpu", "", "boot CPU whose boot-time patching (paravirt, retpolines, returns, alternatives) the --kernel text goes through: "+strings.Join(alternative.CPUNames(), ", ")+", or none for the text as built (default "+alternative.DefaultCPU+" with --kernel; synthetic images: sets --returns-patched from the CPU's return mode)")
 	fs.IntVar(&c.ProbeTargets, "probe-targets", c.ProbeTargets, "add N generated probe-target functions (the batch kprobe sample)")
 	fs.BoolVar(&c.ProbeTargetsTraced, "probe-targets-traced", c.ProbeTargetsTraced, "build the probe targets with __fentry__ calls")
@@ -192,7 +192,7 @@ func (f *imageFlags) load() (*image.Kernel, *synth.Truth, error) {
 		return nil, nil, usagef("%s", err.Error())
 	}
 	f.cfg.JumpMix = mix
-	k, truth, err := synth.Generate(f.cfg)
+	k, truth, err := generateCached(f.cfg, f.noCache)
 	var ce *synth.ConfigError
 	if errors.As(err, &ce) {
 		return nil, nil, usagef("%s", err.Error())

@@ -50,6 +50,18 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 }
 
 func runMany(args []string, stdout, stderr io.Writer) error {
+	return runManyWith(args, stdout, stderr, manyCaller{})
+}
+
+// manyCaller is what a sweep or report hands run many: where the report
+// goes instead of the output, and the pool its runs share with the other
+// points'.
+type manyCaller struct {
+	hook func(*scenarios.ManyReport)
+	pool *scenarios.Pool
+}
+
+func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) error {
 	fs := newFlagSet("run many", stdout)
 	imf, err := addImageFlagsFor(fs, args)
 	if err != nil {
@@ -80,6 +92,7 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 	format := fs.String("format", "table", "output: table, json, csv or bench (Go benchmark format for benchstat: -col /patches)")
 	out := fs.String("out", "", "write the report to this file (written whole or not at all)")
 	faults := fs.String("faults", "", "fault injection: POINT or POINT@N, comma-separated (kpsim list shows the points)")
+	fs.IntVar(&o.Jobs, "jobs", 0, "runs to run at once (default: all cores, GOMAXPROCS; 1 runs them one after another); counts and digests are the same for every value")
 	cf := addCostFlags(fs, "cold", "registration probes distinct functions")
 	if err := parse(fs, args, stdout); err != nil {
 		return err
@@ -89,6 +102,9 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.Jobs < 0 || set["jobs"] && o.Jobs == 0 {
+		return usagef("--jobs: must be at least 1 (got %d)", o.Jobs)
+	}
 	o.Placement = scenarios.Placement(*placement)
 	o.Order = scenarios.Order(*order)
 	o.Enable = scenarios.EnableMode(*enable)
@@ -193,12 +209,20 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 			return usagef("%s", err.Error())
 		}
 	default:
-		if setup, err = scenarios.PrepareMany(o); err != nil {
+		k, _, err := generateCached(scenarios.ManyImageConfig(o), imf.noCache)
+		if err != nil {
+			return usagef("%s", err.Error())
+		}
+		if setup, err = scenarios.PrepareManyOn(k, o); err != nil {
 			return usagef("%s", err.Error())
 		}
 	}
+	if err := kallsymsCached(setup.Kernel, imf.noCache); err != nil {
+		return err
+	}
+	setup.Opts.Pool, setup.Opts.Jobs = caller.pool, o.Jobs
 	var prog scenarios.Progress
-	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) && caller.hook == nil {
 		prog = &termProgress{w: stderr}
 	}
 	rep, err := scenarios.RunMany(setup, specs, scenarios.DefaultWiring, costs, *faults, prog)
@@ -208,8 +232,8 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 	if rep.Meta, err = reportMeta(fs, imf, setup.Kernel, costs, *cf.file, *faults, "run many", args); err != nil {
 		return err
 	}
-	if manyHook != nil { // a sweep or report collects the report itself
-		manyHook(rep)
+	if caller.hook != nil { // a sweep or report collects the report itself
+		caller.hook(rep)
 		return nil
 	}
 	var buf bytes.Buffer

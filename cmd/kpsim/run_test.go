@@ -29,7 +29,7 @@ func TestRunManyJSON(t *testing.T) {
 		t.Fatalf("report header %+v", rep)
 	}
 	for _, r := range rep.Runs {
-		for _, k := range []string{"name", "patches", "registered", "optimized", "rejected", "decisions_digest", "ops", "total_ops", "est_cycles", "wall_ns", "peak_bytes"} {
+		for _, k := range []string{"name", "patches", "registered", "optimized", "rejected", "decisions_digest", "ops", "total_ops", "est_cycles", "wall_ns", "sim_retained_bytes"} {
 			if _, ok := r[k]; !ok {
 				t.Errorf("run lacks %q", k)
 			}

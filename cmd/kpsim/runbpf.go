@@ -25,6 +25,8 @@ type bpfFlags struct {
 	format  string
 	out     string
 	costs   string
+	jobs    int
+	jobsSet func() bool
 	sink    *atomicFile
 }
 
@@ -41,6 +43,12 @@ func addBPFFlags(fs *flag.FlagSet, args []string) (*bpfFlags, error) {
 	fs.StringVar(&f.format, "format", "table", "output: table or json")
 	fs.StringVar(&f.out, "out", "", "write the report to this file (written whole or not at all)")
 	fs.StringVar(&f.costs, "costs", "", "cost-weight overrides, one 'OP CYCLES' per line")
+	fs.IntVar(&f.jobs, "jobs", 0, "independent runs (switch sets, forms, kallsyms variants) to run at once (default: all cores; 1: one after another); the report is the same for every value")
+	f.jobsSet = func() bool {
+		set := false
+		fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == "jobs" })
+		return set
+	}
 	return f, nil
 }
 
@@ -58,6 +66,10 @@ func (f *bpfFlags) options(defaults []string) (scenarios.BPFOptions, []scenarios
 		return o, nil, nil, usagef("--possible-cpus: want 1..8192 (NR_CPUS), got %d", f.cpus)
 	}
 	o.PossibleCPUs = f.cpus
+	if f.jobs < 0 || f.jobs == 0 && f.jobsSet() {
+		return o, nil, nil, usagef("--jobs: must be at least 1 (got %d)", f.jobs)
+	}
+	o.Jobs = f.jobs
 	switch f.format {
 	case "table", "json":
 	default:
@@ -97,6 +109,9 @@ func (f *bpfFlags) start(defaults []string) (scenarios.BPFOptions, []scenarios.R
 	}
 	k, _, err := f.imf.load()
 	if err != nil {
+		return o, nil, nil, nil, err
+	}
+	if err := kallsymsCached(k, f.imf.noCache); err != nil {
 		return o, nil, nil, nil, err
 	}
 	return o, specs, costs, k, nil
@@ -262,7 +277,7 @@ func runCrossover(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rep, err := scenarios.RunCrossover(k, ks, vs, costs)
+	rep, err := scenarios.RunCrossover(k, ks, vs, costs, f.jobs)
 	if err != nil {
 		return usagef("%s", err.Error())
 	}
@@ -292,7 +307,7 @@ func runTracingMulti(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rows, err := scenarios.RunTracingMulti(k, *k0, vs, costs)
+	rows, err := scenarios.RunTracingMulti(k, *k0, vs, costs, f.jobs)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"golang.org/x/term"
 
@@ -18,14 +20,10 @@ import (
 
 const sweepUsage = "kpsim sweep many --n START:STOP:STEP|N,N,... [--vias DOOR,...] [--format table|json|csv|bench] [--out FILE] [--plot FILE.svg|.png] [--plot-phase PHASE] [--plot-per-probe] [--plot-linear] [run many flags]"
 
-// manyHook, when set, receives run many's report instead of its output:
-// a sweep runs the scenario once per N through the same flag handling.
-var manyHook func(*scenarios.ManyReport)
-
 // sweepFlags are the flags sweep (and report) take for themselves; every
 // other flag goes to the scenario. bool says whether the flag takes no
 // value.
-var sweepFlags = map[string]bool{"n": false, "format": false, "out": false, "plot": false, "plot-phase": false, "plot-per-probe": true, "plot-linear": true, "vias": false}
+var sweepFlags = map[string]bool{"n": false, "format": false, "out": false, "plot": false, "plot-phase": false, "plot-per-probe": true, "plot-linear": true, "vias": false, "jobs": false}
 
 // splitFlags separates the flags in own from the rest, keeping order.
 func splitFlags(args []string, own map[string]bool) (mine, rest []string) {
@@ -54,6 +52,7 @@ func splitFlags(args []string, own map[string]bool) (mine, rest []string) {
 // sweepJob is a parsed sweep: its own flags and the scenario's.
 type sweepJob struct {
 	ns                  []int
+	jobs                int
 	vias                []string // front doors to sweep each run through (--vias)
 	format, out, plot   string
 	plotOpts            scenarios.PlotOptions
@@ -91,6 +90,7 @@ func parseSweep(name string, args []string, stdout io.Writer, formats []string) 
 	fs.StringVar(&j.plotOpts.Phase, "plot-phase", "total", "the phase the plot shows (total or a phase name, kpsim list)")
 	fs.BoolVar(&j.plotOpts.PerProbe, "plot-per-probe", false, "plot cycles per probe (cycles / N)")
 	fs.BoolVar(&j.plotOpts.Linear, "plot-linear", false, "linear axes (default log-log, where the slope is the growth exponent)")
+	fs.IntVar(&j.jobs, "jobs", 0, "runs to run at once over all the points (default: all cores, GOMAXPROCS; 1: one after another); the points' images are prepared as many at a time")
 	vias := fs.String("vias", "", "sweep every run through each of these front doors (comma-separated --via values); the runs are named RUN@DOOR")
 	if err := parse(fs, mine, stdout); err != nil {
 		if err == errHelp {
@@ -100,6 +100,9 @@ func parseSweep(name string, args []string, stdout io.Writer, formats []string) 
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if j.jobs < 0 || set["jobs"] && j.jobs == 0 {
+		return nil, usagef("--jobs: must be at least 1 (got %d)", j.jobs)
+	}
 	for _, v := range splitList(*vias) {
 		switch scenarios.Via(v) {
 		case scenarios.ViaRegisterKprobes, scenarios.ViaRegisterKprobe, scenarios.ViaKprobeEvents, scenarios.ViaPerfKprobe:
@@ -157,50 +160,81 @@ func parseSweep(name string, args []string, stdout io.Writer, formats []string) 
 	return j, nil
 }
 
-// reports runs the scenario at every N.
+// reports runs the scenario at every N (and through every --vias door):
+// the points run at once, --jobs of them preparing their images at a time,
+// and all their runs share one pool of --jobs slots; the reports come back
+// in N order, and the first failing point's error is the one returned.
 func (j *sweepJob) reports(stderr io.Writer) ([]*scenarios.ManyReport, error) {
-	var reps []*scenarios.ManyReport
-	defer func() { manyHook = nil }()
 	tty := false
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		tty = true
 	}
+	doors := j.vias
+	if len(doors) == 0 {
+		doors = []string{""}
+	}
+	pool := scenarios.NewPool(j.jobs)
+	points := make(chan struct{}, pool.Size())
+	got := make([][]*scenarios.ManyReport, len(j.ns))
+	errs := make([][]error, len(j.ns))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var failed atomic.Bool
 	for i, n := range j.ns {
-		if tty {
-			fmt.Fprintf(stderr, "sweep: n=%d (%d of %d)\n", n, i+1, len(j.ns))
+		got[i], errs[i] = make([]*scenarios.ManyReport, len(doors)), make([]error, len(doors))
+		for d, via := range doors {
+			points <- struct{}{}
+			if failed.Load() { // a point before this one failed: its error is the answer
+				<-points
+				break
+			}
+			if tty {
+				mu.Lock()
+				fmt.Fprintf(stderr, "sweep: n=%d (%d of %d)\n", n, i+1, len(j.ns))
+				mu.Unlock()
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-points }()
+				args := append(append([]string(nil), j.scenarioArgs...), "--n", strconv.Itoa(n))
+				if via != "" {
+					args = append(args, "--via", via)
+				}
+				hook := func(r *scenarios.ManyReport) { got[i][d] = r }
+				errs[i][d] = runManyWith(args, io.Discard, stderr, manyCaller{hook: hook, pool: pool})
+				if errs[i][d] != nil {
+					failed.Store(true)
+				}
+			}()
 		}
-		doors := j.vias
-		if len(doors) == 0 {
-			doors = []string{""}
-		}
+	}
+	wg.Wait()
+	var reps []*scenarios.ManyReport
+	for i, n := range j.ns {
 		var merged *scenarios.ManyReport
-		for _, via := range doors {
-			var got *scenarios.ManyReport
-			manyHook = func(r *scenarios.ManyReport) { got = r }
-			args := append(append([]string(nil), j.scenarioArgs...), "--n", strconv.Itoa(n))
-			if via != "" {
-				args = append(args, "--via", via)
+		for d, via := range doors {
+			if errs[i][d] != nil {
+				return nil, errs[i][d]
 			}
-			if err := runMany(args, io.Discard, stderr); err != nil {
-				return nil, err
-			}
-			if got == nil {
+			r := got[i][d]
+			if r == nil {
 				return nil, fmt.Errorf("n=%d: the scenario made no report", n)
 			}
 			if via == "" {
-				merged = got
+				merged = r
 				continue
 			}
 			// One report per N with every door's runs, named RUN@DOOR.
-			for _, r := range got.Runs {
-				r.Name += "@" + via
+			for _, run := range r.Runs {
+				run.Name += "@" + via
 			}
 			if merged == nil {
-				merged = got
+				merged = r
 				merged.Params["via"] = strings.Join(j.vias, ",")
 				merged.Via = scenarios.Via(strings.Join(j.vias, ","))
 			} else {
-				merged.Runs = append(merged.Runs, got.Runs...)
+				merged.Runs = append(merged.Runs, r.Runs...)
 			}
 		}
 		reps = append(reps, merged)

@@ -8,25 +8,17 @@ import (
 	"path/filepath"
 
 	"github.com/kpsim/kpsim/image/bzimage"
+	"github.com/kpsim/kpsim/image/cache"
 )
 
 // cacheVersion changes whenever the decompressor's output could change
 // (a fixed decoder bug), so old entries are never read.
 const cacheVersion = "v1"
 
-// CacheDir is where decompressed kernels are kept: $KPSIM_CACHE_DIR, else
-// the user cache directory's kpsim/vmlinux (XDG_CACHE_HOME or ~/.cache).
-// "" when there is none.
-func CacheDir() string {
-	if d := os.Getenv("KPSIM_CACHE_DIR"); d != "" {
-		return d
-	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(d, "kpsim", "vmlinux")
-}
+// CacheDir is where decompressed kernels are kept: the vmlinux/
+// subdirectory of the kpsim cache root ($KPSIM_CACHE_DIR, else the user
+// cache directory's kpsim: package image/cache). "" when there is none.
+func CacheDir() string { return cache.Dir("vmlinux") }
 
 // decompressCached returns the vmlinux inside the bzImage b. Decompressing
 // xz is most of a --kernel run, so the result is kept in CacheDir, keyed
@@ -38,7 +30,7 @@ func CacheDir() string {
 // the cache is the simulator's, never a source of different bytes.
 func decompressCached(name string, b []byte, noCache bool) ([]byte, error) {
 	dir := CacheDir()
-	if noCache || dir == "" || os.Getenv("KPSIM_NO_CACHE") == "1" {
+	if noCache || dir == "" || cache.Disabled() {
 		v, _, err := bzimage.Decompress(name, b)
 		return v, err
 	}

@@ -25,7 +25,7 @@ func TestDecompressCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	cold := time.Since(t0)
-	entries, _ := filepath.Glob(filepath.Join(dir, cacheVersion+"-*.elf"))
+	entries, _ := filepath.Glob(filepath.Join(dir, "vmlinux", cacheVersion+"-*.elf"))
 	if len(entries) != 1 {
 		t.Fatalf("cache entries %v", entries)
 	}
@@ -49,7 +49,7 @@ func TestDecompressCache(t *testing.T) {
 	if _, err := decompressCached(p, b, true); err != nil {
 		t.Fatal(err)
 	}
-	if e, _ := filepath.Glob(filepath.Join(dir, "*")); len(e) != 0 {
+	if e, _ := filepath.Glob(filepath.Join(dir, "vmlinux", "*")); len(e) != 0 {
 		t.Fatalf("NoCache wrote %v", e)
 	}
 }

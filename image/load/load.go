@@ -11,12 +11,14 @@ package load
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"os"
 
 	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/bzimage"
+	"github.com/kpsim/kpsim/image/cache"
 	"github.com/kpsim/kpsim/image/elfload"
 )
 
@@ -50,12 +52,14 @@ type Options struct {
 	CPU string
 	// Record keeps every patched site's before/after bytes (Booted).
 	Record bool
-	// NoCache skips the decompressed-vmlinux cache (also KPSIM_NO_CACHE=1).
+	// NoCache skips the caches of loaded kernels and decompressed
+	// vmlinux files (also KPSIM_NO_CACHE=1).
 	NoCache bool
 }
 
 // Result is a loaded kernel and what booting it did (Booted is nil for
-// CPUNone).
+// CPUNone, and when the kernel came from the cache of loaded kernels,
+// which Record bypasses).
 type Result struct {
 	Kernel *image.Kernel
 	Booted *elfload.Booted
@@ -106,11 +110,41 @@ func Bytes(name string, b []byte) (*image.Kernel, error) {
 }
 
 // BytesWith loads the kernel in b, booted as o says. b is not modified.
+//
+// Loading (decompressing, parsing the ELF and its tables, booting the
+// text for the CPU) is a pure function of b, name and the CPU, so the
+// loaded kernel is kept in the cache's kernel/ directory (package
+// image/cache: keyed by b's SHA-256, name, the CPU and the kpsim build)
+// and read back on the next load; Record, which wants every patched
+// site, always loads afresh.
 func BytesWith(name string, b []byte, o Options) (*Result, error) {
 	cpu, err := o.cpu()
 	if err != nil {
 		return nil, err
 	}
+	if o.Record || !cache.Usable(o.NoCache) || Detect(b) == Unknown {
+		return bytesWith(name, b, o, cpu)
+	}
+	sum := sha256.Sum256(b)
+	cpuName := alternative.CPUNone
+	if cpu != nil {
+		cpuName = cpu.Name
+	}
+	key := cache.Key("loaded-kernel", sum[:], []byte(name), []byte(cpuName))
+	if e, ok := cache.Get("kernel", key); ok {
+		if k, err := image.DecodeKernel(e); err == nil {
+			return &Result{Kernel: k}, nil
+		}
+	}
+	r, err := bytesWith(name, b, o, cpu)
+	if err != nil {
+		return nil, err
+	}
+	cache.Put("kernel", key, image.EncodeKernel(r.Kernel))
+	return r, nil
+}
+
+func bytesWith(name string, b []byte, o Options, cpu *alternative.CPU) (*Result, error) {
 	eo := elfload.Options{CPU: cpu, Record: o.Record}
 	switch Detect(b) {
 	case ELF:

@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -167,6 +169,29 @@ func NumCampaigns(o Options) int {
 type coverage struct {
 	OK                          [numKinds]int
 	MaxEntries, MaxAggr, MaxOpt int
+	// Checks: invariant checks run (every machine, every InvariantEvery
+	// steps and at the campaign's end); Warned: machines whose checks
+	// failed only after a __disarm_kprobe_ftrace WARN (the kernel's own
+	// inconsistency, machine.ErrAfterKernelWarn), not counted as bugs.
+	Checks, Warned int
+}
+
+// InvariantEvery is how often (in steps) every machine's invariants are
+// checked (machine.CheckInvariants, trace.Tracing.CheckInvariants): often
+// enough to catch a leak near its cause, rarely enough to cost little.
+const InvariantEvery = 1000
+
+// checkInvariants runs s's invariant checks; a failure after a kernel
+// WARN is reported as warned, not as an error.
+func (s *sut) checkInvariants() (warned bool, err error) {
+	err = s.m.CheckInvariants()
+	if err == nil {
+		err = s.tr.CheckInvariants()
+	}
+	if errors.Is(err, machine.ErrAfterKernelWarn) {
+		return true, nil
+	}
+	return false, err
 }
 
 // runSteps runs steps on none and on each machine, comparing after every
@@ -242,6 +267,30 @@ func runStepsCov(img *Image, steps []Step, ms []Machine) ([]*Divergence, *covera
 			divs[j] = d
 			live--
 		}
+		if (i+1)%InvariantEvery == 0 || i == len(steps)-1 || live == 0 {
+			cov.Checks++
+			warned, err := ref.checkInvariants()
+			if err != nil {
+				return nil, nil, fmt.Errorf("none: invariant broken after step %d (%s): %w", i, st.Format(), err)
+			}
+			if warned {
+				cov.Warned++
+			}
+			for j, s := range suts {
+				if divs[j] != nil {
+					continue
+				}
+				cov.Checks++
+				warned, err := s.checkInvariants()
+				if warned {
+					cov.Warned++
+				}
+				if err != nil {
+					divs[j] = &Divergence{Machine: ms[j], Step: i, Steps: steps[:i+1], What: "invariant", Want: "every invariant holds", Got: err.Error()}
+					live--
+				}
+			}
+		}
 		if live == 0 {
 			break
 		}
@@ -299,6 +348,11 @@ type Summary struct {
 	// aggregators and the most optimized entries seen at once on none.
 	OKByKind                    [numKinds]int
 	MaxEntries, MaxAggr, MaxOpt int
+	// InvariantChecks: machine invariant checks run (every machine, every
+	// InvariantEvery steps and at each campaign's end); AfterKernelWarn:
+	// checks that failed only after a __disarm_kprobe_ftrace WARN (the
+	// kernel's own inconsistency; see machine.ErrAfterKernelWarn).
+	InvariantChecks, AfterKernelWarn int
 	// Divergences, in campaign order.
 	Divergences []*Divergence
 	Wall        time.Duration
@@ -375,6 +429,8 @@ func Run(img *Image, o Options, progress func(done, total int)) (*Summary, error
 		s.MaxEntries = max(s.MaxEntries, r.cov.MaxEntries)
 		s.MaxAggr = max(s.MaxAggr, r.cov.MaxAggr)
 		s.MaxOpt = max(s.MaxOpt, r.cov.MaxOpt)
+		s.InvariantChecks += r.cov.Checks
+		s.AfterKernelWarn += r.cov.Warned
 		s.MachineSteps += len(r.c.Steps) * (1 + len(r.c.Machines))
 		for _, st := range r.c.Steps {
 			s.ByKind[st.Kind]++
@@ -428,6 +484,10 @@ func (s *Summary) Write(w io.Writer, wall bool) {
 			fmt.Fprintf(w, "  %-16s %9d  (accepted %d)\n", k, s.ByKind[k], s.OKByKind[k])
 		}
 	}
+	fmt.Fprintf(w, "invariant checks: %d machine checks (every machine every %d steps and at each campaign's end); %d failed, each\n"+
+		"                  after a __disarm_kprobe_ftrace WARN (the kernel's own state is off: e.g. an ftrace probe aggregated with a\n"+
+		"                  post handler is disarmed from kprobe_ipmodify_ops, which it was never armed on), not counted as bugs\n",
+		s.InvariantChecks, InvariantEvery, s.AfterKernelWarn)
 	fmt.Fprintf(w, "divergences:      %d\n", len(s.Divergences))
 	for _, d := range s.Divergences {
 		fmt.Fprintf(w, "  campaign %d: %s\n", d.Campaign, d)
