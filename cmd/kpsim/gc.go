@@ -12,10 +12,8 @@ import (
 // `run many --ablation` process used ~7 % less CPU time (user 15.3-15.8 s
 // against 14.2-14.8 s, measured interleaved). A GOGC set by the user wins.
 //
-// The peak_bytes figure of `run many` reads the process heap (HeapAlloc,
-// which includes garbage not yet collected) after each registration batch,
-// so it always depended on the collector's target; under 400 an
-// allocation-heavy run may read higher than under 100.
+// Memory figures do not depend on it: a run's memory is the bytes of the
+// simulator structures it retains (scenarios/retained.go), not the heap.
 const gcPercent = 400
 
 func init() {
