@@ -85,16 +85,25 @@ func NewShared(k *image.Kernel, ksyms kallsyms.Resolver, f *sim.Faults, src any)
 // clone copies a freshly booted ftrace (no ops armed) for another kernel.
 func (ft *Ftrace) clone(ksyms kallsyms.Resolver, f *sim.Faults) *Ftrace {
 	c := &Ftrace{k: ft.k, ksyms: ksyms, f: f, ibt: ft.ibt, foreign: map[uint64]bool{},
-		ver: ft.ver, flat: slices.Clone(ft.flat), nonDis: ft.nonDis, initFreed: ft.initFreed,
+		ver: ft.ver, flat: cloneCap(ft.flat), nonDis: ft.nonDis, initFreed: ft.initFreed,
 		LookupSymbolsModules: ft.LookupSymbolsModules, NoReplay: ft.NoReplay}
 	if !simpath.Walk() {
 		c.memo = make([]recMemo, recMemoSize)
 	}
 	c.kprobeOps = &Ops{Name: "kprobe_ftrace_ops", ft: c}
 	c.ipmodifyOps = &Ops{Name: "kprobe_ipmodify_ops", IPModify: true, ft: c}
-	c.pages = make([]*Page, len(ft.pages))
+	c.pages = make([]*Page, len(ft.pages), cap(ft.pages))
 	for i, pg := range ft.pages {
-		c.pages[i] = &Page{Records: slices.Clone(pg.Records), Order: pg.Order, Module: pg.Module}
+		c.pages[i] = &Page{Records: cloneCap(pg.Records), Order: pg.Order, Module: pg.Module}
 	}
+	return c
+}
+
+// cloneCap copies s with s's capacity: a copy must be the same simulator
+// structure as New's, down to the capacity the retained-bytes figure
+// counts (slices.Clone may round it up to a size class).
+func cloneCap[S ~[]E, E any](s S) S {
+	c := make(S, len(s), cap(s))
+	copy(c, s)
 	return c
 }

@@ -18,7 +18,16 @@ func bootState(ft *Ftrace) any {
 		Flat   []recRef
 		NonDis int
 		Ver    uint64
-	}{deref(ft.pages), ft.flat, ft.nonDis, ft.ver}
+		Caps   []int // what the retained-bytes figure counts
+	}{deref(ft.pages), ft.flat, ft.nonDis, ft.ver, caps(ft)}
+}
+
+func caps(ft *Ftrace) []int {
+	out := []int{cap(ft.pages), cap(ft.flat), len(ft.memo)}
+	for _, p := range ft.pages {
+		out = append(out, cap(p.Records))
+	}
+	return out
 }
 
 func deref(ps []*Page) []Page {

@@ -77,6 +77,9 @@ func TestConcurrentRunsShareImage(t *testing.T) {
 		if fmt.Sprint(c.KernelMem) != fmt.Sprint(w.KernelMem) {
 			t.Errorf("%s: kernel memory concurrent %v, serial %v", c.Name, c.KernelMem, w.KernelMem)
 		}
+		if c.RetainedBytes != w.RetainedBytes {
+			t.Errorf("%s: retained bytes concurrent %d, serial %d", c.Name, c.RetainedBytes, w.RetainedBytes)
+		}
 		if c.TotalOps == 0 || c.Registered == 0 {
 			t.Fatalf("%s: nothing counted or registered", c.Name)
 		}
