@@ -19,6 +19,10 @@ type fastScan struct {
 // EnableFastScan turns on the fast path. The caller promises the tables
 // (and the module list) no longer change.
 func (t *Table) EnableFastScan() {
+	if f := sharedFastScan(t.k); f != nil {
+		t.fast = f
+		return
+	}
 	f := &fastScan{all: map[uint64]struct{}{}, core: uint64(len(t.k.BugEntries)), modules: uint64(len(t.k.Modules))}
 	for _, b := range t.k.BugEntries {
 		f.all[b.Addr] = struct{}{}
@@ -38,6 +42,7 @@ func (t *Table) EnableFastScan() {
 		f.filter[h>>6] |= 1 << (h & 63)
 	}
 	t.fast = f
+	shareFastScan(t.k, f)
 }
 
 const filterBits = 20 // 2^20 bits, 128 KiB

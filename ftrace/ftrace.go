@@ -36,6 +36,7 @@ import (
 	"sort"
 
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/internal/simpath"
 	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -169,6 +170,8 @@ type Ftrace struct {
 	NoReplay    bool
 	availReplay [2]kallsyms.Replay
 	foreign     map[uint64]bool // records owned by another IPMODIFY ops
+
+	memo []recMemo // recent single-address lookup_rec answers (nil: none)
 }
 
 type recRef struct {
@@ -190,6 +193,9 @@ func New(k *image.Kernel, ksyms kallsyms.Resolver, f *sim.Faults) (*Ftrace, erro
 		return nil, fmt.Errorf("ftrace: a kallsyms resolver is required")
 	}
 	ft := &Ftrace{k: k, ksyms: ksyms, f: f, ibt: k.Config.IBT, foreign: map[uint64]bool{}}
+	if !simpath.Walk() {
+		ft.memo = make([]recMemo, recMemoSize)
+	}
 	ft.kprobeOps = &Ops{Name: "kprobe_ftrace_ops", ft: ft}
 	ft.ipmodifyOps = &Ops{Name: "kprobe_ipmodify_ops", IPModify: true, ft: ft}
 	for i := 1; i < len(k.McountLocs); i++ {
@@ -294,8 +300,15 @@ func (ft *Ftrace) processLocs(mod string, locs []uint64) {
 		sort.Slice(locs, func(i, j int) bool { return locs[i] < locs[j] })
 	}
 	var groups []*Page
+	left := len(locs)
 	for _, o := range GroupOrders(len(locs)) {
-		groups = append(groups, &Page{Order: o, Module: mod})
+		pg := &Page{Order: o, Module: mod}
+		// Simulator-side: each group's records sized up front (at most
+		// its capacity, at most the entries left), not grown one by one.
+		n := min(pg.Capacity(), left)
+		left -= n
+		pg.Records = make([]Record, 0, n)
+		groups = append(groups, pg)
 	}
 	g := 0
 	var flags uint64
@@ -533,13 +546,27 @@ func bsearchRecs(recs []Record, start, end uint64) (*Record, uint64) {
 // MCOUNT_INSN_SIZE) misses [start, end], bsearch the others until one
 // holds an overlapping record.
 func (ft *Ftrace) lookupRec(c *sim.Counters, start, end uint64) *Record {
+	var m *recMemo
+	if start == end {
+		if m = ft.memoSlot(start); m != nil && m.valid && m.ip == start && m.ver == ft.ver {
+			c.Add(OpGroup, m.groups)
+			c.Add(OpProbe, m.probes)
+			return m.rec
+		}
+	}
 	// The counts are kept locally and added once: this runs for every
 	// instruction a registration walks.
-	var groups, probes uint64
-	defer func() {
-		c.Add(OpGroup, groups)
-		c.Add(OpProbe, probes)
-	}()
+	r, groups, probes := ft.walkRecs(start, end)
+	c.Add(OpGroup, groups)
+	c.Add(OpProbe, probes)
+	if m != nil {
+		*m = recMemo{valid: true, ver: ft.ver, ip: start, rec: r, groups: groups, probes: probes}
+	}
+	return r
+}
+
+// walkRecs is lookup_rec's walk; it returns the record and its counts.
+func (ft *Ftrace) walkRecs(start, end uint64) (rec *Record, groups, probes uint64) {
 	for _, pg := range ft.pages {
 		groups++
 		n := len(pg.Records)
@@ -549,10 +576,10 @@ func (ft *Ftrace) lookupRec(c *sim.Counters, start, end uint64) *Record {
 		r, k := bsearchRecs(pg.Records, start, end)
 		probes += k
 		if r != nil {
-			return r
+			return r, groups, probes
 		}
 	}
-	return nil
+	return nil, groups, probes
 }
 
 // LocationRange models kernel/trace/ftrace.c:ftrace_location_range: the

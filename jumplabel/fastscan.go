@@ -40,6 +40,12 @@ type fastSite struct {
 // afterwards (scenario runs never patch text); tests that corrupt site bytes
 // leave it off and exercise the literal walk.
 func (t *Table) EnableFastScan() {
+	if t.k != nil {
+		if f := t.sharedFastScan(t.k); f != nil {
+			t.fast = f
+			return
+		}
+	}
 	f := &fastScan{bad: [2][2]uint64{{^uint64(0), ^uint64(0)}, {^uint64(0), ^uint64(0)}}}
 	f.byCode = make([]fastSite, 0, len(t.core))
 	for i := range t.core {
@@ -75,6 +81,9 @@ func (t *Table) EnableFastScan() {
 		}
 	}
 	t.fast = f
+	if t.k != nil {
+		t.shareFastScan(t.k, f)
+	}
 }
 
 // scan answers the core linear scan if it can; ok=false means: walk.

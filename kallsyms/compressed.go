@@ -295,13 +295,10 @@ func (c *Compressed) hop(p int, tl *tally) int {
 // It also turns on the get_symbol_pos memo (symPosMemo) when the address
 // table is sorted, as kallsyms_offsets always is.
 func (c *Compressed) EnableFastScan() {
-	if offs, _, err := ktab.BuildOffsets32(c.t.Names, c.t.NumSyms, 1); err == nil {
-		c.simOffs = offs
-	}
-	for i := 1; i < c.n; i++ {
-		if c.t.SymAddress(i) < c.t.SymAddress(i-1) {
-			return
-		}
+	sh := c.scanShare()
+	c.simOffs = sh.offs
+	if !sh.sorted {
+		return
 	}
 	c.posMemo = &symPosMemo{}
 	if !c.v.TokenCmp && c.v.Index != IndexDynamic32 {

@@ -141,7 +141,13 @@ func Wire(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults)
 	if err != nil {
 		return kprobes.Deps{}, nil, err
 	}
-	ft, err := ftrace.New(k, syms, faults)
+	// The boot records are the same for every run on k (the resolver is
+	// built from k's cached kallsyms tables): built once, copied per run.
+	var ftSrc any
+	if !simpath.Walk() {
+		ftSrc = tables
+	}
+	ft, err := ftrace.NewShared(k, syms, faults, ftSrc)
 	if err != nil {
 		return kprobes.Deps{}, nil, err
 	}

@@ -189,3 +189,28 @@ func benchGrowth(b *testing.B, sw sim.Switches) {
 
 func BenchmarkGrowthNone(b *testing.B)   { benchGrowth(b, 0) }
 func BenchmarkGrowthSeries(b *testing.B) { benchGrowth(b, sim.PresetSeries.Set) }
+
+// BenchmarkAblation20k is `run many --ablation` at 20k on a prepared
+// setup: none, series, all and every ablation spec, one after another on
+// one image (the image and its kallsyms tables built before the timer).
+func BenchmarkAblation20k(b *testing.B) {
+	fs := prepareFloor(b, 20000)
+	specs := append([]RunSpec{{"none", 0}, {"series", sim.PresetSeries.Set}, {"all", sim.PresetAll.Set}}, AblationSpecs()...)
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := processCPU()
+	var ops uint64
+	for i := 0; i < b.N; i++ {
+		rep, err := RunMany(fs.s, specs, DefaultWiring, sim.DefaultCosts(), "", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ops = 0
+		for _, r := range rep.Runs {
+			ops += uint64(r.TotalOps)
+		}
+	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(ops), "kernel-ops")
+	b.ReportMetric(float64(len(specs)), "runs")
+}

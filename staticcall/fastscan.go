@@ -18,6 +18,12 @@ type fastScan struct {
 // EnableFastScan turns on the fast path. The caller promises the tables no
 // longer change.
 func (t *Table) EnableFastScan() {
+	if t.k != nil {
+		if f := t.sharedFastScan(t.k); f != nil {
+			t.fast = f
+			return
+		}
+	}
 	f := &fastScan{}
 	for _, s := range t.core {
 		if !s.init {
@@ -29,6 +35,9 @@ func (t *Table) EnableFastScan() {
 		sort.Slice(f.addrs[i], func(a, b int) bool { return f.addrs[i][a] < f.addrs[i][b] })
 	}
 	t.fast = f
+	if t.k != nil {
+		t.shareFastScan(t.k, f)
+	}
 }
 
 func (f *fastScan) scan(c *sim.Counters, n int, start, end uint64, init bool) bool {

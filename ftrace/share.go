@@ -1,0 +1,109 @@
+package ftrace
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/internal/simpath"
+	"github.com/kpsim/kpsim/kallsyms"
+	"github.com/kpsim/kpsim/sim"
+)
+
+// Every run on an image boots the same ftrace records: ftrace_init's
+// groups, test_for_valid_rec's verdicts (a kallsyms lookup per record) and
+// the modules' groups. NewShared builds them once per image and gives each
+// run its own copy, since a run changes records' flags (arming) and the
+// list (module load, init free). Simulator work only: building the
+// records is boot work New does not count, so no count can depend on
+// where they came from (TestNewSharedMatchesNew).
+var shared sync.Map // *image.Kernel -> *bootRecords
+
+// bootRecords is New's result for one image and the inputs it was built
+// from. Never mutated after it is stored: safe for concurrent runs.
+type bootRecords struct {
+	src    any // the kallsyms source the records' verdicts came from
+	ibt    bool
+	mcount []uint64
+	mods   []modKey
+	ft     *Ftrace // pages, flat, nonDis and ver are read only
+}
+
+type modKey struct {
+	m      *image.Module
+	name   string
+	state  image.ModuleState
+	text   *image.Region
+	init   *image.Region
+	mcount []uint64
+}
+
+func modKeys(k *image.Kernel) []modKey {
+	out := make([]modKey, len(k.Modules))
+	for i, m := range k.Modules {
+		out[i] = modKey{m: m, name: m.Name, state: m.State, text: m.Text, init: m.Init, mcount: slices.Clone(m.McountLocs)}
+	}
+	return out
+}
+
+func (b *bootRecords) matches(k *image.Kernel, src any) bool {
+	if b.src != src || b.ibt != k.Config.IBT || !slices.Equal(b.mcount, k.McountLocs) || len(b.mods) != len(k.Modules) {
+		return false
+	}
+	for i, m := range k.Modules {
+		mk := &b.mods[i]
+		if mk.m != m || mk.name != m.Name || mk.state != m.State || mk.text != m.Text || mk.init != m.Init || !slices.Equal(mk.mcount, m.McountLocs) {
+			return false
+		}
+	}
+	return true
+}
+
+// NewShared is New for a caller that boots many kernels from one image:
+// the records are built once per image (keyed by src, an identity of what
+// ksyms answers: two resolvers with the same src must give the same
+// kallsyms_lookup_size_offset answers, e.g. both built from one image's
+// kallsyms tables) and copied for each call. With a fault plan it is New
+// (ftrace_process_locs' allocation may fail, and every hit of a fault
+// point is part of the plan's state).
+func NewShared(k *image.Kernel, ksyms kallsyms.Resolver, f *sim.Faults, src any) (*Ftrace, error) {
+	if src == nil || f.String() != "" {
+		return New(k, ksyms, f)
+	}
+	if v, ok := shared.Load(k); ok && v.(*bootRecords).matches(k, src) {
+		return v.(*bootRecords).ft.clone(ksyms, f), nil
+	}
+	ft, err := New(k, ksyms, f)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := ft.clone(nil, nil)
+	shared.Store(k, &bootRecords{src: src, ibt: k.Config.IBT, mcount: slices.Clone(k.McountLocs), mods: modKeys(k), ft: tmpl})
+	return ft, nil
+}
+
+// clone copies a freshly booted ftrace (no ops armed) for another kernel.
+func (ft *Ftrace) clone(ksyms kallsyms.Resolver, f *sim.Faults) *Ftrace {
+	c := &Ftrace{k: ft.k, ksyms: ksyms, f: f, ibt: ft.ibt, foreign: map[uint64]bool{},
+		ver: ft.ver, flat: cloneCap(ft.flat), nonDis: ft.nonDis, initFreed: ft.initFreed,
+		LookupSymbolsModules: ft.LookupSymbolsModules, NoReplay: ft.NoReplay}
+	if !simpath.Walk() {
+		c.memo = make([]recMemo, recMemoSize)
+	}
+	c.kprobeOps = &Ops{Name: "kprobe_ftrace_ops", ft: c}
+	c.ipmodifyOps = &Ops{Name: "kprobe_ipmodify_ops", IPModify: true, ft: c}
+	c.pages = make([]*Page, len(ft.pages), cap(ft.pages))
+	for i, pg := range ft.pages {
+		c.pages[i] = &Page{Records: cloneCap(pg.Records), Order: pg.Order, Module: pg.Module}
+	}
+	return c
+}
+
+// cloneCap copies s with s's capacity: a copy must be the same simulator
+// structure as New's, down to the capacity the retained-bytes figure
+// counts (slices.Clone may round it up to a size class).
+func cloneCap[S ~[]E, E any](s S) S {
+	c := make(S, len(s), cap(s))
+	copy(c, s)
+	return c
+}
