@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -196,5 +197,38 @@ func TestRunManyParallelFirstError(t *testing.T) {
 	_, err := RunMany(s, specs, wire, sim.DefaultCosts(), "", nil)
 	if !errors.Is(err, boom) || !strings.HasPrefix(err.Error(), "run series:") {
 		t.Fatalf("error %v, want run series: boom", err)
+	}
+}
+
+// TestRetainedPeakAtAttach: for register_kprobes and register_kprobe the
+// retained-bytes peak is the sample at the end of the attach, so runOne
+// skips the walk after their teardown (sampleTeardown); with it forced,
+// every run's figure is the same. Mixed image probes bring aggregation,
+// refusals and rollbacks into the teardown.
+func TestRetainedPeakAtAttach(t *testing.T) {
+	specs := []RunSpec{{"none", 0}, {"series", sim.PresetSeries.Set}, {"all", sim.PresetAll.Set}}
+	for _, via := range []Via{ViaRegisterKprobes, ViaRegisterKprobe} {
+		o := DefaultManyOptions()
+		o.N, o.Image, o.Via = 300, tinyImage(7), via
+		if via == ViaRegisterKprobe {
+			o.ImageProbes, o.Mixed = 200, true
+		}
+		s := mustSetup(t, o)
+		run := func(force bool) []uint64 {
+			sampleTeardown = force
+			defer func() { sampleTeardown = false }()
+			rep, err := RunMany(s, specs, DefaultWiring, sim.DefaultCosts(), "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []uint64
+			for _, r := range rep.Runs {
+				out = append(out, r.RetainedBytes)
+			}
+			return out
+		}
+		if got, forced := run(false), run(true); !slices.Equal(got, forced) {
+			t.Errorf("%s: retained %v at the attach, %v with the teardown sampled too", via, got, forced)
+		}
 	}
 }
