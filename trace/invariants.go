@@ -98,7 +98,10 @@ func checkTK(tk *TraceKprobe, ev *Event, warned bool) error {
 	case tk.pending && tk.Registered():
 		return fmt.Errorf("trace: a pending trace_kprobe of %s is registered", name)
 	}
-	if disabled := tk.Kp.Flags&kprobes.KprobeFlagDisabled != 0; tk.Registered() && disabled == ev.Enabled() && !(warned && tk.Kp.Ftrace()) {
+	// A gone probe (its module went away: kill_kprobe) is exempt: a later
+	// disable_kprobe finds kprobe_disabled() true (GONE counts) and leaves
+	// KPROBE_FLAG_DISABLED clear, in the kernel as in the model.
+	if disabled := tk.Kp.Flags&kprobes.KprobeFlagDisabled != 0; tk.Registered() && !tk.Kp.Gone() && disabled == ev.Enabled() && !(warned && tk.Kp.Ftrace()) {
 		return fmt.Errorf("trace: %s enabled %v but its kprobe's KPROBE_FLAG_DISABLED is %v", name, ev.Enabled(), disabled)
 	}
 	if tk.Return && (tk.Rp.Instances() > 0) != tk.Registered() {
