@@ -57,13 +57,8 @@ func (ft *Ftrace) SetFilterIPs(c *sim.Counters, o *Ops, ips []uint64) error {
 	}
 	h := &o.hash
 	oldCount, oldBits := h.count, h.bits
-	if ft.f.Fail(FaultHashAlloc) {
-		return ENOMEM
-	}
-	c.Add(OpHashBucketInit, 1<<HashDefaultBits)
-	if oldCount > 0 {
-		c.Add(OpHashBucket, uint64(1)<<oldBits)
-		c.Add(OpHashCopy, uint64(oldCount))
+	if err := ft.allocAndCopyHash(c, h); err != nil {
+		return err
 	}
 	// fresh[t]: entries added to the temporary hash's bucket t, newest
 	// first (hlist_add_head); they sit in front of the copied ones.

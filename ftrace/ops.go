@@ -258,13 +258,8 @@ func (ft *Ftrace) ipmodApply(entering, leaving []uint64) {
 func (ft *Ftrace) SetFilterIP(c *sim.Counters, o *Ops, ip uint64, remove bool) error {
 	h := &o.hash
 	oldCount, oldBits := h.count, h.bits
-	if ft.f.Fail(FaultHashAlloc) {
-		return ENOMEM
-	}
-	c.Add(OpHashBucketInit, 1<<HashDefaultBits)
-	if oldCount > 0 {
-		c.Add(OpHashBucket, uint64(1)<<oldBits)
-		c.Add(OpHashCopy, uint64(oldCount))
+	if err := ft.allocAndCopyHash(c, h); err != nil {
+		return err
 	}
 	// The temporary hash holds a copy of every entry until the move.
 	failTmp := func(n int) { freeHash(c, n, HashDefaultBits) }
@@ -552,4 +547,21 @@ func (ft *Ftrace) DisarmKprobeFtrace(c *sim.Counters, ip uint64, ipmodify bool) 
 		o.disarmWarns++
 	}
 	return err
+}
+
+// allocAndCopyHash models kernel/trace/ftrace.c:alloc_and_copy_ftrace_hash
+// as ftrace_set_hash calls it on the ops' filter hash: the allocation
+// (FaultHashAlloc: -ENOMEM), FTRACE_HASH_DEFAULT_BITS bucket heads
+// initialised, and, for a non-empty hash, a walk of its buckets copying
+// every entry.
+func (ft *Ftrace) allocAndCopyHash(c *sim.Counters, h *filterHash) error {
+	if ft.f.Fail(FaultHashAlloc) {
+		return ENOMEM
+	}
+	c.Add(OpHashBucketInit, 1<<HashDefaultBits)
+	if h.count > 0 {
+		c.Add(OpHashBucket, uint64(1)<<h.bits)
+		c.Add(OpHashCopy, uint64(h.count))
+	}
+	return nil
 }
