@@ -1,0 +1,184 @@
+// Command jsondiff compares two kpsim reports field by field, the check
+// behind scripts/samecounts: a refactor must leave every op count, cycle
+// figure, memory figure and digest as it was.
+//
+// Usage: jsondiff [-ignore KEY,...] OLD NEW
+//
+// Both files are JSON (one document, or JSON lines: one value a line, as
+// --probes writes them). A key named in -ignore is skipped wherever it
+// stands (the wall-time and version fields: kpsim's own run time and
+// build, not the model's figures). Every other difference is printed as
+// PATH: OLD -> NEW, at most 20 of them; the exit status is 1 if there
+// was any, 2 on bad input. With -count, equal files print how many values
+// (leaves) were compared.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+func main() {
+	ignore := flag.String("ignore", "", "comma-separated keys skipped wherever they stand")
+	count := flag.Bool("count", false, "print the number of values compared (leaves) when equal")
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: jsondiff [-ignore KEY,...] OLD NEW")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() != 2 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	skip := map[string]bool{}
+	for _, k := range strings.Split(*ignore, ",") {
+		if k != "" {
+			skip[k] = true
+		}
+	}
+	a, err := load(flag.Arg(0))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jsondiff:", err)
+		os.Exit(2)
+	}
+	b, err := load(flag.Arg(1))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jsondiff:", err)
+		os.Exit(2)
+	}
+	d := &differ{skip: skip, max: 20}
+	d.diff("$", a, b)
+	for _, l := range d.out {
+		fmt.Println(l)
+	}
+	if d.n > len(d.out) {
+		fmt.Printf("... and %d more differences\n", d.n-len(d.out))
+	}
+	if d.n > 0 {
+		os.Exit(1)
+	}
+	if *count {
+		fmt.Println(d.leaves)
+	}
+}
+
+// load reads one JSON document, or a sequence of them (JSON lines) as an
+// array.
+func load(path string) (any, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	dec := json.NewDecoder(bufio.NewReader(io.LimitReader(f, 1<<30)))
+	dec.UseNumber()
+	var vals []any
+	for {
+		var v any
+		if err := dec.Decode(&v); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+		vals = append(vals, v)
+	}
+	switch len(vals) {
+	case 0:
+		return nil, fmt.Errorf("%s: no JSON value", path)
+	case 1:
+		return vals[0], nil
+	}
+	return vals, nil
+}
+
+type differ struct {
+	skip   map[string]bool
+	max    int
+	n      int
+	leaves int
+	out    []string
+}
+
+func (d *differ) report(path string, a, b any) {
+	d.n++
+	if len(d.out) < d.max {
+		d.out = append(d.out, fmt.Sprintf("%s: %s -> %s", path, show(a), show(b)))
+	}
+}
+
+func show(v any) string {
+	if v == nil {
+		return "(absent)"
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+	s := strings.TrimSpace(buf.String())
+	if len(s) > 120 {
+		s = s[:117] + "..."
+	}
+	return s
+}
+
+func (d *differ) diff(path string, a, b any) {
+	switch av := a.(type) {
+	case map[string]any:
+		bv, ok := b.(map[string]any)
+		if !ok {
+			d.report(path, a, b)
+			return
+		}
+		keys := map[string]bool{}
+		for k := range av {
+			keys[k] = true
+		}
+		for k := range bv {
+			keys[k] = true
+		}
+		sorted := make([]string, 0, len(keys))
+		for k := range keys {
+			sorted = append(sorted, k)
+		}
+		sort.Strings(sorted)
+		for _, k := range sorted {
+			if d.skip[k] {
+				continue
+			}
+			x, okx := av[k]
+			y, oky := bv[k]
+			switch {
+			case !okx:
+				d.report(path+"."+k, nil, y)
+			case !oky:
+				d.report(path+"."+k, x, nil)
+			default:
+				d.diff(path+"."+k, x, y)
+			}
+		}
+	case []any:
+		bv, ok := b.([]any)
+		if !ok {
+			d.report(path, a, b)
+			return
+		}
+		if len(av) != len(bv) {
+			d.report(path+".length", len(av), len(bv))
+		}
+		for i := 0; i < min(len(av), len(bv)); i++ {
+			d.diff(fmt.Sprintf("%s[%d]", path, i), av[i], bv[i])
+		}
+	default:
+		d.leaves++
+		if fmt.Sprint(a) != fmt.Sprint(b) || fmt.Sprintf("%T", a) != fmt.Sprintf("%T", b) {
+			d.report(path, a, b)
+		}
+	}
+}
