@@ -18,6 +18,9 @@ package image
 import (
 	"fmt"
 	"sort"
+	"sync"
+
+	"github.com/kpsim/kpsim/sim"
 )
 
 // Arch facts the model needs about how the kernel was built.
@@ -252,6 +255,30 @@ type Kernel struct {
 
 	// Notes are caveats a loader records about what it could not fill.
 	Notes []string
+
+	// derived is the simulator's data derived from this image; see
+	// Derived. derivedOf is the image it was made for: a copy of the
+	// struct (a test editing an image) gets a store of its own.
+	derived   *sim.Derived
+	derivedOf *Kernel
+}
+
+// derivedMu guards every image's derived and derivedOf (taken once per
+// run wiring, never on a model path).
+var derivedMu sync.Mutex
+
+// Derived returns the store of the simulator's data derived from this
+// image (the reservation tables' fast scans, booted ftrace records,
+// kallsyms tables), built once and shared read-only by every run over
+// it; it goes when the image goes. It is not part of the image: no model
+// reads it. A copy of the Kernel struct starts with an empty store.
+func (k *Kernel) Derived() *sim.Derived {
+	derivedMu.Lock()
+	defer derivedMu.Unlock()
+	if k.derived == nil || k.derivedOf != k {
+		k.derived, k.derivedOf = &sim.Derived{}, k
+	}
+	return k.derived
 }
 
 // CoreText returns the core text region ([_stext, _etext)), or nil.
