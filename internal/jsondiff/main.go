@@ -169,6 +169,10 @@ func (d *differ) diff(path string, a, b any) {
 			d.report(path, a, b)
 			return
 		}
+		if an, bn := byName(av), byName(bv); an != nil && bn != nil {
+			d.diffNamed(path, av, bv, an, bn)
+			return
+		}
 		if len(av) != len(bv) {
 			d.report(path+".length", len(av), len(bv))
 		}
@@ -180,5 +184,61 @@ func (d *differ) diff(path string, a, b any) {
 		if fmt.Sprint(a) != fmt.Sprint(b) || fmt.Sprintf("%T", a) != fmt.Sprintf("%T", b) {
 			d.report(path, a, b)
 		}
+	}
+}
+
+// byName indexes a list of objects by their "name" field (the runs of a
+// report, the phases of a run), or returns nil if any element lacks a
+// unique string name. Such lists are compared name by name, so a run
+// added by a new switch reads as one addition, not as every later run
+// shifted.
+func byName(l []any) map[string]int {
+	idx := make(map[string]int, len(l))
+	for i, e := range l {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return nil
+		}
+		n, ok := m["name"].(string)
+		if !ok {
+			return nil
+		}
+		if _, dup := idx[n]; dup {
+			return nil
+		}
+		idx[n] = i
+	}
+	return idx
+}
+
+// diffNamed compares two named lists: common names element by element,
+// then the names only one side has, then the order.
+func (d *differ) diffNamed(path string, a, b []any, an, bn map[string]int) {
+	for _, e := range a {
+		n := e.(map[string]any)["name"].(string)
+		if j, ok := bn[n]; ok {
+			d.diff(fmt.Sprintf("%s[%s]", path, n), e, b[j])
+		} else {
+			d.report(fmt.Sprintf("%s[%s]", path, n), e, nil)
+		}
+	}
+	for _, e := range b {
+		n := e.(map[string]any)["name"].(string)
+		if _, ok := an[n]; !ok {
+			d.report(fmt.Sprintf("%s[%s]", path, n), nil, e)
+		}
+	}
+	common := func(l []any, other map[string]int) []string {
+		var out []string
+		for _, e := range l {
+			n := e.(map[string]any)["name"].(string)
+			if _, ok := other[n]; ok {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	if ca, cb := common(a, bn), common(b, an); fmt.Sprint(ca) != fmt.Sprint(cb) {
+		d.report(path+".order", ca, cb)
 	}
 }

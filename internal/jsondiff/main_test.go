@@ -1,0 +1,41 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func parse(t *testing.T, s string) any {
+	t.Helper()
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestDiff(t *testing.T) {
+	base := `{"meta":{"kpsim":{"version":"a"}},"runs":[{"name":"none","ops":{"x":1},"wall_ns":5},{"name":"series","ops":{"x":2}}]}`
+	for _, tc := range []struct {
+		name, new string
+		want      []string
+	}{
+		{"equal but for ignored fields", `{"meta":{"kpsim":{"version":"b"}},"runs":[{"name":"none","ops":{"x":1},"wall_ns":9},{"name":"series","ops":{"x":2}}]}`, nil},
+		{"one op", `{"meta":{},"runs":[{"name":"none","ops":{"x":1}},{"name":"series","ops":{"x":3}}]}`, []string{"$.runs[series].ops.x: 2 -> 3"}},
+		{"a run added", `{"meta":{},"runs":[{"name":"none","ops":{"x":1}},{"name":"new","ops":{}},{"name":"series","ops":{"x":2}}]}`, []string{`$.runs[new]: (absent) -> {"name":"new","ops":{}}`}},
+		{"runs reordered", `{"meta":{},"runs":[{"name":"series","ops":{"x":2}},{"name":"none","ops":{"x":1}}]}`, []string{`$.runs.order: ["none","series"] -> ["series","none"]`}},
+		{"a field lost", `{"meta":{},"runs":[{"name":"none","ops":{}},{"name":"series","ops":{"x":2}}]}`, []string{"$.runs[none].ops.x: 1 -> (absent)"}},
+		{"number type", `{"meta":{},"runs":[{"name":"none","ops":{"x":"1"}},{"name":"series","ops":{"x":2}}]}`, []string{`$.runs[none].ops.x: 1 -> "1"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &differ{skip: map[string]bool{"kpsim": true, "wall_ns": true}, max: 20}
+			d.diff("$", parse(t, base), parse(t, tc.new))
+			if strings.Join(d.out, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(d.out, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
