@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Word counts of boot_cpu_data.x86_capability
@@ -61,25 +62,24 @@ func (f Feature) String() string {
 	return fmt.Sprintf("(%d*32+%d)", f/32, f%32)
 }
 
-var byBit map[Feature]string
-
-func featureName(f Feature) string {
-	if byBit == nil {
-		m := make(map[Feature]string, len(featureNames))
-		names := make([]string, 0, len(featureNames))
-		for n := range featureNames {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			if _, ok := m[featureNames[n]]; !ok {
-				m[featureNames[n]] = n
-			}
-		}
-		byBit = m
+// byBit names each feature bit once (the first of its names in order),
+// built on first use; safe for concurrent runs.
+var byBit = sync.OnceValue(func() map[Feature]string {
+	m := make(map[Feature]string, len(featureNames))
+	names := make([]string, 0, len(featureNames))
+	for n := range featureNames {
+		names = append(names, n)
 	}
-	return byBit[f]
-}
+	sort.Strings(names)
+	for _, n := range names {
+		if _, ok := m[featureNames[n]]; !ok {
+			m[featureNames[n]] = n
+		}
+	}
+	return m
+})
+
+func featureName(f Feature) string { return byBit()[f] }
 
 // FeatureSet is boot_cpu_data.x86_capability: NCAPINTS words of feature
 // bits then NBUGINTS words of bug bits, as boot_cpu_has() reads them.

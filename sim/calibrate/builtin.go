@@ -16,9 +16,11 @@ import (
 //go:embed profiles/*.costs
 var profiles embed.FS
 
-var builtin struct {
-	sync.Mutex
-	t map[string]*sim.CostTable
+// builtinProfiles parses each embedded profile once: they are constants of
+// the build, not a cache of inputs.
+var builtinProfiles = map[string]func() (*sim.CostTable, error){
+	"hot":  sync.OnceValues(func() (*sim.CostTable, error) { return parseBuiltin("hot") }),
+	"cold": sync.OnceValues(func() (*sim.CostTable, error) { return parseBuiltin("cold") }),
 }
 
 // Builtin returns the built-in cost profile of a regime ("hot" or "cold")
@@ -30,14 +32,14 @@ func Builtin(regime string) (*sim.CostTable, error) {
 	if regime == "documented" {
 		return sim.DefaultCosts(), nil
 	}
-	if regime != "hot" && regime != "cold" {
+	parsed, ok := builtinProfiles[regime]
+	if !ok {
 		return nil, fmt.Errorf("cost regime %q: want hot, cold or documented", regime)
 	}
-	builtin.Lock()
-	defer builtin.Unlock()
-	if t := builtin.t[regime]; t != nil {
-		return t, nil
-	}
+	return parsed()
+}
+
+func parseBuiltin(regime string) (*sim.CostTable, error) {
 	name := "profiles/" + regime + ".costs"
 	b, err := profiles.ReadFile(name)
 	if err != nil {
@@ -58,9 +60,5 @@ func Builtin(regime string) (*sim.CostTable, error) {
 		return nil, fmt.Errorf("calibrate: %s: %w", name, err)
 	}
 	FillFromBenches(t)
-	if builtin.t == nil {
-		builtin.t = map[string]*sim.CostTable{}
-	}
-	builtin.t[regime] = t
 	return t, nil
 }
