@@ -193,7 +193,7 @@ func scanModels(para string) []string {
 					out = append(out, m[1]+":"+m[2])
 					prev = ""
 				}
-				continue
+				field = field[len(m[0]):] // "path:a/b": b is read below
 			}
 			for _, w := range strings.FieldsFunc(field, func(r rune) bool { return strings.ContainsRune("/,+&→", r) }) {
 				if scanStop[w] {
