@@ -128,7 +128,8 @@ func relocs(t testing.TB, path, sec string) []rela {
 	return out
 }
 
-// readelfModules are the modules the issue names, plus the ext4 journal.
+// readelfModules are large, common modules (kvm and its vendor parts,
+// two file systems) plus the ext4 journal.
 var readelfModules = []string{"kvm", "kvm_intel", "kvm_amd", "xfs", "ext4", "jbd2"}
 
 // TestReadelfCounts: for each module, kpsim's table sizes equal readelf's
@@ -172,7 +173,7 @@ func TestReadelfCounts(t *testing.T) {
 		t.Logf("%s: jump %d static-call %d bug %d mcount %d extable %d", name, len(mod.JumpEntries), len(mod.StaticCallSites),
 			len(mod.BugEntries), len(mod.McountLocs), len(mod.ExTable))
 	}
-	// The reference's figures (modules-bootpatch.md §1.3).
+	// The entry counts readelf gives for these modules of the pinned kernel.
 	for name, want := range map[string][5]int{"kvm": {278, 745, 509, 1327, 26}, "kvm_intel": {758, 164, 862, 314, 677},
 		"xfs": {652, 1308, 46, 2647, 0}, "ext4": {249, 382, 536, 854, 0}} {
 		m, _ := l.Lookup(name)
@@ -181,8 +182,8 @@ func TestReadelfCounts(t *testing.T) {
 			t.Errorf("%s: counts %v, reference %v", name, got, want)
 		}
 	}
-	// Core kallsyms (modules-bootpatch.md §1.7 counts include symtab
-	// entry 0, which Module.Symbols leaves out).
+	// Core kallsyms (readelf's symtab counts include entry 0, which
+	// Module.Symbols leaves out).
 	for name, want := range map[string]int{"kvm": 5335, "kvm_intel": 664, "xfs": 8041, "ext4": 2986} {
 		m, _ := l.Lookup(name)
 		if got := len(m.Module.Symbols) + 1; got != want {

@@ -60,7 +60,7 @@ func runDecodeCases(t *testing.T, cases []decodeCase) {
 	}
 }
 
-// The faults of x86asm v0.33.0 listed in real-kernel.md, each fixed here.
+// The faults of x86asm v0.33.0 on real kernel text, each fixed here.
 func TestDecodeX86asmFaults(t *testing.T) {
 	runDecodeCases(t, []decodeCase{
 		// 0f 01 system group: x86asm returns an error.

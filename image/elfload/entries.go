@@ -30,7 +30,8 @@ func checkSpan(what string, b []byte, size int) error {
 // decodeJumpTable decodes a link-order __jump_table whose first entry is
 // at address base. Init is left false: jump_label_init sets it.
 //
-// Models include/linux/jump_label.h:jump_entry_code/target/key/is_branch.
+// Models include/linux/jump_label.h:jump_entry_code, jump_entry_target,
+// jump_entry_key and jump_entry_is_branch.
 func decodeJumpTable(b []byte, base uint64) ([]image.JumpEntry, error) {
 	if err := checkSpan("__jump_table", b, JumpEntrySize); err != nil {
 		return nil, err

@@ -9,10 +9,10 @@ import (
 
 // Config sizes and shapes a synthetic kernel. Every count and mix is a
 // field (and a kpsim flag); DefaultConfig sizes it like a current x86-64
-// distro kernel. The defaults are orders of magnitude from
-// shared/reference/kprobes.md §5 (J ≈ 10⁴–5·10⁴, S ≈ 10³–10⁴,
-// B ≈ 10⁴–3·10⁴, K ≈ 10³); the real-kernel loader replaces them with counts
-// read from a real image.
+// distro kernel. The defaults are orders of magnitude of such kernels'
+// tables (J ≈ 10⁴–5·10⁴, S ≈ 10³–10⁴, B ≈ 10⁴–3·10⁴, K ≈ 10³; `kpsim
+// image` prints a real one's); the real-kernel loader replaces them with
+// counts read from a real image.
 type Config struct {
 	Seed uint64
 
@@ -82,7 +82,7 @@ type Config struct {
 	ReturnsPatched bool
 
 	// ProbeTargets adds N small generated functions like the kernel's
-	// batch kprobe sample (kprobes.md §3 P13), built into vmlinux.
+	// batch kprobe sample (P13 in docs/series.md), built into vmlinux.
 	ProbeTargets       int
 	ProbeTargetsTraced bool
 	// ProbeTargetsAt places the targets inside .text after this fraction
@@ -91,7 +91,7 @@ type Config struct {
 	// order puts after head, init and arch code: early in .text.
 	ProbeTargetsAt float64
 	// SampleFunctions is how many functions the batch sample
-	// (kernel/kprobes_many.c, kprobes.md §3 P13) adds to vmlinux: 50,000,
+	// (kernel/kprobes_many.c, P13 in docs/series.md) adds to vmlinux: 50,000,
 	// of which the scenario probes --n (SampleSize).
 	SampleFunctions int
 

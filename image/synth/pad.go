@@ -7,9 +7,9 @@ import (
 	"github.com/kpsim/kpsim/image"
 )
 
-// How the gaps between functions are filled (shared/reference/
-// modules-bootpatch.md §4, checked with gas and ld 2.40, the versions
-// Debian's 6.1 kernel was built with: CONFIG_AS_VERSION=24000):
+// How the gaps between functions are filled (checked with gas and ld
+// 2.40, the versions Debian's 6.1 kernel was built with:
+// CONFIG_AS_VERSION=24000):
 //
 //   - Inside one object's .text, gcc emits ".p2align 4" before every
 //     function and gas fills the gap with its multi-byte NOPs (gasNops).

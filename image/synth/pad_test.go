@@ -16,9 +16,9 @@ import (
 	"github.com/kpsim/kpsim/x86"
 )
 
-// TestGasNopTable: the gap fills for 1..15 bytes are the sequences
-// modules-bootpatch.md §4.1 lists (gas: one NOP up to 11 bytes, then the
-// 11-byte NOP and the rest; ld: 10-byte NOPs, then the rest).
+// TestGasNopTable: the gap fills for 1..15 bytes are the sequences gas and
+// ld 2.40 emit (gas: one NOP up to 11 bytes, then the 11-byte NOP and the
+// rest; ld: 10-byte NOPs, then the rest).
 func TestGasNopTable(t *testing.T) {
 	gas := map[int]string{
 		1: "90", 2: "6690", 3: "0f1f00", 4: "0f1f4000", 5: "0f1f440000", 6: "660f1f440000",

@@ -13,7 +13,7 @@ func ProbeTargetName(i int) string { return fmt.Sprintf("kprobe_many_func_%d", i
 
 // AddProbeTargets appends n small generated functions to the core text of
 // k, like the kernel's batch kprobe sample builds them into vmlinux
-// (kprobes.md §3 P13), as gcc compiles them (targetBody). They form one
+// (P13 in docs/series.md), as gcc compiles them (targetBody). They form one
 // object, kprobes_many.o: gas NOPs pad each to the next 16-byte boundary,
 // and the linker's int3 fill separates the object from the text before
 // it. They add no jump-label, static-call or bug sites. _etext moves past

@@ -110,8 +110,9 @@ var measured = map[string]binding{
 	"ftrace.hash.bucket":      {"fh_bucket", ""},
 	"ftrace.hash.bucket.init": {"fh_bucket_init", ""},
 	"ftrace.hash.move":        {"fh_move", ""},
-	// The alternative designs (issue 13's kprobe-hash-bits, kprobe-rhashtable,
-	// kprobe-btree, reservation-btree): hlist.c, rhashtable.c, btree.c.
+	// The alternative designs (kprobe-hash-bits, kprobe-rhashtable,
+	// kprobe-btree, reservation-btree; docs/series.md): hlist.c,
+	// rhashtable.c, btree.c.
 	"kprobe.hash.head.l2":      {"hlist_head_l2", ""},
 	"kprobe.hash.head.l3":      {"hlist_head_l3", ""},
 	"rhashtable.lookup":        {"rht_lookup", ""},

@@ -81,8 +81,8 @@ type Result struct {
 // ErrNoCompiler is returned (wrapped) when the C compiler cannot be run.
 var ErrNoCompiler = errors.New("no C compiler")
 
-// CFlags are the compiler flags: the "cc -O2", nothing that
-// changes code generation further.
+// CFlags are the compiler flags: plain "cc -O2", nothing that changes
+// code generation further.
 const CFlags = "-O2"
 
 // Sources returns the embedded C sources by file name.
