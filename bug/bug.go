@@ -17,6 +17,7 @@ import (
 	"fmt"
 
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/lib"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -161,7 +162,7 @@ func (t *Table) moduleFindBug(c *sim.Counters, addr uint64) *image.BugEntry {
 
 // Index is the bug-index: the core bug entries sorted by address.
 type Index struct {
-	image.SortedIndex[*image.BugEntry]
+	lib.SortedIndex[*image.BugEntry]
 }
 
 // LateInit builds the bug index at late init when sim.BugIndex is on
@@ -190,14 +191,14 @@ func (t *Table) LateInit(c *sim.Counters) error {
 		c.Inc(OpIndexFill)
 		sorted[i] = &t.k.BugEntries[i]
 	}
-	image.SortByKey(sorted, func(b **image.BugEntry) uint64 { return (*b).Addr }, func() { c.Inc(OpIndexSortCmp) })
+	lib.SortByKey(sorted, func(b **image.BugEntry) uint64 { return (*b).Addr }, func() { c.Inc(OpIndexSortCmp) })
 	for i := 1; i < len(sorted); i++ {
 		if sorted[i].Addr == sorted[i-1].Addr {
 			t.idxErr = fmt.Errorf("%w: two core bug entries at %#x", ErrBadTable, sorted[i].Addr)
 			return t.idxErr
 		}
 	}
-	t.idx = &Index{image.NewSortedIndex(sorted, t.entryBytes)}
+	t.idx = &Index{lib.NewSortedIndex(sorted, t.entryBytes)}
 	perEntry := int64(t.entryBytes)
 	if t.sw.Has(sim.ReservationBtree) {
 		// reservation-btree: the same keys in a maple-like B-tree.

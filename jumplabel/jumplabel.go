@@ -7,6 +7,7 @@ import (
 
 	"github.com/kpsim/kpsim/boot"
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/lib"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/x86"
 )
@@ -265,7 +266,7 @@ func (t *Table) jumpLabelModTextReserved(c *sim.Counters, start, end uint64) (bo
 // address, built once at late init and never changed (core code addresses
 // are fixed; init entries stay and are skipped by their flag).
 type Index struct {
-	image.SortedIndex[*site]
+	lib.SortedIndex[*site]
 }
 
 // Code returns the code address of the i-th indexed entry (address order).
@@ -307,7 +308,7 @@ func (t *Table) LateInit(c *sim.Counters) error {
 		c.Inc(OpIndexFill)
 		sorted[i] = &t.core[i]
 	}
-	image.SortByKey(sorted, func(s **site) uint64 { return (*s).code }, func() { c.Inc(OpIndexSortCmp) })
+	lib.SortByKey(sorted, func(s **site) uint64 { return (*s).code }, func() { c.Inc(OpIndexSortCmp) })
 	for i := 1; i < len(sorted); i++ {
 		a, b := sorted[i-1], sorted[i]
 		// Simulator-side size (not counted); an unsizable site counts as the
@@ -321,7 +322,7 @@ func (t *Table) LateInit(c *sim.Counters) error {
 			return t.idxErr
 		}
 	}
-	t.idx = &Index{image.NewSortedIndex(sorted, t.entryBytes)}
+	t.idx = &Index{lib.NewSortedIndex(sorted, t.entryBytes)}
 	perEntry := int64(t.entryBytes)
 	if t.sw.Has(sim.ReservationBtree) {
 		// reservation-btree: the same keys in a maple-like B-tree.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kpsim/kpsim/boot"
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/lib"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/x86"
 )
@@ -179,7 +180,7 @@ func (t *Table) staticCallModTextReserved(c *sim.Counters, start, end uint64) bo
 // Index is the P1 address index: the core static-call sites sorted by
 // address, built once at late init.
 type Index struct {
-	image.SortedIndex[*site]
+	lib.SortedIndex[*site]
 }
 
 // Addr returns the address of the i-th indexed site (address order).
@@ -218,14 +219,14 @@ func (t *Table) LateInit(c *sim.Counters) error {
 		c.Inc(OpIndexFill)
 		sorted[i] = &t.core[i]
 	}
-	image.SortByKey(sorted, func(s **site) uint64 { return (*s).addr }, func() { c.Inc(OpIndexSortCmp) })
+	lib.SortByKey(sorted, func(s **site) uint64 { return (*s).addr }, func() { c.Inc(OpIndexSortCmp) })
 	for i := 1; i < len(sorted); i++ {
 		if a, b := sorted[i-1].addr, sorted[i].addr; b < a+CallInsnSize {
 			t.idxErr = fmt.Errorf("%w: static-call sites at %#x and %#x overlap (each is %d bytes)", ErrBadTable, a, b, CallInsnSize)
 			return t.idxErr
 		}
 	}
-	t.idx = &Index{image.NewSortedIndex(sorted, t.entryBytes)}
+	t.idx = &Index{lib.NewSortedIndex(sorted, t.entryBytes)}
 	perEntry := int64(t.entryBytes)
 	if t.sw.Has(sim.ReservationBtree) {
 		// reservation-btree: the same keys in a maple-like B-tree.

@@ -38,6 +38,7 @@ import (
 
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/lib"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -347,7 +348,7 @@ func (l *List) archWithinKprobeBlacklist(c *sim.Counters, addr uint64) bool {
 type Index struct {
 	start, end []uint64
 	covered    int
-	tree       *image.KeyTree // reservation-btree: the starts in a B-tree
+	tree       *lib.KeyTree // reservation-btree: the starts in a B-tree
 }
 
 // Len returns the number of merged ranges.
@@ -377,7 +378,7 @@ func (x *Index) search(c *sim.Counters, addr uint64) bool {
 	if x.tree != nil {
 		lo = x.tree.LowerBound(addr+1, c)
 	} else {
-		lo = image.LowerBound(len(x.start), func(i int) uint64 { return x.start[i] }, addr+1, func() { c.Inc(OpIndexProbe) })
+		lo = lib.LowerBound(len(x.start), func(i int) uint64 { return x.start[i] }, addr+1, func() { c.Inc(OpIndexProbe) })
 	}
 	if lo == 0 {
 		return false
@@ -416,7 +417,7 @@ func (l *List) LateInit(c *sim.Counters) error {
 		c.Inc(OpIndexFill)
 		tmp[i] = l.entries[i]
 	}
-	image.SortByKey(tmp, func(e *Entry) uint64 { return e.Start }, func() { c.Inc(OpIndexSortCmp) })
+	lib.SortByKey(tmp, func(e *Entry) uint64 { return e.Start }, func() { c.Inc(OpIndexSortCmp) })
 	x := &Index{covered: n}
 	for _, e := range tmp {
 		if e.End <= e.Start {
@@ -434,7 +435,7 @@ func (l *List) LateInit(c *sim.Counters) error {
 	perEntry := int64(IndexEntryBytes)
 	if l.sw.Has(sim.ReservationBtree) {
 		// reservation-btree: the range starts in a maple-like B-tree.
-		x.tree = image.NewKeyTree(len(x.start), func(i int) uint64 { return x.start[i] }, c)
+		x.tree = lib.NewKeyTree(len(x.start), func(i int) uint64 { return x.start[i] }, c)
 		perEntry = x.Bytes() / int64(max(1, len(x.start)))
 	}
 	l.idx = x
