@@ -109,7 +109,7 @@ func (t *Table) ModuleBugFinalize(c *sim.Counters, m *image.Module) {
 		t.mods = map[*image.Module]*modIndex{}
 	}
 	t.mods[m] = x
-	t.modBytes += int64(len(x.sorted)*t.entryBytes) + modBoundsBytes
+	t.modBytes += int64(len(x.sorted)*t.idx.EntryBytes()) + modBoundsBytes
 	c.SetBytes("bug.module_index.bytes", t.modBytes)
 }
 
