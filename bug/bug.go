@@ -28,8 +28,8 @@ var FaultIndexAlloc = sim.NewFaultPoint("bug.index.alloc",
 
 // Index entry layouts (bytes per indexed entry); counts are the same.
 const (
-	IndexPointer = 8 // struct bug_entry * array (the default)
-	IndexOffset  = 4 // u32 positions in __bug_table
+	IndexPointer = lib.IndexPointer // struct bug_entry * array (the default)
+	IndexOffset  = lib.IndexOffset  // u32 positions in __bug_table
 )
 
 // Errors a caller can test with errors.Is (each also matches lib's shared
@@ -122,15 +122,7 @@ func (tableWalk) scanTable(c *sim.Counters, es []image.BugEntry, addr uint64) *i
 
 // SetIndexEntryBytes chooses the index layout charged by LateInit:
 // IndexPointer (8, default) or IndexOffset (4). Call it before LateInit.
-func (t *Table) SetIndexEntryBytes(n int) error {
-	if n != IndexPointer && n != IndexOffset {
-		return fmt.Errorf("bug: index entry size %d: want %d (pointer) or %d (u32 offset)", n, IndexPointer, IndexOffset)
-	}
-	if !t.idx.SetEntryBytes(n) {
-		return errors.New("bug: index layout must be chosen before late init")
-	}
-	return nil
-}
+func (t *Table) SetIndexEntryBytes(n int) error { return t.idx.SetEntryBytes(n) }
 
 // FindBug returns the bug entry whose trapping instruction is at addr, or
 // nil: the core table (linear walk, OpScanEntry per entry, or the index

@@ -30,9 +30,9 @@ const JumpEntryBytes = 16
 const (
 	// IndexPointer: an array of struct jump_entry pointers (kvmalloc_array
 	// of J pointers), the simplest kernel code. The default.
-	IndexPointer = 8
+	IndexPointer = lib.IndexPointer
 	// IndexOffset: an array of u32 positions in __jump_table.
-	IndexOffset = 4
+	IndexOffset = lib.IndexOffset
 )
 
 // Errors a caller can test with errors.Is (each also matches lib's shared
@@ -154,15 +154,7 @@ func makeSites(k *image.Kernel, es []image.JumpEntry) []site {
 // SetIndexEntryBytes chooses the index layout charged by LateInit:
 // IndexPointer (8, the default) or IndexOffset (4). Counts do not depend on
 // it, only the reported memory. It must be called before LateInit.
-func (t *Table) SetIndexEntryBytes(n int) error {
-	if n != IndexPointer && n != IndexOffset {
-		return fmt.Errorf("jump_label: index entry size %d: want %d (pointer) or %d (u32 offset)", n, IndexPointer, IndexOffset)
-	}
-	if !t.idx.SetEntryBytes(n) {
-		return errors.New("jump_label: index layout must be chosen before late init")
-	}
-	return nil
-}
+func (t *Table) SetIndexEntryBytes(n int) error { return t.idx.SetEntryBytes(n) }
 
 // TextReserved reports whether [start, end] (inclusive) overlaps a live
 // jump-label site: the core table (linear, or the P2 index once built),

@@ -2,8 +2,16 @@ package lib
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/kpsim/kpsim/sim"
+)
+
+// The index layouts a late-init index may charge (bytes per entry); the
+// counts are the same either way, only the reported memory differs.
+const (
+	IndexPointer = 8 // an array of pointers to the table's entries (the default)
+	IndexOffset  = 4 // an array of u32 positions in the table
 )
 
 // The reasons a reservation table has no late-init index. Each table words
@@ -74,14 +82,17 @@ func NewLateIndex[T any](spec *IndexSpec, key func(T) uint64, entryBytes int) La
 	return LateIndex[T]{spec: spec, key: key, entryBytes: entryBytes}
 }
 
-// SetEntryBytes changes the bytes charged per entry; it reports false
-// (and changes nothing) once late init has run.
-func (l *LateIndex[T]) SetEntryBytes(n int) bool {
+// SetEntryBytes chooses the layout LateInit charges: IndexPointer or
+// IndexOffset. It must be called before LateInit.
+func (l *LateIndex[T]) SetEntryBytes(n int) error {
+	if n != IndexPointer && n != IndexOffset {
+		return fmt.Errorf("%s: index entry size %d: want %d (pointer) or %d (u32 offset)", l.spec.Name, n, IndexPointer, IndexOffset)
+	}
 	if l.ran {
-		return false
+		return fmt.Errorf("%s: index layout must be chosen before late init", l.spec.Name)
 	}
 	l.entryBytes = n
-	return true
+	return nil
 }
 
 // EntryBytes returns the bytes charged per entry.

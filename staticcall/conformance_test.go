@@ -29,21 +29,7 @@ func (t *table) Ask(c *sim.Counters, q query) (bool, error) {
 	return t.TextReserved(c, q.start, q.end)
 }
 
-func (t *table) IndexErr() error { _, err := t.Index(); return err }
-
-func (t *table) IndexLen() int {
-	if x, err := t.Index(); err == nil {
-		return x.Len()
-	}
-	return 0
-}
-
-func (t *table) IndexBytes() int64 {
-	if x, err := t.Index(); err == nil {
-		return x.Bytes()
-	}
-	return 0
-}
+func (t *table) IndexInfo() (int, int64, error) { return resvtest.Info(t.Index()) }
 
 func newTable(t testing.TB, k *image.Kernel, sw sim.Switches, f *sim.Faults) resvtest.Table[query, bool] {
 	tb := &table{st: boot.Running}

@@ -25,8 +25,8 @@ const StaticCallSiteBytes = 8
 
 // Index entry layouts (bytes per indexed site); counts are the same.
 const (
-	IndexPointer = 8 // struct static_call_site * array (the default)
-	IndexOffset  = 4 // u32 positions in .static_call_sites
+	IndexPointer = lib.IndexPointer // struct static_call_site * array (the default)
+	IndexOffset  = lib.IndexOffset  // u32 positions in .static_call_sites
 )
 
 // Errors a caller can test with errors.Is (each also matches lib's shared
@@ -121,15 +121,7 @@ func makeSites(ss []image.StaticCallSite) []site {
 
 // SetIndexEntryBytes chooses the index layout charged by LateInit:
 // IndexPointer (8, default) or IndexOffset (4). Call it before LateInit.
-func (t *Table) SetIndexEntryBytes(n int) error {
-	if n != IndexPointer && n != IndexOffset {
-		return fmt.Errorf("static_call: index entry size %d: want %d (pointer) or %d (u32 offset)", n, IndexPointer, IndexOffset)
-	}
-	if !t.idx.SetEntryBytes(n) {
-		return errors.New("static_call: index layout must be chosen before late init")
-	}
-	return nil
-}
+func (t *Table) SetIndexEntryBytes(n int) error { return t.idx.SetEntryBytes(n) }
 
 // TextReserved reports whether [start, end] (inclusive) overlaps a live
 // static-call site: the core sites (linear, or the P1 index once built),

@@ -113,11 +113,20 @@ type Table[Q any, A comparable] interface {
 	EnableFastScan()
 	// Ask runs the check on query q.
 	Ask(c *sim.Counters, q Q) (A, error)
-	// IndexErr is the error Index() returns; IndexLen and IndexBytes are
-	// its index's Len() and Bytes() (0 without an index).
-	IndexErr() error
-	IndexLen() int
-	IndexBytes() int64
+	// IndexInfo is what Index() returns: its index's Len() and Bytes(),
+	// or its error (Info turns one into the other).
+	IndexInfo() (n int, bytes int64, err error)
+}
+
+// Info is IndexInfo from what a package's Index() returns.
+func Info[X interface {
+	Len() int
+	Bytes() int64
+}](x X, err error) (int, int64, error) {
+	if err != nil {
+		return 0, 0, err
+	}
+	return x.Len(), x.Bytes(), nil
 }
 
 // Check is one reservation check, as its package's adapter presents it.
@@ -241,21 +250,23 @@ func (c Check[Q, A]) errors(t *testing.T) {
 		}
 	}
 	tb := c.New(t, k, on, nil)
-	is("before late init", tb.IndexErr(), c.ErrNotLateInit, lib.ErrNotLateInit)
+	_, _, err := tb.IndexInfo()
+	is("before late init", err, c.ErrNotLateInit, lib.ErrNotLateInit)
 	if tb.Indexed() {
 		t.Fatal("indexed before late init")
 	}
 	if err := tb.LateInit(nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := tb.IndexErr(); err != nil || !tb.Indexed() || tb.IndexLen() == 0 {
-		t.Fatalf("after late init: %v, indexed %v, %d entries", err, tb.Indexed(), tb.IndexLen())
+	if n, _, err := tb.IndexInfo(); err != nil || !tb.Indexed() || n == 0 {
+		t.Fatalf("after late init: %v, indexed %v, %d entries", err, tb.Indexed(), n)
 	}
 	off := c.New(t, k, 0, nil)
 	if err := off.LateInit(nil); err != nil {
 		t.Fatal(err)
 	}
-	is("switch off", off.IndexErr(), c.ErrIndexOff, lib.ErrIndexOff)
+	_, _, err = off.IndexInfo()
+	is("switch off", err, c.ErrIndexOff, lib.ErrIndexOff)
 	if off.Indexed() {
 		t.Fatal("indexed with the switch off")
 	}
@@ -267,7 +278,8 @@ func (c Check[Q, A]) errors(t *testing.T) {
 	if err := failed.LateInit(nil); err != nil {
 		t.Fatalf("alloc failure: LateInit returned %v, want nil (the check stays linear)", err)
 	}
-	is("alloc failure", failed.IndexErr(), c.ErrIndexAlloc, lib.ErrIndexAlloc)
+	_, _, err = failed.IndexInfo()
+	is("alloc failure", err, c.ErrIndexAlloc, lib.ErrIndexAlloc)
 	if failed.Indexed() {
 		t.Fatal("indexed after the allocation failed")
 	}
@@ -292,7 +304,10 @@ func (c Check[Q, A]) memory(t *testing.T) {
 		if err := tb.LateInit(cs); err != nil {
 			t.Fatal(err)
 		}
-		n, b := tb.IndexLen(), tb.IndexBytes()
+		n, b, err := tb.IndexInfo()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if got := figure(cs, c.Name+".index.bytes"); got != b || b == 0 {
 			t.Errorf("%v: %s.index.bytes %d, index %d bytes", sw.Names(), c.Name, got, b)
 		}
@@ -356,4 +371,17 @@ func (c Check[Q, A]) fastSwitches() []sim.Switches {
 		}
 	}
 	return out
+}
+
+// ExampleImage is the small image the packages' examples run on; it
+// panics if the image cannot be generated.
+func ExampleImage() *image.Kernel {
+	cfg := synth.DefaultConfig()
+	cfg.Functions, cfg.JumpEntries, cfg.JumpKeys, cfg.Blacklist = 2000, 1000, 300, 30
+	cfg.NoinstrFunctions, cfg.StaticCallSites, cfg.BugEntries = 20, 200, 600
+	k, _, err := synth.Generate(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return k
 }

@@ -18,21 +18,7 @@ func (l list) Ask(c *sim.Counters, addr uint64) (bool, error) {
 	return l.WithinKprobeBlacklist(c, addr), nil
 }
 
-func (l list) IndexErr() error { _, err := l.Index(); return err }
-
-func (l list) IndexLen() int {
-	if x, err := l.Index(); err == nil {
-		return x.Len()
-	}
-	return 0
-}
-
-func (l list) IndexBytes() int64 {
-	if x, err := l.Index(); err == nil {
-		return x.Bytes()
-	}
-	return 0
-}
+func (l list) IndexInfo() (int, int64, error) { return resvtest.Info(l.Index()) }
 
 func newList(t testing.TB, k *image.Kernel, sw sim.Switches, f *sim.Faults) resvtest.Table[uint64, bool] {
 	l, err := New(nil, k, sw, f, nil)
