@@ -11,33 +11,17 @@ import (
 	"github.com/kpsim/kpsim/sim"
 )
 
-// query is one jump_label_text_reserved question, at a system_state.
-type query struct {
-	st         boot.State
-	start, end uint64
-}
-
-// table adapts a Table to the conformance suite: it owns the
-// system_state the table reads.
-type table struct {
-	*Table
-	st boot.State
-}
-
-func (t *table) Ask(c *sim.Counters, q query) (bool, error) {
-	t.st = q.st
-	return t.TextReserved(c, q.start, q.end)
-}
-
-func (t *table) IndexInfo() (int, int64, error) { return resvtest.Info(t.Index()) }
+// query is one text_reserved question, at a system_state.
+type query = resvtest.Range
 
 func newTable(t testing.TB, k *image.Kernel, sw sim.Switches, f *sim.Faults) resvtest.Table[query, bool] {
-	tb := &table{st: boot.Running}
-	var err error
-	if tb.Table, err = New(k, sw, f, func() boot.State { return tb.st }); err != nil {
+	st := new(boot.State)
+	*st = boot.Running
+	tb, err := New(k, sw, f, func() boot.State { return *st })
+	if err != nil {
 		t.Fatal(err)
 	}
-	return tb
+	return resvtest.Reserved(tb, st, tb.Index)
 }
 
 // atStates asks every range at every state.
@@ -45,7 +29,7 @@ func atStates(rs [][2]uint64, states ...boot.State) []query {
 	var qs []query
 	for _, st := range states {
 		for _, r := range rs {
-			qs = append(qs, query{st, r[0], r[1]})
+			qs = append(qs, query{St: st, Start: r[0], End: r[1]})
 		}
 	}
 	return qs
@@ -57,7 +41,7 @@ var check = resvtest.Check[query, bool]{
 	ErrNotLateInit: ErrNotLateInit, ErrIndexOff: ErrIndexOff, ErrIndexAlloc: ErrIndexAlloc,
 	New: newTable,
 	Oracle: func(t testing.TB, k *image.Kernel) func(query) bool {
-		return func(q query) bool { return oracle(t, k, q.st, q.start, q.end) }
+		return func(q query) bool { return oracle(t, k, q.St, q.Start, q.End) }
 	},
 	// Small images, every function and every site.
 	Images: func(t testing.TB) []*image.Kernel {
@@ -91,7 +75,7 @@ var check = resvtest.Check[query, bool]{
 		e := es[rapid.IntRange(0, len(es)-1).Draw(rt, "site")]
 		start := e.Code + uint64(rapid.IntRange(-40, 40).Draw(rt, "off"))
 		end := start + uint64(rapid.IntRange(0, 200).Draw(rt, "len"))
-		return query{st, start, end}
+		return query{St: st, Start: start, End: end}
 	},
 	FastImage: func(t testing.TB) *image.Kernel {
 		c := resvtest.FastConfig(11)
@@ -115,7 +99,7 @@ func checkAll(t *testing.T, k *image.Kernel, qs []query) {
 	t.Helper()
 	forms, tbs := check.Tables(t, k)
 	for _, q := range qs {
-		check.AskAll(t, forms, tbs, oracle(t, k, q.st, q.start, q.end), q)
+		check.AskAll(t, forms, tbs, oracle(t, k, q.St, q.Start, q.End), q)
 	}
 }
 

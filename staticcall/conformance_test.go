@@ -11,33 +11,17 @@ import (
 	"github.com/kpsim/kpsim/sim"
 )
 
-// query is one static_call_text_reserved question, at a system_state.
-type query struct {
-	st         boot.State
-	start, end uint64
-}
-
-// table adapts a Table to the conformance suite: it owns the
-// system_state the table reads.
-type table struct {
-	*Table
-	st boot.State
-}
-
-func (t *table) Ask(c *sim.Counters, q query) (bool, error) {
-	t.st = q.st
-	return t.TextReserved(c, q.start, q.end)
-}
-
-func (t *table) IndexInfo() (int, int64, error) { return resvtest.Info(t.Index()) }
+// query is one text_reserved question, at a system_state.
+type query = resvtest.Range
 
 func newTable(t testing.TB, k *image.Kernel, sw sim.Switches, f *sim.Faults) resvtest.Table[query, bool] {
-	tb := &table{st: boot.Running}
-	var err error
-	if tb.Table, err = New(k, sw, f, func() boot.State { return tb.st }); err != nil {
+	st := new(boot.State)
+	*st = boot.Running
+	tb, err := New(k, sw, f, func() boot.State { return *st })
+	if err != nil {
 		t.Fatal(err)
 	}
-	return tb
+	return resvtest.Reserved(tb, st, tb.Index)
 }
 
 func defaultImage(t testing.TB) *image.Kernel { return resvtest.DefaultImage(t) }
@@ -89,7 +73,7 @@ func equivalenceQueries(k *image.Kernel) []query {
 		fs := k.Functions()
 		for i, f := range fs {
 			if len(fs) < 5000 || i%(sample*20) == 0 {
-				qs = append(qs, query{st, f.Addr, f.Addr})
+				qs = append(qs, query{St: st, Start: f.Addr, End: f.Addr})
 			}
 		}
 		for j, s := range allSites(k) {
@@ -97,7 +81,7 @@ func equivalenceQueries(k *image.Kernel) []query {
 				continue
 			}
 			for _, q := range [][2]int64{{0, 0}, {4, 4}, {-1, -1}, {5, 5}, {-4, -1}, {5, 9}, {-40, 40}} {
-				qs = append(qs, query{st, s.Addr + uint64(q[0]), s.Addr + uint64(q[1])})
+				qs = append(qs, query{St: st, Start: s.Addr + uint64(q[0]), End: s.Addr + uint64(q[1])})
 			}
 		}
 	}
@@ -110,7 +94,7 @@ var check = resvtest.Check[query, bool]{
 	ErrNotLateInit: ErrNotLateInit, ErrIndexOff: ErrIndexOff, ErrIndexAlloc: ErrIndexAlloc,
 	New: newTable,
 	Oracle: func(_ testing.TB, k *image.Kernel) func(query) bool {
-		return func(q query) bool { return oracle(k, q.st, q.start, q.end) }
+		return func(q query) bool { return oracle(k, q.St, q.Start, q.End) }
 	},
 	Images: func(t testing.TB) []*image.Kernel {
 		return []*image.Kernel{defaultImage(t), smallImage(t, 1), smallImage(t, 2)}
@@ -123,18 +107,18 @@ var check = resvtest.Check[query, bool]{
 		s := ss[rapid.IntRange(0, len(ss)-1).Draw(rt, "site")]
 		start := s.Addr + uint64(rapid.IntRange(-30, 30).Draw(rt, "off"))
 		end := start + uint64(rapid.IntRange(0, 100).Draw(rt, "len"))
-		return query{st, start, end}
+		return query{St: st, Start: start, End: end}
 	},
 	FastImage: func(t testing.TB) *image.Kernel { return resvtest.Generate(t, resvtest.FastConfig(12)) },
 	FastQueries: func(k *image.Kernel) []query {
 		var qs []query
 		for _, st := range []boot.State{boot.Scheduling, boot.Running} {
 			for _, f := range k.Functions() {
-				qs = append(qs, query{st, f.Addr + 4, f.Addr + 4})
+				qs = append(qs, query{St: st, Start: f.Addr + 4, End: f.Addr + 4})
 			}
 			for _, s := range k.StaticCallSites {
 				for d := uint64(0); d < 7; d++ {
-					qs = append(qs, query{st, s.Addr + d - 1, s.Addr + d - 1}, query{st, s.Addr - 4, s.Addr + d})
+					qs = append(qs, query{St: st, Start: s.Addr + d - 1, End: s.Addr + d - 1}, query{St: st, Start: s.Addr - 4, End: s.Addr + d})
 				}
 			}
 		}

@@ -17,7 +17,7 @@ func TestEquivalenceModuleStates(t *testing.T) {
 	for _, ms := range []image.ModuleState{image.ModuleLive, image.ModuleComing, image.ModuleGoing, image.ModuleUnformed} {
 		m.State = ms
 		for _, s := range m.StaticCallSites {
-			check.AskAll(t, forms, tbs, oracle(k, boot.Running, s.Addr, s.Addr+1), query{boot.Running, s.Addr, s.Addr + 1})
+			check.AskAll(t, forms, tbs, oracle(k, boot.Running, s.Addr, s.Addr+1), query{St: boot.Running, Start: s.Addr, End: s.Addr + 1})
 		}
 	}
 }

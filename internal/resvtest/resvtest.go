@@ -19,6 +19,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/kpsim/kpsim/boot"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
 	"github.com/kpsim/kpsim/lib"
@@ -384,4 +385,48 @@ func ExampleImage() *image.Kernel {
 		panic(err)
 	}
 	return k
+}
+
+// Range is one text-reservation question ([Start, End], inclusive) at a
+// system_state, for the checks whose answer depends on it
+// (jump_label_text_reserved, static_call_text_reserved).
+type Range struct {
+	St         boot.State
+	Start, End uint64
+}
+
+// Reserver is a text-reservation table.
+type Reserver interface {
+	LateInit(c *sim.Counters) error
+	Indexed() bool
+	EnableFastScan()
+	TextReserved(c *sim.Counters, start, end uint64) (bool, error)
+}
+
+// Reserved adapts a text-reservation table to the suite: st is the
+// system_state the table reads (Ask sets it), index its Index method.
+func Reserved[R Reserver, X interface {
+	Len() int
+	Bytes() int64
+}](r R, st *boot.State, index func() (X, error)) Table[Range, bool] {
+	return &reserved[R, X]{r: r, st: st, index: index}
+}
+
+type reserved[R Reserver, X interface {
+	Len() int
+	Bytes() int64
+}] struct {
+	r     R
+	st    *boot.State
+	index func() (X, error)
+}
+
+func (t *reserved[R, X]) LateInit(c *sim.Counters) error { return t.r.LateInit(c) }
+func (t *reserved[R, X]) Indexed() bool                  { return t.r.Indexed() }
+func (t *reserved[R, X]) EnableFastScan()                { t.r.EnableFastScan() }
+func (t *reserved[R, X]) IndexInfo() (int, int64, error) { return Info(t.index()) }
+
+func (t *reserved[R, X]) Ask(c *sim.Counters, q Range) (bool, error) {
+	*t.st = q.St
+	return t.r.TextReserved(c, q.Start, q.End)
 }
