@@ -14,16 +14,6 @@ import (
 // query is one text_reserved question, at a system_state.
 type query = resvtest.Range
 
-func newTable(t testing.TB, k *image.Kernel, sw sim.Switches, f *sim.Faults) resvtest.Table[query, bool] {
-	st := new(boot.State)
-	*st = boot.Running
-	tb, err := New(k, sw, f, func() boot.State { return *st })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resvtest.Reserved(tb, st, tb.Index)
-}
-
 // atStates asks every range at every state.
 func atStates(rs [][2]uint64, states ...boot.State) []query {
 	var qs []query
@@ -39,7 +29,7 @@ var check = resvtest.Check[query, bool]{
 	Index: sim.JumpLabelIndex, Fault: FaultIndexAlloc, Extra: []sim.Switch{sim.JumpSizeOpcode},
 	Name: "jump_label", EntryBytes: IndexPointer,
 	ErrNotLateInit: ErrNotLateInit, ErrIndexOff: ErrIndexOff, ErrIndexAlloc: ErrIndexAlloc,
-	New: newTable,
+	New: resvtest.NewReserved(New, (*Table).Index),
 	Oracle: func(t testing.TB, k *image.Kernel) func(query) bool {
 		return func(q query) bool { return oracle(t, k, q.St, q.Start, q.End) }
 	},

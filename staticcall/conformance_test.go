@@ -14,16 +14,6 @@ import (
 // query is one text_reserved question, at a system_state.
 type query = resvtest.Range
 
-func newTable(t testing.TB, k *image.Kernel, sw sim.Switches, f *sim.Faults) resvtest.Table[query, bool] {
-	st := new(boot.State)
-	*st = boot.Running
-	tb, err := New(k, sw, f, func() boot.State { return *st })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resvtest.Reserved(tb, st, tb.Index)
-}
-
 func defaultImage(t testing.TB) *image.Kernel { return resvtest.DefaultImage(t) }
 
 func smallImage(t testing.TB, seed uint64) *image.Kernel {
@@ -92,7 +82,7 @@ var check = resvtest.Check[query, bool]{
 	Index: sim.StaticCallIndex, Fault: FaultIndexAlloc,
 	Name: "static_call", EntryBytes: IndexPointer,
 	ErrNotLateInit: ErrNotLateInit, ErrIndexOff: ErrIndexOff, ErrIndexAlloc: ErrIndexAlloc,
-	New: newTable,
+	New: resvtest.NewReserved(New, (*Table).Index),
 	Oracle: func(_ testing.TB, k *image.Kernel) func(query) bool {
 		return func(q query) bool { return oracle(k, q.St, q.Start, q.End) }
 	},

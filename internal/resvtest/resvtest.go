@@ -403,13 +403,22 @@ type Reserver interface {
 	TextReserved(c *sim.Counters, start, end uint64) (bool, error)
 }
 
-// Reserved adapts a text-reservation table to the suite: st is the
-// system_state the table reads (Ask sets it), index its Index method.
-func Reserved[R Reserver, X interface {
+// NewReserved is Check.New for a text-reservation check: newTable is the
+// package's New, index its Table's Index method. The table reads the
+// system_state each query carries.
+func NewReserved[R Reserver, X interface {
 	Len() int
 	Bytes() int64
-}](r R, st *boot.State, index func() (X, error)) Table[Range, bool] {
-	return &reserved[R, X]{r: r, st: st, index: index}
+}](newTable func(*image.Kernel, sim.Switches, *sim.Faults, func() boot.State) (R, error), index func(R) (X, error),
+) func(testing.TB, *image.Kernel, sim.Switches, *sim.Faults) Table[Range, bool] {
+	return func(t testing.TB, k *image.Kernel, sw sim.Switches, f *sim.Faults) Table[Range, bool] {
+		st := boot.Running
+		r, err := newTable(k, sw, f, func() boot.State { return st })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &reserved[R, X]{r: r, st: &st, index: func() (X, error) { return index(r) }}
+	}
 }
 
 type reserved[R Reserver, X interface {
