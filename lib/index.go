@@ -1,8 +1,9 @@
 package lib
 
 // SortedIndex is a late-init address index: entries sorted by address and
-// the bytes charged per entry (8 for a pointer, 4 for a u32 offset). The
-// jump-label, static-call and bug indexes embed it.
+// the bytes charged per entry (8 for a pointer, 4 for a u32 offset, 16 for
+// a merged range), or under reservation-btree a B-tree over them. LateIndex
+// builds it for the jump-label, static-call, bug and blacklist indexes.
 type SortedIndex[T any] struct {
 	Sorted     []T
 	entryBytes int

@@ -145,11 +145,12 @@ func (l *LateIndex[T]) LateInit(c *sim.Counters, b Build[T]) error {
 		}
 	}
 	sorted := make([]T, b.N)
+	fill, cmp := l.spec.Fill, l.spec.SortCmp
 	for i := range sorted {
-		c.Inc(l.spec.Fill)
+		c.Inc(fill)
 		sorted[i] = b.Entry(i)
 	}
-	SortByKey(sorted, func(e *T) uint64 { return l.key(*e) }, func() { c.Inc(l.spec.SortCmp) })
+	SortByKey(sorted, l.key, func() { c.Inc(cmp) })
 	if b.Finish != nil {
 		var err error
 		if sorted, err = b.Finish(sorted); err != nil {
@@ -193,5 +194,6 @@ func (l *LateIndex[T]) Get() (*SortedIndex[T], error) {
 // a halving search of the array (IndexSpec.Probe per step) or, with the
 // B-tree, one counted walk of it.
 func (l *LateIndex[T]) Seek(c *sim.Counters, v uint64) int {
-	return l.x.Seek(v, l.key, func() { c.Inc(l.spec.Probe) }, c)
+	probe := l.spec.Probe
+	return l.x.Seek(v, l.key, func() { c.Inc(probe) }, c)
 }

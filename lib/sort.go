@@ -102,10 +102,10 @@ func SortStaticCallSites(s []image.StaticCallSite) {
 // SortByKey sorts s by key with KernelSort (lib/sort.c's heapsort, as the
 // kernel's late-init index builders would call sort()), calling onCmp once
 // per comparison so the caller can count it.
-func SortByKey[T any](s []T, key func(*T) uint64, onCmp func()) {
+func SortByKey[T any](s []T, key func(T) uint64, onCmp func()) {
 	KernelSort(len(s), func(i, j int) int {
 		onCmp()
-		a, b := key(&s[i]), key(&s[j])
+		a, b := key(s[i]), key(s[j])
 		switch {
 		case a < b:
 			return -1
