@@ -401,16 +401,18 @@ func (l *List) searchIndex(c *sim.Counters, addr uint64) bool {
 // walked after the search. Switch off: nothing; allocation fault: nothing,
 // nil returned, the walk stays linear. Only the first call acts.
 func (l *List) LateInit(c *sim.Counters) error {
-	n := 0
-	for n < len(l.entries) && l.entries[n].Module == nil {
-		n++
+	if l.idx.Ran() {
+		return nil // an initcall runs once
+	}
+	// The vmlinux entries: the list's head, before the first module's.
+	for l.covered < len(l.entries) && l.entries[l.covered].Module == nil {
+		l.covered++
 	}
 	return l.idx.LateInit(c, lib.Build[Entry]{
 		Switches: l.sw, Faults: l.f,
-		N:     n,
+		N:     l.covered,
 		Entry: func(i int) Entry { return l.entries[i] },
 		Finish: func(sorted []Entry) ([]Entry, error) {
-			l.covered = n
 			return mergeRanges(sorted), nil
 		},
 	})
