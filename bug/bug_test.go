@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/internal/resvtest"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -16,7 +17,7 @@ func forms(t testing.TB, k *image.Kernel) []*Table {
 	var out []*Table
 	for i, f := range fs {
 		if f.Name != "indexed-btree" {
-			out = append(out, tbs[i].(table).Table)
+			out = append(out, resvtest.Unwrap[*Table](tbs[i]))
 		}
 	}
 	return out

@@ -11,21 +11,13 @@ import (
 	"github.com/kpsim/kpsim/sim"
 )
 
-// table adapts a Table to the conformance suite.
-type table struct{ *Table }
-
-func (t table) Ask(c *sim.Counters, addr uint64) (*image.BugEntry, error) {
-	return t.FindBug(c, addr), nil
-}
-
-func (t table) IndexInfo() (int, int64, error) { return resvtest.Info(t.Index()) }
-
+// newTable is Check.New for find_bug.
 func newTable(t testing.TB, k *image.Kernel, sw sim.Switches, f *sim.Faults) resvtest.Table[uint64, *image.BugEntry] {
 	tb, err := New(k, sw, f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return table{tb}
+	return resvtest.Lookup(tb, (*Table).FindBug, (*Table).Index)
 }
 
 func defaultImage(t testing.TB) *image.Kernel { return resvtest.DefaultImage(t) }

@@ -120,10 +120,7 @@ type Table[Q any, A comparable] interface {
 }
 
 // Info is IndexInfo from what a package's Index() returns.
-func Info[X interface {
-	Len() int
-	Bytes() int64
-}](x X, err error) (int, int64, error) {
+func Info[X indexInfo](x X, err error) (int, int64, error) {
 	if err != nil {
 		return 0, 0, err
 	}
@@ -395,21 +392,29 @@ type Range struct {
 	Start, End uint64
 }
 
-// Reserver is a text-reservation table.
-type Reserver interface {
+// Base is what every reservation table has.
+type Base interface {
 	LateInit(c *sim.Counters) error
 	Indexed() bool
 	EnableFastScan()
+}
+
+// Reserver is a text-reservation table.
+type Reserver interface {
+	Base
 	TextReserved(c *sim.Counters, start, end uint64) (bool, error)
+}
+
+// indexInfo is what the suite reads of a package's Index.
+type indexInfo interface {
+	Len() int
+	Bytes() int64
 }
 
 // NewReserved is Check.New for a text-reservation check: newTable is the
 // package's New, index its Table's Index method. The table reads the
 // system_state each query carries.
-func NewReserved[R Reserver, X interface {
-	Len() int
-	Bytes() int64
-}](newTable func(*image.Kernel, sim.Switches, *sim.Faults, func() boot.State) (R, error), index func(R) (X, error),
+func NewReserved[R Reserver, X indexInfo](newTable func(*image.Kernel, sim.Switches, *sim.Faults, func() boot.State) (R, error), index func(R) (X, error),
 ) func(testing.TB, *image.Kernel, sim.Switches, *sim.Faults) Table[Range, bool] {
 	return func(t testing.TB, k *image.Kernel, sw sim.Switches, f *sim.Faults) Table[Range, bool] {
 		st := boot.Running
@@ -421,10 +426,7 @@ func NewReserved[R Reserver, X interface {
 	}
 }
 
-type reserved[R Reserver, X interface {
-	Len() int
-	Bytes() int64
-}] struct {
+type reserved[R Reserver, X indexInfo] struct {
 	r     R
 	st    *boot.State
 	index func() (X, error)
@@ -439,3 +441,29 @@ func (t *reserved[R, X]) Ask(c *sim.Counters, q Range) (bool, error) {
 	*t.st = q.St
 	return t.r.TextReserved(c, q.Start, q.End)
 }
+
+// Lookup adapts a table whose check answers one address (find_bug,
+// within_kprobe_blacklist) to the suite: ask is the check, index the
+// table's Index method.
+func Lookup[R Base, A comparable, X indexInfo](r R, ask func(R, *sim.Counters, uint64) A, index func(R) (X, error)) Table[uint64, A] {
+	return &lookup[R, A, X]{r: r, ask: ask, index: index}
+}
+
+type lookup[R Base, A comparable, X indexInfo] struct {
+	r     R
+	ask   func(R, *sim.Counters, uint64) A
+	index func(R) (X, error)
+}
+
+func (t *lookup[R, A, X]) LateInit(c *sim.Counters) error { return t.r.LateInit(c) }
+func (t *lookup[R, A, X]) Indexed() bool                  { return t.r.Indexed() }
+func (t *lookup[R, A, X]) EnableFastScan()                { t.r.EnableFastScan() }
+func (t *lookup[R, A, X]) IndexInfo() (int, int64, error) { return Info(t.index(t.r)) }
+func (t *lookup[R, A, X]) Unwrap() R                      { return t.r }
+
+func (t *lookup[R, A, X]) Ask(c *sim.Counters, addr uint64) (A, error) {
+	return t.ask(t.r, c, addr), nil
+}
+
+// Unwrap returns the package's table a Lookup adapts.
+func Unwrap[R any](t any) R { return t.(interface{ Unwrap() R }).Unwrap() }

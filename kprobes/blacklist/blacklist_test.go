@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/internal/resvtest"
 	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -17,7 +18,7 @@ func forms(t testing.TB, k *image.Kernel) []*List {
 	var out []*List
 	for i, f := range fs {
 		if f.Name != "indexed-btree" {
-			out = append(out, ls[i].(list).List)
+			out = append(out, resvtest.Unwrap[*List](ls[i]))
 		}
 	}
 	return out
@@ -167,7 +168,7 @@ func TestDottedName(t *testing.T) {
 	fs, ts := check.Tables(t, k)
 	for i, tb := range ts {
 		c := sim.NewCounters(false)
-		if !tb.(list).WithinKprobeBlacklist(c, victim.Addr+1) {
+		if !resvtest.Unwrap[*List](tb).WithinKprobeBlacklist(c, victim.Addr+1) {
 			t.Fatalf("%s: %s not refused although %s is blacklisted", fs[i].Name, victim.Name, base.Name)
 		}
 		if c.Total(kallsyms.OpNameProbe) < 2 {
@@ -175,7 +176,7 @@ func TestDottedName(t *testing.T) {
 		}
 	}
 	for _, a := range []uint64{victim.Addr, victim.Addr + 1, base.Addr} {
-		check.AskAll(t, fs, ts, oracle(ts[0].(list).List, a), a)
+		check.AskAll(t, fs, ts, oracle(resvtest.Unwrap[*List](ts[0]), a), a)
 	}
 }
 

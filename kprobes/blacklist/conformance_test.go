@@ -11,21 +11,13 @@ import (
 	"github.com/kpsim/kpsim/sim"
 )
 
-// list adapts a List to the conformance suite.
-type list struct{ *List }
-
-func (l list) Ask(c *sim.Counters, addr uint64) (bool, error) {
-	return l.WithinKprobeBlacklist(c, addr), nil
-}
-
-func (l list) IndexInfo() (int, int64, error) { return resvtest.Info(l.Index()) }
-
+// newList is Check.New for within_kprobe_blacklist (populate must succeed).
 func newList(t testing.TB, k *image.Kernel, sw sim.Switches, f *sim.Faults) resvtest.Table[uint64, bool] {
 	l, err := New(nil, k, sw, f, nil)
 	if err != nil || l.PopulateError() != nil {
 		t.Fatalf("%v %v", err, l.PopulateError())
 	}
-	return list{l}
+	return resvtest.Lookup(l, (*List).WithinKprobeBlacklist, (*List).Index)
 }
 
 func defaultImage(t testing.TB) *image.Kernel { return resvtest.DefaultImage(t) }
@@ -42,7 +34,7 @@ var check = resvtest.Check[uint64, bool]{
 	ErrNotLateInit: ErrNotLateInit, ErrIndexOff: ErrIndexOff, ErrIndexAlloc: ErrIndexAlloc,
 	New: newList,
 	Oracle: func(t testing.TB, k *image.Kernel) func(uint64) bool {
-		l := newList(t, k, 0, nil).(list).List
+		l := resvtest.Unwrap[*List](newList(t, k, 0, nil))
 		return func(a uint64) bool { return oracle(l, a) }
 	},
 	Images: func(t testing.TB) []*image.Kernel {
