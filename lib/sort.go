@@ -1,6 +1,10 @@
 package lib
 
-import "github.com/kpsim/kpsim/image"
+import (
+	"cmp"
+
+	"github.com/kpsim/kpsim/image"
+)
 
 // KernelSort sorts n elements exactly as the kernel's lib/sort.c:sort_r
 // does: the bottom-up heapsort with its particular sift-down and backtrack.
@@ -105,13 +109,6 @@ func SortStaticCallSites(s []image.StaticCallSite) {
 func SortByKey[T any](s []T, key func(T) uint64, onCmp func()) {
 	KernelSort(len(s), func(i, j int) int {
 		onCmp()
-		a, b := key(s[i]), key(s[j])
-		switch {
-		case a < b:
-			return -1
-		case a > b:
-			return 1
-		}
-		return 0
+		return cmp.Compare(key(s[i]), key(s[j]))
 	}, func(i, j int) { s[i], s[j] = s[j], s[i] })
 }
