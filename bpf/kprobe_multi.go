@@ -24,6 +24,7 @@ import (
 	"github.com/kpsim/kpsim/ftrace/fprobe"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kallsyms"
+	"github.com/kpsim/kpsim/lib"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -378,7 +379,7 @@ func indexNul(s string) int {
 // bpf_kprobe_multi_cookie_swap): the exact heapsort, cookies following.
 func sortAddrs(c *sim.Counters, addrs, cookies []uint64) {
 	var n uint64
-	image.KernelSort(len(addrs), func(a, b int) int {
+	lib.KernelSort(len(addrs), func(a, b int) int {
 		n++
 		switch {
 		case addrs[a] < addrs[b]:

@@ -17,6 +17,7 @@ import (
 	"fmt"
 
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/lib"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -27,17 +28,29 @@ var FaultIndexAlloc = sim.NewFaultPoint("bug.index.alloc",
 
 // Index entry layouts (bytes per indexed entry); counts are the same.
 const (
-	IndexPointer = 8 // struct bug_entry * array (the default)
-	IndexOffset  = 4 // u32 positions in __bug_table
+	IndexPointer = lib.IndexPointer // struct bug_entry * array (the default)
+	IndexOffset  = lib.IndexOffset  // u32 positions in __bug_table
 )
 
-// Errors a caller can test with errors.Is.
+// Errors a caller can test with errors.Is (each also matches lib's shared
+// reason: lib.ErrNotLateInit, lib.ErrIndexOff, lib.ErrIndexAlloc,
+// lib.ErrBadTable).
 var (
-	ErrNotLateInit = errors.New("bug: index asked for before late init (find_bug is linear until then)")
-	ErrIndexOff    = errors.New("bug: no index: the bug-index switch is off")
-	ErrIndexAlloc  = errors.New("bug: no index: its late-init allocation failed (fault bug.index.alloc)")
-	ErrBadTable    = errors.New("bug: malformed bug table")
+	ErrNotLateInit = lib.TableError(lib.ErrNotLateInit, "bug: index asked for before late init (find_bug is linear until then)")
+	ErrIndexOff    = lib.TableError(lib.ErrIndexOff, "bug: no index: the bug-index switch is off")
+	ErrIndexAlloc  = lib.TableError(lib.ErrIndexAlloc, "bug: no index: its late-init allocation failed (fault bug.index.alloc)")
+	ErrBadTable    = lib.TableError(lib.ErrBadTable, "bug: malformed bug table")
 )
+
+// indexSpec is the bug-index's place in the generic late-init index.
+var indexSpec = lib.IndexSpec{
+	Name: "bug", TableBytes: "bug.table.bytes",
+	Switch: sim.BugIndex, Fault: FaultIndexAlloc,
+	Fill: OpIndexFill, SortCmp: OpIndexSortCmp, Probe: OpIndexProbe,
+	NotLateInit: ErrNotLateInit, Off: ErrIndexOff, Alloc: ErrIndexAlloc,
+}
+
+func bugAddr(b *image.BugEntry) uint64 { return b.Addr }
 
 // Finder is the one interface through which the registration pipeline
 // asks for the bug entry at an address, whatever form is active.
@@ -64,11 +77,8 @@ type Table struct {
 	sw sim.Switches
 	f  *sim.Faults
 
-	entryBytes int
-	lateInit   bool
-	idx        *Index
-	idxErr     error
-	fast       *fastScan // simulator fast path (EnableFastScan); nil: walk
+	idx  lib.LateIndex[*image.BugEntry] // bug-index, built by LateInit
+	scan tableScanner                   // the table walk, or its fast scan (EnableFastScan)
 
 	mods     map[*image.Module]*modIndex // module-bug-index (modindex.go)
 	modBytes int64
@@ -83,21 +93,36 @@ func New(k *image.Kernel, sw sim.Switches, f *sim.Faults) (*Table, error) {
 	if k == nil {
 		return nil, errors.New("bug: nil kernel image")
 	}
-	return &Table{k: k, sw: sw, f: f, entryBytes: IndexPointer}, nil
+	t := &Table{k: k, sw: sw, f: f, scan: tableWalk{}}
+	t.idx = lib.NewLateIndex(&indexSpec, bugAddr, IndexPointer)
+	return t, nil
+}
+
+// tableScanner answers the linear walk of one bug table: the walk itself
+// (tableWalk), or the simulator's fast scan with the walk's counts
+// (fastscan.go), chosen once by EnableFastScan.
+type tableScanner interface {
+	scanTable(c *sim.Counters, es []image.BugEntry, addr uint64) *image.BugEntry
+}
+
+// tableWalk compares every entry of a table with addr in table order
+// (OpScanEntry each), the first equal one returned: the loops of find_bug
+// and module_find_bug.
+type tableWalk struct{}
+
+func (tableWalk) scanTable(c *sim.Counters, es []image.BugEntry, addr uint64) *image.BugEntry {
+	for i := range es {
+		c.Inc(OpScanEntry)
+		if es[i].Addr == addr {
+			return &es[i]
+		}
+	}
+	return nil
 }
 
 // SetIndexEntryBytes chooses the index layout charged by LateInit:
 // IndexPointer (8, default) or IndexOffset (4). Call it before LateInit.
-func (t *Table) SetIndexEntryBytes(n int) error {
-	if n != IndexPointer && n != IndexOffset {
-		return fmt.Errorf("bug: index entry size %d: want %d (pointer) or %d (u32 offset)", n, IndexPointer, IndexOffset)
-	}
-	if t.lateInit {
-		return errors.New("bug: index layout must be chosen before late init")
-	}
-	t.entryBytes = n
-	return nil
-}
+func (t *Table) SetIndexEntryBytes(n int) error { return t.idx.SetEntryBytes(n) }
 
 // FindBug returns the bug entry whose trapping instruction is at addr, or
 // nil: the core table (linear walk, OpScanEntry per entry, or the index
@@ -105,22 +130,12 @@ func (t *Table) SetIndexEntryBytes(n int) error {
 //
 // Models lib/bug.c:find_bug.
 func (t *Table) FindBug(c *sim.Counters, addr uint64) *image.BugEntry {
-	if t.fast != nil && t.idx == nil && t.mods == nil && t.fast.miss(c, addr, true) {
-		return nil
-	}
-	if t.idx != nil {
+	if t.idx.Built() != nil {
 		if b := t.findBugIndexed(c, addr); b != nil {
 			return b
 		}
-	} else if t.fast != nil && !t.fast.has(addr) {
-		c.Add(OpScanEntry, t.fast.core)
-	} else {
-		for i := range t.k.BugEntries {
-			c.Inc(OpScanEntry)
-			if t.k.BugEntries[i].Addr == addr {
-				return &t.k.BugEntries[i]
-			}
-		}
+	} else if b := t.scan.scanTable(c, t.k.BugEntries, addr); b != nil {
+		return b
 	}
 	return t.moduleFindBug(c, addr)
 }
@@ -133,9 +148,6 @@ func (t *Table) FindBug(c *sim.Counters, addr uint64) *image.BugEntry {
 //
 // Models lib/bug.c:module_find_bug.
 func (t *Table) moduleFindBug(c *sim.Counters, addr uint64) *image.BugEntry {
-	if t.fast != nil && t.mods == nil && t.fast.miss(c, addr, false) {
-		return nil
-	}
 	for m := len(t.k.Modules) - 1; m >= 0; m-- {
 		mod := t.k.Modules[m]
 		c.Inc(OpModuleVisit)
@@ -145,15 +157,8 @@ func (t *Table) moduleFindBug(c *sim.Counters, addr uint64) *image.BugEntry {
 			}
 			continue
 		}
-		if t.fast != nil && !t.fast.has(addr) {
-			c.Add(OpScanEntry, uint64(len(mod.BugEntries)))
-			continue
-		}
-		for i := range mod.BugEntries {
-			c.Inc(OpScanEntry)
-			if mod.BugEntries[i].Addr == addr {
-				return &mod.BugEntries[i]
-			}
+		if b := t.scan.scanTable(c, mod.BugEntries, addr); b != nil {
+			return b
 		}
 	}
 	return nil
@@ -161,7 +166,7 @@ func (t *Table) moduleFindBug(c *sim.Counters, addr uint64) *image.BugEntry {
 
 // Index is the bug-index: the core bug entries sorted by address.
 type Index struct {
-	image.SortedIndex[*image.BugEntry]
+	*lib.SortedIndex[*image.BugEntry]
 }
 
 // LateInit builds the bug index at late init when sim.BugIndex is on
@@ -172,57 +177,38 @@ type Index struct {
 // nil. Two core entries at one address (one ud2 is one entry) are an error
 // wrapping ErrBadTable. Only the first call acts.
 func (t *Table) LateInit(c *sim.Counters) error {
-	if t.lateInit {
-		return nil
-	}
-	t.lateInit = true
-	c.SetBytes("bug.table.bytes", int64(len(t.k.BugEntries)*EntryBytes(t.k.Config)))
-	if !t.sw.Has(sim.BugIndex) {
-		t.idxErr = ErrIndexOff
-		return nil
-	}
-	if t.f.Fail(FaultIndexAlloc) {
-		t.idxErr = ErrIndexAlloc
-		return nil
-	}
-	sorted := make([]*image.BugEntry, len(t.k.BugEntries))
-	for i := range t.k.BugEntries {
-		c.Inc(OpIndexFill)
-		sorted[i] = &t.k.BugEntries[i]
-	}
-	image.SortByKey(sorted, func(b **image.BugEntry) uint64 { return (*b).Addr }, func() { c.Inc(OpIndexSortCmp) })
+	es := t.k.BugEntries
+	return t.idx.LateInit(c, lib.Build[*image.BugEntry]{
+		Switches: t.sw, Faults: t.f,
+		TableBytes: int64(len(es) * EntryBytes(t.k.Config)),
+		N:          len(es),
+		Entry:      func(i int) *image.BugEntry { return &es[i] },
+		Finish:     checkOnePerAddr,
+	})
+}
+
+// checkOnePerAddr: no two entries, in address order, share an address.
+func checkOnePerAddr(sorted []*image.BugEntry) ([]*image.BugEntry, error) {
 	for i := 1; i < len(sorted); i++ {
 		if sorted[i].Addr == sorted[i-1].Addr {
-			t.idxErr = fmt.Errorf("%w: two core bug entries at %#x", ErrBadTable, sorted[i].Addr)
-			return t.idxErr
+			return nil, fmt.Errorf("%w: two core bug entries at %#x", ErrBadTable, sorted[i].Addr)
 		}
 	}
-	t.idx = &Index{image.NewSortedIndex(sorted, t.entryBytes)}
-	perEntry := int64(t.entryBytes)
-	if t.sw.Has(sim.ReservationBtree) {
-		// reservation-btree: the same keys in a maple-like B-tree.
-		t.idx.UseTree(func(b *image.BugEntry) uint64 { return b.Addr }, c)
-		perEntry = t.idx.Bytes() / int64(max(1, t.idx.Len()))
-	}
-	c.SetBytes("bug.index.bytes", t.idx.Bytes())
-	c.SetBytes("bug.index.bytes_per_entry", perEntry)
-	return nil
+	return sorted, nil
 }
 
 // Index returns the late-init index, or why there is none (ErrNotLateInit,
 // ErrIndexOff, ErrIndexAlloc, or the ErrBadTable LateInit returned).
 func (t *Table) Index() (*Index, error) {
-	if !t.lateInit {
-		return nil, ErrNotLateInit
+	x, err := t.idx.Get()
+	if err != nil {
+		return nil, err
 	}
-	if t.idx == nil {
-		return nil, t.idxErr
-	}
-	return t.idx, nil
+	return &Index{x}, nil
 }
 
 // Indexed reports whether FindBug currently uses the index.
-func (t *Table) Indexed() bool { return t.idx != nil }
+func (t *Table) Indexed() bool { return t.idx.Built() != nil }
 
 // findBugIndexed: binary search for the first entry with address >= addr
 // (OpIndexProbe per step), then one exact-match test of the entry found
@@ -231,8 +217,8 @@ func (t *Table) Indexed() bool { return t.idx != nil }
 // Models the core part of lib/bug.c:find_bug with kpsim's bug-index
 // (beyond the series).
 func (t *Table) findBugIndexed(c *sim.Counters, addr uint64) *image.BugEntry {
-	x := t.idx.Sorted
-	lo := t.idx.Seek(addr, func(b *image.BugEntry) uint64 { return b.Addr }, func() { c.Inc(OpIndexProbe) }, c)
+	x := t.idx.Built().Sorted
+	lo := t.idx.Seek(c, addr)
 	if lo < len(x) {
 		c.Inc(OpIndexEntry)
 		if x[lo].Addr == addr {

@@ -2,8 +2,9 @@ package bug
 
 import (
 	"math/rand/v2"
-	"sort"
 	"testing"
+
+	"github.com/kpsim/kpsim/internal/resvtest"
 )
 
 // The cost weights in ops.go come from these micro-benchmarks of the
@@ -50,31 +51,9 @@ func BenchmarkCostScanEntry(b *testing.B) {
 // the bug table, random keys.
 func BenchmarkCostIndexProbe(b *testing.B) {
 	t := rawBugs(18000)
-	idx := make([]*rawBug, len(t))
+	keys := make([]*int32, len(t))
 	for i := range t {
-		idx[i] = &t[i]
+		keys[i] = &t[i].addr
 	}
-	sort.Slice(idx, func(i, j int) bool { return idx[i].addr < idx[j].addr })
-	r := rand.New(rand.NewPCG(3, 4))
-	qs := make([]int32, 4096)
-	for i := range qs {
-		qs[i] = int32(r.IntN(1 << 30))
-	}
-	steps := 0
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		v := qs[i&4095]
-		lo, hi := 0, len(idx)
-		for lo < hi {
-			steps++
-			mid := (lo + hi) >> 1
-			if idx[mid].addr < v {
-				lo = mid + 1
-			} else {
-				hi = mid
-			}
-		}
-		sink += lo
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(steps), "ns/step")
+	resvtest.BenchIndexProbe(b, keys)
 }

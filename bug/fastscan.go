@@ -1,34 +1,55 @@
 package bug
 
-import "github.com/kpsim/kpsim/sim"
+import (
+	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/sim"
+)
 
 // fastScan answers find_bug's linear walks for an address that is no bug
 // address anywhere (every probe address but a refused one), with exactly
-// the walks' counts: the whole core table, then every module and every
-// module entry. A bug address takes the real walks. Simulator work only;
-// TestFastScanCountsMatchWalk proves it.
+// the walks' counts: every entry of the table walked. A bug address takes
+// the real walks. Simulator work only; TestFastScanCountsMatchWalk proves
+// it.
 type fastScan struct {
 	all    map[uint64]struct{}
 	filter []uint64 // one bit per hash of a bug address: a clear bit is a sure miss
-
-	core       uint64
-	modules    uint64
-	modEntries uint64
 }
 
 // EnableFastScan turns on the fast path. The caller promises the tables
 // (and the module list) no longer change.
 func (t *Table) EnableFastScan() {
-	if f := sharedFastScan(t.k); f != nil {
-		t.fast = f
-		return
+	t.scan = &fastScanner{f: sharedFastScan(t.k)}
+}
+
+// fastScanner is the tableScanner EnableFastScan chooses: a table walk
+// for an address with no bug entry anywhere is counted, not walked. It
+// remembers the last address asked (find_bug asks once per table, the
+// core and every module, for one address).
+type fastScanner struct {
+	f       *fastScan
+	last    uint64
+	lastHas bool
+	asked   bool
+}
+
+func (s *fastScanner) scanTable(c *sim.Counters, es []image.BugEntry, addr uint64) *image.BugEntry {
+	if !s.asked || s.last != addr {
+		s.last, s.lastHas, s.asked = addr, s.f.has(addr), true
 	}
-	f := &fastScan{all: map[uint64]struct{}{}, core: uint64(len(t.k.BugEntries)), modules: uint64(len(t.k.Modules))}
-	for _, b := range t.k.BugEntries {
+	if !s.lastHas {
+		c.Add(OpScanEntry, uint64(len(es)))
+		return nil
+	}
+	return tableWalk{}.scanTable(c, es, addr)
+}
+
+// newFastScan builds the fast scan of k's bug addresses, core and modules.
+func newFastScan(k *image.Kernel) *fastScan {
+	f := &fastScan{all: map[uint64]struct{}{}}
+	for _, b := range k.BugEntries {
 		f.all[b.Addr] = struct{}{}
 	}
-	for _, m := range t.k.Modules {
-		f.modEntries += uint64(len(m.BugEntries))
+	for _, m := range k.Modules {
 		for _, b := range m.BugEntries {
 			f.all[b.Addr] = struct{}{}
 		}
@@ -41,8 +62,7 @@ func (t *Table) EnableFastScan() {
 		h := filterHash(a)
 		f.filter[h>>6] |= 1 << (h & 63)
 	}
-	t.fast = f
-	shareFastScan(t.k, f)
+	return f
 }
 
 const filterBits = 20 // 2^20 bits, 128 KiB
@@ -56,18 +76,4 @@ func (f *fastScan) has(addr uint64) bool {
 	}
 	_, hit := f.all[addr]
 	return hit
-}
-
-// miss counts the walks for an address with no bug entry: the core walk
-// (unless the index answered it) and module_find_bug's.
-func (f *fastScan) miss(c *sim.Counters, addr uint64, core bool) bool {
-	if f.has(addr) {
-		return false
-	}
-	if core {
-		c.Add(OpScanEntry, f.core)
-	}
-	c.Add(OpModuleVisit, f.modules)
-	c.Add(OpScanEntry, f.modEntries)
-	return true
 }

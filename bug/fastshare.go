@@ -1,17 +1,16 @@
 package bug
 
 import (
-	"sync"
-
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/sim"
 )
 
 // The fast scan is a pure function of the bug addresses of the image and
-// its modules, so it is built once per image and shared, read-only, by
-// every table whose addresses are the same (a table over changed entries,
+// its modules, so it is built once per image (the image's derived store)
+// and shared, read-only, by every table whose addresses are the same (a table over changed entries,
 // e.g. after a test edits the image or loads a module, builds its own).
 // Simulator work only: no count depends on it.
-var sharedFast sync.Map // *image.Kernel -> *fastShare
+type fastScanKey struct{}
 
 // fastShare is never mutated after it is stored: safe for concurrent runs.
 type fastShare struct {
@@ -62,13 +61,14 @@ func sameAddrs(k *image.Kernel, a [][]uint64) bool {
 	return true
 }
 
+// sharedFastScan returns k's fast scan if it was built from exactly k's
+// current bug addresses, else a new one.
 func sharedFastScan(k *image.Kernel) *fastScan {
-	if v, ok := sharedFast.Load(k); ok && sameAddrs(k, v.(*fastShare).addrs) {
-		return v.(*fastShare).fast
+	sh := sim.DerivedValue(k.Derived(), fastScanKey{}, func() *fastShare {
+		return &fastShare{addrs: bugAddrs(k), fast: newFastScan(k)}
+	})
+	if !sameAddrs(k, sh.addrs) {
+		return newFastScan(k)
 	}
-	return nil
-}
-
-func shareFastScan(k *image.Kernel, f *fastScan) {
-	sharedFast.Store(k, &fastShare{addrs: bugAddrs(k), fast: f})
+	return sh.fast
 }

@@ -7,12 +7,13 @@ import "fmt"
 // walk of __start___bug_table does (the first entry at that address, or
 // none). Uncounted, simulator-side.
 func (t *Table) CheckIndex() error {
-	if t.idx == nil {
+	ix := t.idx.Built()
+	if ix == nil {
 		return nil
 	}
 	es := t.k.BugEntries
-	if t.idx.Len() != len(es) {
-		return fmt.Errorf("bug: index holds %d entries, the core table %d", t.idx.Len(), len(es))
+	if ix.Len() != len(es) {
+		return fmt.Errorf("bug: index holds %d entries, the core table %d", ix.Len(), len(es))
 	}
 	first := make(map[uint64]int, len(es)) // what the linear walk stops at
 	for j := len(es) - 1; j >= 0; j-- {

@@ -2,6 +2,7 @@ package bug
 
 import (
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/lib"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -88,7 +89,7 @@ func (t *Table) ModuleBugFinalize(c *sim.Counters, m *image.Module) {
 		pos[i] = i
 	}
 	e := m.BugEntries
-	image.KernelSort(len(pos), func(a, b int) int {
+	lib.KernelSort(len(pos), func(a, b int) int {
 		c.Inc(OpModIndexSortCmp)
 		x, y := &e[pos[a]], &e[pos[b]]
 		switch {
@@ -108,7 +109,7 @@ func (t *Table) ModuleBugFinalize(c *sim.Counters, m *image.Module) {
 		t.mods = map[*image.Module]*modIndex{}
 	}
 	t.mods[m] = x
-	t.modBytes += int64(len(x.sorted)*t.entryBytes) + modBoundsBytes
+	t.modBytes += int64(len(x.sorted)*t.idx.EntryBytes()) + modBoundsBytes
 	c.SetBytes("bug.module_index.bytes", t.modBytes)
 }
 
@@ -123,7 +124,7 @@ func (x *modIndex) find(c *sim.Counters, addr uint64) *image.BugEntry {
 	if addr < x.lo || addr > x.hi {
 		return nil
 	}
-	lo := image.LowerBound(len(s), func(i int) uint64 { return s[i].Addr }, addr, func() { c.Inc(OpModIndexProbe) })
+	lo := lib.LowerBound(len(s), func(i int) uint64 { return s[i].Addr }, addr, func() { c.Inc(OpModIndexProbe) })
 	if lo < len(s) {
 		c.Inc(OpModIndexEntry)
 		if s[lo].Addr == addr {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/kpsim/kpsim/boot"
+	"github.com/kpsim/kpsim/internal/resvtest"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -22,7 +23,7 @@ func benchCheck(b *testing.B, sw sim.Switches) {
 	k := defaultImage(b)
 	addrs := benchAddrs(b)
 	st := boot.Running
-	t := newForm(b, k, form{sw: sw, late: true}, &st)
+	t := newForm(b, k, resvtest.Form{Switches: sw, Late: true}, &st)
 	for _, a := range addrs { // warm the simulator's size cache
 		t.TextReserved(nil, a, a)
 	}
@@ -53,7 +54,7 @@ func BenchmarkTextReservedModelCycles(b *testing.B) {
 	for _, sw := range []sim.Switches{0, sim.Switches(0).With(sim.JumpLabelIndex), sim.Switches(0).With(sim.JumpLabelIndex).With(sim.JumpSizeOpcode)} {
 		b.Run(sw.Name(), func(b *testing.B) {
 			st := boot.Running
-			t := newForm(b, k, form{sw: sw, late: true}, &st)
+			t := newForm(b, k, resvtest.Form{Switches: sw, Late: true}, &st)
 			c := sim.NewCounters(false)
 			for i := 0; i < b.N; i++ {
 				a := addrs[i%len(addrs)]

@@ -3,6 +3,8 @@ package jumplabel
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/kpsim/kpsim/internal/resvtest"
 )
 
 // The cost weights in ops.go come from these micro-benchmarks of the
@@ -59,62 +61,9 @@ func BenchmarkCostScanEntry(b *testing.B) {
 // then the entry it points at (dependent load), compare. Reported per step.
 func BenchmarkCostIndexProbe(b *testing.B) {
 	t := rawTable(30000)
-	idx := make([]*rawEntry, len(t))
+	keys := make([]*int32, len(t))
 	for i := range t {
-		idx[i] = &t[i]
+		keys[i] = &t[i].code
 	}
-	sortByCode(idx)
-	r := rand.New(rand.NewPCG(3, 4))
-	qs := make([]int32, 4096)
-	for i := range qs {
-		qs[i] = int32(r.IntN(1 << 30))
-	}
-	steps := 0
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		v := qs[i&4095]
-		lo, hi := 0, len(idx)
-		for lo < hi {
-			steps++
-			mid := (lo + hi) >> 1
-			if idx[mid].code < v {
-				lo = mid + 1
-			} else {
-				hi = mid
-			}
-		}
-		sink += lo
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(steps), "ns/step")
-}
-
-func sortByCode(idx []*rawEntry) {
-	// simple merge sort to avoid importing sort in a cost file
-	if len(idx) < 2 {
-		return
-	}
-	m := len(idx) / 2
-	a := append([]*rawEntry(nil), idx[:m]...)
-	c := append([]*rawEntry(nil), idx[m:]...)
-	sortByCode(a)
-	sortByCode(c)
-	i, j, k := 0, 0, 0
-	for i < len(a) && j < len(c) {
-		if a[i].code <= c[j].code {
-			idx[k] = a[i]
-			i++
-		} else {
-			idx[k] = c[j]
-			j++
-		}
-		k++
-	}
-	for ; i < len(a); i++ {
-		idx[k] = a[i]
-		k++
-	}
-	for ; j < len(c); j++ {
-		idx[k] = c[j]
-		k++
-	}
+	resvtest.BenchIndexProbe(b, keys)
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/kpsim/kpsim/boot"
-	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/resvtest"
 	"github.com/kpsim/kpsim/jumplabel"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -12,16 +12,11 @@ import (
 // The registration pipeline owns system_state and calls LateInit at its
 // late-initcall point; TextReserved then answers in the indexed form.
 func Example() {
-	cfg := synth.DefaultConfig()
-	cfg.Functions, cfg.JumpEntries, cfg.JumpKeys, cfg.Blacklist = 2000, 1000, 300, 30
-	cfg.NoinstrFunctions, cfg.StaticCallSites, cfg.BugEntries = 20, 200, 600
-	k, _, err := synth.Generate(cfg)
-	if err != nil {
-		panic(err)
-	}
+	// A small synthetic image.
+	k := resvtest.ExampleImage()
 	state := boot.Booting
 	t, _ := jumplabel.New(k, sim.PresetSeries.Set, nil, func() boot.State { return state })
-	_, err = t.Index()
+	_, err := t.Index()
 	fmt.Println("before late init:", err != nil)
 
 	c := sim.NewCounters(false)

@@ -40,16 +40,31 @@ type fastSite struct {
 // afterwards (scenario runs never patch text); tests that corrupt site bytes
 // leave it off and exercise the literal walk.
 func (t *Table) EnableFastScan() {
-	if t.k != nil {
-		if f := t.sharedFastScan(t.k); f != nil {
-			t.fast = f
-			return
-		}
+	t.scan = &fastScanner{f: t.sharedFastScan(), walk: coreWalk{t}, n: len(t.core), opcode: t.sw.Has(sim.JumpSizeOpcode)}
+}
+
+// fastScanner is the coreScanner EnableFastScan chooses: the fast scan's
+// answer when it has one, else the walk.
+type fastScanner struct {
+	f      *fastScan
+	walk   coreWalk
+	n      int
+	opcode bool
+}
+
+func (s *fastScanner) scanCore(c *sim.Counters, start, end uint64, init bool) (bool, error) {
+	if s.f.scan(c, s.n, start, end, init, s.opcode) {
+		return false, nil
 	}
+	return s.walk.scanCore(c, start, end, init)
+}
+
+// newFastScan builds the fast scan of core sites.
+func newFastScan(core []site) *fastScan {
 	f := &fastScan{bad: [2][2]uint64{{^uint64(0), ^uint64(0)}, {^uint64(0), ^uint64(0)}}}
-	f.byCode = make([]fastSite, 0, len(t.core))
-	for i := range t.core {
-		s := &t.core[i]
+	f.byCode = make([]fastSite, 0, len(core))
+	for i := range core {
+		s := &core[i]
 		fs := fastSite{code: s.code, init: s.init}
 		if n, err := x86.JumpEntrySizeSim(nil, s.text); err == nil {
 			fs.size[0] = int8(n)
@@ -80,10 +95,7 @@ func (t *Table) EnableFastScan() {
 			f.codes[0] = append(f.codes[0], fs.code)
 		}
 	}
-	t.fast = f
-	if t.k != nil {
-		t.shareFastScan(t.k, f)
-	}
+	return f
 }
 
 // scan answers the core linear scan if it can; ok=false means: walk.

@@ -6,47 +6,16 @@ import (
 
 	"github.com/kpsim/kpsim/boot"
 	"github.com/kpsim/kpsim/image"
-	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/resvtest"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/x86"
 )
 
-var (
-	defOnce sync.Once
-	defK    *image.Kernel
-	defErr  error
-)
+func defaultImage(t testing.TB) *image.Kernel { return resvtest.DefaultImage(t) }
 
-// defaultImage is the default synthetic image, generated once per package.
-// Tests must not modify it.
-func defaultImage(t testing.TB) *image.Kernel {
-	defOnce.Do(func() { defK, _, defErr = synth.Generate(synth.DefaultConfig()) })
-	if defErr != nil {
-		t.Fatal(defErr)
-	}
-	return defK
-}
-
-// smallConfig is a small randomised image (fast to generate and scan).
-func smallConfig(seed uint64) synth.Config {
-	c := synth.DefaultConfig()
-	c.Seed = seed
-	c.Functions, c.InitFunctions = 2000, 100
-	c.JumpEntries, c.JumpKeys = 1000, 300
-	c.StaticCallSites, c.StaticCallKeys = 200, 20
-	c.BugEntries, c.Blacklist = 600, 30
-	c.EntryFunctions, c.IRQEntryFunctions, c.NoinstrFunctions, c.KprobesTextFunctions = 5, 3, 20, 3
-	c.Modules, c.ModuleFunctions, c.ModuleInitFunctions = 2, 60, 4
-	c.ModuleJumpEntries, c.ModuleStaticCallSites, c.ModuleBugEntries = 40, 6, 10
-	return c
-}
-
+// smallImage is a small randomised image (fast to generate and scan).
 func smallImage(t testing.TB, seed uint64) *image.Kernel {
-	k, _, err := synth.Generate(smallConfig(seed))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
+	return resvtest.Generate(t, resvtest.SmallConfig(seed))
 }
 
 // fataler is what testing.TB and *rapid.T share.
@@ -55,34 +24,18 @@ type fataler interface {
 	Fatalf(format string, args ...any)
 }
 
-// form is one way of running the check.
-type form struct {
-	name  string
-	sw    sim.Switches
-	fault bool // make the index allocation fail
-	late  bool // run LateInit
-}
-
-var forms = []form{
-	{"linear", 0, false, true},
-	{"linear-opcode", sim.Switches(0).With(sim.JumpSizeOpcode), false, true},
-	{"indexed", sim.Switches(0).With(sim.JumpLabelIndex), false, true},
-	{"indexed-opcode", sim.Switches(0).With(sim.JumpLabelIndex).With(sim.JumpSizeOpcode), false, true},
-	{"indexed-allocfail", sim.Switches(0).With(sim.JumpLabelIndex), true, true},
-	{"indexed-before-lateinit", sim.Switches(0).With(sim.JumpLabelIndex), false, false},
-}
-
-func newForm(t fataler, k *image.Kernel, f form, st *boot.State) *Table {
+// newForm returns a table of form f over k, reading system_state from st.
+func newForm(t fataler, k *image.Kernel, f resvtest.Form, st *boot.State) *Table {
 	var faults *sim.Faults
-	if f.fault {
+	if f.Fault {
 		faults = &sim.Faults{}
 		faults.Set(FaultIndexAlloc, 0)
 	}
-	tb, err := New(k, f.sw, faults, func() boot.State { return *st })
+	tb, err := New(k, f.Switches, faults, func() boot.State { return *st })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.late {
+	if f.Late {
 		if err := tb.LateInit(nil); err != nil {
 			t.Fatal(err)
 		}

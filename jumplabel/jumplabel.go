@@ -7,6 +7,7 @@ import (
 
 	"github.com/kpsim/kpsim/boot"
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/lib"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/x86"
 )
@@ -29,22 +30,34 @@ const JumpEntryBytes = 16
 const (
 	// IndexPointer: an array of struct jump_entry pointers (kvmalloc_array
 	// of J pointers), the simplest kernel code. The default.
-	IndexPointer = 8
+	IndexPointer = lib.IndexPointer
 	// IndexOffset: an array of u32 positions in __jump_table.
-	IndexOffset = 4
+	IndexOffset = lib.IndexOffset
 )
 
-// Errors a caller can test with errors.Is.
+// Errors a caller can test with errors.Is (each also matches lib's shared
+// reason: lib.ErrNotLateInit, lib.ErrIndexOff, lib.ErrIndexAlloc,
+// lib.ErrBadTable).
 var (
 	// ErrNotLateInit: the index was asked for before LateInit ran.
-	ErrNotLateInit = errors.New("jump_label: index asked for before late init (jump_label_text_reserved is linear until then)")
+	ErrNotLateInit = lib.TableError(lib.ErrNotLateInit, "jump_label: index asked for before late init (jump_label_text_reserved is linear until then)")
 	// ErrIndexOff: the jump-label-index switch (P2) is off, upstream has no index.
-	ErrIndexOff = errors.New("jump_label: no index: the jump-label-index switch (P2) is off")
+	ErrIndexOff = lib.TableError(lib.ErrIndexOff, "jump_label: no index: the jump-label-index switch (P2) is off")
 	// ErrIndexAlloc: the late-init allocation failed (fault point jump_label.index.alloc).
-	ErrIndexAlloc = errors.New("jump_label: no index: its late-init allocation failed (fault jump_label.index.alloc)")
+	ErrIndexAlloc = lib.TableError(lib.ErrIndexAlloc, "jump_label: no index: its late-init allocation failed (fault jump_label.index.alloc)")
 	// ErrBadTable: the core table breaks an order the kernel guarantees.
-	ErrBadTable = errors.New("jump_label: malformed jump table")
+	ErrBadTable = lib.TableError(lib.ErrBadTable, "jump_label: malformed jump table")
 )
+
+// indexSpec is the P2 index's place in the generic late-init index.
+var indexSpec = lib.IndexSpec{
+	Name: "jump_label", TableBytes: "jump_label.table.bytes",
+	Switch: sim.JumpLabelIndex, Fault: FaultIndexAlloc,
+	Fill: OpIndexFill, SortCmp: OpIndexSortCmp, Probe: OpIndexProbe,
+	NotLateInit: ErrNotLateInit, Off: ErrIndexOff, Alloc: ErrIndexAlloc,
+}
+
+func siteCode(s *site) uint64 { return s.code }
 
 // TextReserver is the one interface through which the registration
 // pipeline asks whether [start, end] (inclusive) overlaps a jump-label site,
@@ -87,11 +100,22 @@ type Table struct {
 	core []site
 	mods map[*image.Module]*modSites
 
-	entryBytes int
-	lateInit   bool
-	idx        *Index
-	idxErr     error
-	fast       *fastScan // simulator fast path (EnableFastScan); nil: walk
+	idx  lib.LateIndex[*site] // P2, built by LateInit
+	scan coreScanner          // the core walk, or its fast scan (EnableFastScan)
+}
+
+// coreScanner answers the linear walk of the core table: the walk itself
+// (coreWalk), or the simulator's fast scan with the walk's counts
+// (fastscan.go), chosen once by EnableFastScan.
+type coreScanner interface {
+	scanCore(c *sim.Counters, start, end uint64, init bool) (bool, error)
+}
+
+// coreWalk is __jump_label_text_reserved over the core table.
+type coreWalk struct{ t *Table }
+
+func (w coreWalk) scanCore(c *sim.Counters, start, end uint64, init bool) (bool, error) {
+	return w.t.jumpLabelTextReservedRange(c, w.t.core, start, end, init)
 }
 
 type modSites struct {
@@ -111,8 +135,10 @@ func New(k *image.Kernel, sw sim.Switches, f *sim.Faults, state func() boot.Stat
 	if state == nil {
 		state = func() boot.State { return boot.Running }
 	}
-	t := &Table{k: k, sw: sw, f: f, state: state, mods: map[*image.Module]*modSites{}, entryBytes: IndexPointer}
+	t := &Table{k: k, sw: sw, f: f, state: state, mods: map[*image.Module]*modSites{}}
 	t.core = makeSites(k, k.JumpEntries)
+	t.idx = lib.NewLateIndex(&indexSpec, siteCode, IndexPointer)
+	t.scan = coreWalk{t}
 	return t, nil
 }
 
@@ -128,16 +154,7 @@ func makeSites(k *image.Kernel, es []image.JumpEntry) []site {
 // SetIndexEntryBytes chooses the index layout charged by LateInit:
 // IndexPointer (8, the default) or IndexOffset (4). Counts do not depend on
 // it, only the reported memory. It must be called before LateInit.
-func (t *Table) SetIndexEntryBytes(n int) error {
-	if n != IndexPointer && n != IndexOffset {
-		return fmt.Errorf("jump_label: index entry size %d: want %d (pointer) or %d (u32 offset)", n, IndexPointer, IndexOffset)
-	}
-	if t.lateInit {
-		return errors.New("jump_label: index layout must be chosen before late init")
-	}
-	t.entryBytes = n
-	return nil
-}
+func (t *Table) SetIndexEntryBytes(n int) error { return t.idx.SetEntryBytes(n) }
 
 // TextReserved reports whether [start, end] (inclusive) overlaps a live
 // jump-label site: the core table (linear, or the P2 index once built),
@@ -151,10 +168,10 @@ func (t *Table) TextReserved(c *sim.Counters, start, end uint64) (bool, error) {
 	init := t.state().InitSitesCount()
 	var ret bool
 	var err error
-	if t.idx != nil {
+	if t.idx.Built() != nil {
 		ret, err = t.jumpLabelTextReservedIndexed(c, start, end, init)
-	} else if t.fast == nil || !t.fast.scan(c, len(t.core), start, end, init, t.sw.Has(sim.JumpSizeOpcode)) {
-		ret, err = t.jumpLabelTextReservedRange(c, t.core, start, end, init)
+	} else {
+		ret, err = t.scan.scanCore(c, start, end, init)
 	}
 	if ret || err != nil {
 		return ret, err
@@ -265,7 +282,7 @@ func (t *Table) jumpLabelModTextReserved(c *sim.Counters, start, end uint64) (bo
 // address, built once at late init and never changed (core code addresses
 // are fixed; init entries stay and are skipped by their flag).
 type Index struct {
-	image.SortedIndex[*site]
+	*lib.SortedIndex[*site]
 }
 
 // Code returns the code address of the i-th indexed entry (address order).
@@ -282,32 +299,29 @@ func (x *Index) Code(i int) uint64 { return x.Sorted[i].code }
 // with overlapping sites, is an error wrapping ErrBadTable (and the check
 // stays linear). Only the first call does anything, like an initcall.
 func (t *Table) LateInit(c *sim.Counters) error {
-	if t.lateInit {
-		return nil
-	}
-	t.lateInit = true
-	c.SetBytes("jump_label.table.bytes", int64(len(t.core))*JumpEntryBytes)
-	if !t.sw.Has(sim.JumpLabelIndex) {
-		t.idxErr = ErrIndexOff
-		return nil
-	}
-	if t.f.Fail(FaultIndexAlloc) {
-		t.idxErr = ErrIndexAlloc
-		return nil
-	}
+	return t.idx.LateInit(c, lib.Build[*site]{
+		Switches: t.sw, Faults: t.f,
+		TableBytes: int64(len(t.core)) * JumpEntryBytes,
+		N:          len(t.core),
+		Entry:      func(i int) *site { return &t.core[i] },
+		Check:      t.checkSortedEntries,
+		Finish:     checkNoOverlap,
+	})
+}
+
+// checkSortedEntries: the core table is in (key, code) order.
+func (t *Table) checkSortedEntries() error {
 	for i := 1; i < len(t.core); i++ {
 		a, b := &t.core[i-1], &t.core[i]
 		if a.key > b.key || (a.key == b.key && a.code >= b.code) {
-			t.idxErr = fmt.Errorf("%w: core entry %d (code %#x, key %#x) out of (key, code) order: jump_label_sort_entries guarantees it", ErrBadTable, i, b.code, b.key)
-			return t.idxErr
+			return fmt.Errorf("%w: core entry %d (code %#x, key %#x) out of (key, code) order: jump_label_sort_entries guarantees it", ErrBadTable, i, b.code, b.key)
 		}
 	}
-	sorted := make([]*site, len(t.core))
-	for i := range t.core {
-		c.Inc(OpIndexFill)
-		sorted[i] = &t.core[i]
-	}
-	image.SortByKey(sorted, func(s **site) uint64 { return (*s).code }, func() { c.Inc(OpIndexSortCmp) })
+	return nil
+}
+
+// checkNoOverlap: no two sites, in code order, overlap.
+func checkNoOverlap(sorted []*site) ([]*site, error) {
 	for i := 1; i < len(sorted); i++ {
 		a, b := sorted[i-1], sorted[i]
 		// Simulator-side size (not counted); an unsizable site counts as the
@@ -317,37 +331,25 @@ func (t *Table) LateInit(c *sim.Counters) error {
 			n = x86.JMP8InsnSize
 		}
 		if b.code < a.code+uint64(n) {
-			t.idxErr = fmt.Errorf("%w: jump sites at %#x (%d bytes) and %#x overlap", ErrBadTable, a.code, n, b.code)
-			return t.idxErr
+			return nil, fmt.Errorf("%w: jump sites at %#x (%d bytes) and %#x overlap", ErrBadTable, a.code, n, b.code)
 		}
 	}
-	t.idx = &Index{image.NewSortedIndex(sorted, t.entryBytes)}
-	perEntry := int64(t.entryBytes)
-	if t.sw.Has(sim.ReservationBtree) {
-		// reservation-btree: the same keys in a maple-like B-tree.
-		t.idx.UseTree(func(s *site) uint64 { return s.code }, c)
-		perEntry = t.idx.Bytes() / int64(max(1, t.idx.Len()))
-	}
-	c.SetBytes("jump_label.index.bytes", t.idx.Bytes())
-	c.SetBytes("jump_label.index.bytes_per_entry", perEntry)
-	return nil
+	return sorted, nil
 }
 
 // Index returns the late-init index, or an error saying why there is none:
 // ErrNotLateInit before LateInit, ErrIndexOff with P2 off, ErrIndexAlloc
 // when the allocation failed, or the ErrBadTable LateInit returned.
 func (t *Table) Index() (*Index, error) {
-	if !t.lateInit {
-		return nil, ErrNotLateInit
+	x, err := t.idx.Get()
+	if err != nil {
+		return nil, err
 	}
-	if t.idx == nil {
-		return nil, t.idxErr
-	}
-	return t.idx, nil
+	return &Index{x}, nil
 }
 
 // Indexed reports whether TextReserved currently uses the index.
-func (t *Table) Indexed() bool { return t.idx != nil }
+func (t *Table) Indexed() bool { return t.idx.Built() != nil }
 
 // jumpLabelTextReservedIndexed: binary search for the first entry with
 // code >= start-(JumpLabelMaxSize-1) (OpIndexProbe per step), then a walk
@@ -361,8 +363,8 @@ func (t *Table) jumpLabelTextReservedIndexed(c *sim.Counters, start, end uint64,
 	if start >= JumpLabelMaxSize-1 {
 		low = start - (JumpLabelMaxSize - 1)
 	}
-	x := t.idx.Sorted
-	i := t.idx.Seek(low, func(s *site) uint64 { return s.code }, func() { c.Inc(OpIndexProbe) }, c)
+	x := t.idx.Built().Sorted
+	i := t.idx.Seek(c, low)
 	for ; i < len(x); i++ {
 		c.Inc(OpIndexEntry)
 		s := x[i]

@@ -7,20 +7,18 @@ import (
 
 	"github.com/kpsim/kpsim/boot"
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/internal/resvtest"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/x86"
-	"pgregory.net/rapid"
 )
-
-type query struct{ start, end uint64 }
 
 // edgeQueries: every function entry; each site's first and last byte, the
 // byte before and after it, and a range spanning it and its neighbour.
-func edgeQueries(k *image.Kernel, everyFunc, everySite int) []query {
-	var qs []query
+func edgeQueries(k *image.Kernel, everyFunc, everySite int) [][2]uint64 {
+	var qs [][2]uint64
 	for i, f := range k.Functions() {
 		if i%everyFunc == 0 {
-			qs = append(qs, query{f.Addr, f.Addr}, query{f.Addr, f.Addr + 4})
+			qs = append(qs, [2]uint64{f.Addr, f.Addr}, [2]uint64{f.Addr, f.Addr + 4})
 		}
 	}
 	add := func(es []image.JumpEntry) {
@@ -30,42 +28,19 @@ func edgeQueries(k *image.Kernel, everyFunc, everySite int) []query {
 			}
 			n, _ := x86.JumpEntrySize(nil, k.Text(e.Code, 15))
 			last := e.Code + uint64(n) - 1
-			qs = append(qs, query{e.Code, e.Code}, query{last, last}, query{e.Code - 1, e.Code - 1},
-				query{last + 1, last + 1}, query{e.Code - 4, e.Code - 1}, query{last + 1, last + 8},
-				query{e.Code - 64, e.Code + 64})
+			qs = append(qs, [2]uint64{e.Code, e.Code}, [2]uint64{last, last}, [2]uint64{e.Code - 1, e.Code - 1},
+				[2]uint64{last + 1, last + 1}, [2]uint64{e.Code - 4, e.Code - 1}, [2]uint64{last + 1, last + 8},
+				[2]uint64{e.Code - 64, e.Code + 64})
 		}
 	}
 	add(k.JumpEntries)
 	for _, m := range k.Modules {
 		add(m.JumpEntries)
 		if m.Text != nil {
-			qs = append(qs, query{m.Text.Start, m.Text.Start + 15})
+			qs = append(qs, [2]uint64{m.Text.Start, m.Text.Start + 15})
 		}
 	}
 	return qs
-}
-
-func checkAll(t *testing.T, k *image.Kernel, qs []query, states []boot.State) {
-	t.Helper()
-	var st boot.State // the tables read it; one set of tables serves every state
-	tables := make([]*Table, len(forms))
-	for i, f := range forms {
-		tables[i] = newForm(t, k, f, &st)
-	}
-	for _, st = range states {
-		for _, q := range qs {
-			want := oracle(t, k, st, q.start, q.end)
-			for i, tb := range tables {
-				got, err := tb.TextReserved(nil, q.start, q.end)
-				if err != nil {
-					t.Fatalf("%s %v [%#x,%#x]: %v", forms[i].name, st, q.start, q.end, err)
-				}
-				if got != want {
-					t.Fatalf("%s %v [%#x,%#x]: got %v, oracle %v", forms[i].name, st, q.start, q.end, got, want)
-				}
-			}
-		}
-	}
 }
 
 func TestEquivalenceDefaultImage(t *testing.T) {
@@ -74,72 +49,37 @@ func TestEquivalenceDefaultImage(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		every = 4000
 	}
-	checkAll(t, k, edgeQueries(k, every, every), []boot.State{boot.Booting, boot.Running})
+	checkAll(t, k, atStates(edgeQueries(k, every, every), boot.Booting, boot.Running))
 }
 
 func TestEquivalenceInitSites(t *testing.T) {
 	k := defaultImage(t)
-	var qs []query
+	var rs [][2]uint64
 	for i, e := range k.JumpEntries {
 		if e.Init && i%(7+193*boolInt(raceEnabled)) == 0 {
-			qs = append(qs, query{e.Code, e.Code}, query{e.Code + 1, e.Code + 1})
+			rs = append(rs, [2]uint64{e.Code, e.Code}, [2]uint64{e.Code + 1, e.Code + 1})
 		}
 	}
-	if len(qs) == 0 {
+	if len(rs) == 0 {
 		t.Fatal("default image has no init jump entries")
 	}
-	checkAll(t, k, qs, []boot.State{boot.Booting, boot.Scheduling, boot.FreeingInitmem, boot.Running})
-}
-
-func TestEquivalenceSmallImagesEveryFunction(t *testing.T) {
-	seeds, every := uint64(3), 1
-	if raceEnabled { // the race detector slows the scans ~10x: sample
-		seeds, every = 1, 8
-	}
-	for seed := uint64(1); seed <= seeds; seed++ {
-		k := smallImage(t, seed)
-		checkAll(t, k, edgeQueries(k, every, every), []boot.State{boot.Booting, boot.Running})
-	}
+	checkAll(t, k, atStates(rs, boot.Booting, boot.Scheduling, boot.FreeingInitmem, boot.Running))
 }
 
 func TestEquivalenceModuleStates(t *testing.T) {
 	k := smallImage(t, 11) // private copy: states are changed below
 	m := k.Modules[0]
-	var qs []query
+	var rs [][2]uint64
 	for _, e := range m.JumpEntries {
-		qs = append(qs, query{e.Code, e.Code}, query{e.Code + 1, e.Code + 2})
+		rs = append(rs, [2]uint64{e.Code, e.Code}, [2]uint64{e.Code + 1, e.Code + 2})
 	}
 	if m.Init != nil {
-		qs = append(qs, query{m.Init.Start, m.Init.End() - 1})
+		rs = append(rs, [2]uint64{m.Init.Start, m.Init.End() - 1})
 	}
 	for _, ms := range []image.ModuleState{image.ModuleLive, image.ModuleComing, image.ModuleGoing, image.ModuleUnformed} {
 		m.State = ms
-		checkAll(t, k, qs, []boot.State{boot.Running})
+		checkAll(t, k, atStates(rs, boot.Running))
 	}
-}
-
-func TestEquivalenceRapid(t *testing.T) {
-	imgs := []*image.Kernel{smallImage(t, 21), smallImage(t, 22)}
-	rapid.Check(t, func(rt *rapid.T) {
-		k := imgs[rapid.IntRange(0, len(imgs)-1).Draw(rt, "img")]
-		st := rapid.SampledFrom([]boot.State{boot.Booting, boot.FreeingInitmem, boot.Running}).Draw(rt, "state")
-		var es []image.JumpEntry
-		es = append(es, k.JumpEntries...)
-		for _, m := range k.Modules {
-			es = append(es, m.JumpEntries...)
-		}
-		e := es[rapid.IntRange(0, len(es)-1).Draw(rt, "site")]
-		start := e.Code + uint64(rapid.IntRange(-40, 40).Draw(rt, "off"))
-		end := start + uint64(rapid.IntRange(0, 200).Draw(rt, "len"))
-		want := oracle(rt, k, st, start, end)
-		for _, f := range forms {
-			tb := newForm(rt, k, f, &st)
-			got, err := tb.TextReserved(nil, start, end)
-			if err != nil || got != want {
-				rt.Fatalf("%s %v [%#x,%#x]: got %v/%v, oracle %v", f.name, st, start, end, got, err, want)
-			}
-		}
-	})
 }
 
 // TestOpcodeSizeEqualsDecodedSize: P3's opcode classification and the
@@ -169,7 +109,7 @@ func TestReplayCountsMatchX86(t *testing.T) {
 	k := smallImage(t, 5)
 	for _, sw := range []sim.Switches{0, sim.Switches(0).With(sim.JumpSizeOpcode)} {
 		st := boot.Running
-		tb := newForm(t, k, form{sw: sw, late: true}, &st)
+		tb := newForm(t, k, resvtest.Form{Switches: sw, Late: true}, &st)
 		for i := range tb.core {
 			s := &tb.core[i]
 			c1 := sim.NewCounters(false)
@@ -220,7 +160,7 @@ func TestCounts(t *testing.T) {
 			sw = sw.With(sim.JumpSizeOpcode)
 			sizeOp = x86.OpJumpSizeOpcode
 		}
-		lin := newForm(t, k, form{sw: sw, late: true}, &st)
+		lin := newForm(t, k, resvtest.Form{Switches: sw, Late: true}, &st)
 		for rep := 0; rep < 2; rep++ { // the second call replays cached sizes
 			c := sim.NewCounters(false)
 			if got, err := lin.TextReserved(c, addr, addr); err != nil || got {
@@ -236,7 +176,7 @@ func TestCounts(t *testing.T) {
 				t.Error("linear form touched the index")
 			}
 		}
-		idx := newForm(t, k, form{sw: sw.With(sim.JumpLabelIndex), late: true}, &st)
+		idx := newForm(t, k, resvtest.Form{Switches: sw.With(sim.JumpLabelIndex), Late: true}, &st)
 		c := sim.NewCounters(false)
 		if got, err := idx.TextReserved(c, addr, addr); err != nil || got {
 			t.Fatal(got, err)
@@ -261,7 +201,7 @@ func TestModuleCounts(t *testing.T) {
 	m := k.Modules[len(k.Modules)-1]
 	addr := m.Text.Start // module function entry
 	st := boot.Running
-	tb := newForm(t, k, form{sw: sim.Switches(0).With(sim.JumpLabelIndex), late: true}, &st)
+	tb := newForm(t, k, resvtest.Form{Switches: sim.Switches(0).With(sim.JumpLabelIndex), Late: true}, &st)
 	c := sim.NewCounters(false)
 	if _, err := tb.TextReserved(c, addr, addr); err != nil {
 		t.Fatal(err)
@@ -318,32 +258,9 @@ func TestIndexMemory(t *testing.T) {
 	}
 }
 
-func TestIndexErrors(t *testing.T) {
-	k := smallImage(t, 3)
-	tb, _ := New(k, sim.Switches(0).With(sim.JumpLabelIndex), nil, nil)
-	if _, err := tb.Index(); !errors.Is(err, ErrNotLateInit) {
-		t.Fatalf("Index before late init: %v", err)
-	}
-	if tb.Indexed() {
-		t.Fatal("indexed before late init")
-	}
-	tb.LateInit(nil)
-	if _, err := tb.Index(); err != nil || !tb.Indexed() {
-		t.Fatal(err)
-	}
-	off, _ := New(k, 0, nil, nil)
-	off.LateInit(nil)
-	if _, err := off.Index(); !errors.Is(err, ErrIndexOff) {
-		t.Fatalf("switch off: %v", err)
-	}
-	f, _ := sim.ParseFaults("jump_label.index.alloc")
-	failed, _ := New(k, sim.Switches(0).With(sim.JumpLabelIndex), f, nil)
-	if err := failed.LateInit(nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := failed.Index(); !errors.Is(err, ErrIndexAlloc) || failed.Indexed() {
-		t.Fatalf("alloc failure: %v", err)
-	}
+// TestNilImage: New refuses a nil image (the index errors are in the
+// conformance suite).
+func TestNilImage(t *testing.T) {
 	if _, err := New(nil, 0, nil, nil); err == nil {
 		t.Fatal("nil image accepted")
 	}
@@ -397,19 +314,19 @@ func TestBadSiteBytes(t *testing.T) {
 		}
 	}
 	copy(k.Text(e.Code, 5), []byte{0x48, 0x89, 0xe5, 0x90, 0x90}) // mov %rsp,%rbp: 3 bytes
-	for _, f := range forms {
+	for _, f := range resvtest.Forms(sim.JumpLabelIndex, sim.JumpSizeOpcode) {
 		st := boot.Running
 		tb := newForm(t, k, f, &st)
 		_, err := tb.TextReserved(nil, e.Code, e.Code)
 		if !errors.Is(err, x86.ErrJumpEntryBUG) {
-			t.Fatalf("%s: bad site bytes: err %v, want the BUG error", f.name, err)
+			t.Fatalf("%s: bad site bytes: err %v, want the BUG error", f.Name, err)
 		}
 	}
 	// A site changed after its size was cached is re-sized, not replayed.
 	k2 := smallImage(t, 7)
 	e2 := k2.JumpEntries[0]
 	st := boot.Running
-	tb := newForm(t, k2, form{sw: 0, late: true}, &st)
+	tb := newForm(t, k2, resvtest.Form{Switches: 0, Late: true}, &st)
 	if _, err := tb.TextReserved(nil, e2.Code, e2.Code); err != nil {
 		t.Fatal(err)
 	}

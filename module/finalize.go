@@ -31,7 +31,7 @@ func (o *object) sites(mem *Memory, name string) []uint64 {
 // only on a uniprocessor boot; ITS thunks come from the static array (the
 // per-module its_allocate_thunk pages are not modelled: neither named CPU
 // has the ITS bug). An image not boot-patched (--cpu none) gets only the
-// return-thunk rewrite of image.ApplyReturns, when its returns are patched.
+// return-thunk rewrite of apply_returns, when its returns are patched.
 // It returns one line per step for the notes.
 //
 // Models arch/x86/kernel/module.c:module_finalize.

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/lib"
 )
 
 // Table sizes (bytes per entry) as find_module_sections' section_objs and
@@ -88,7 +89,7 @@ func (l *Loader) readTables(o *object, mem *Memory, m *image.Module, initBlk ima
 		m.JumpEntries = append(m.JumpEntries, image.JumpEntry{Code: code, Target: rel32(b[off+4:], e+4),
 			Key: key &^ jumpTypeMask, Branch: key&1 != 0, Init: inInit(code)})
 	}
-	image.SortJumpEntries(m.JumpEntries)
+	lib.SortJumpEntries(m.JumpEntries)
 	c.JumpEntries = len(m.JumpEntries)
 
 	if at, b, err = o.entries(mem, ".static_call_sites", StaticCallSiteSize); err != nil {
@@ -108,7 +109,7 @@ func (l *Loader) readTables(o *object, mem *Memory, m *image.Module, initBlk ima
 		}
 		m.StaticCallSites = append(m.StaticCallSites, image.StaticCallSite{Addr: addr, Key: key, Tail: skey&1 != 0, Init: inInit(addr)})
 	}
-	image.SortStaticCallSites(m.StaticCallSites)
+	lib.SortStaticCallSites(m.StaticCallSites)
 	c.StaticCallSites = len(m.StaticCallSites)
 
 	bsz := BugEntrySizeShort

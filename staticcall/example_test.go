@@ -3,19 +3,14 @@ package staticcall_test
 import (
 	"fmt"
 
-	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/resvtest"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/staticcall"
 )
 
 func Example() {
-	cfg := synth.DefaultConfig()
-	cfg.Functions, cfg.JumpEntries, cfg.JumpKeys, cfg.Blacklist = 2000, 1000, 300, 30
-	cfg.NoinstrFunctions, cfg.StaticCallSites, cfg.BugEntries = 20, 200, 600
-	k, _, err := synth.Generate(cfg)
-	if err != nil {
-		panic(err)
-	}
+	// A small synthetic image.
+	k := resvtest.ExampleImage()
 	t, _ := staticcall.New(k, sim.Switches(0).With(sim.StaticCallIndex), nil, nil) // nil state: SYSTEM_RUNNING
 	c := sim.NewCounters(false)
 	t.LateInit(c)

@@ -18,14 +18,28 @@ type fastScan struct {
 // EnableFastScan turns on the fast path. The caller promises the tables no
 // longer change.
 func (t *Table) EnableFastScan() {
-	if t.k != nil {
-		if f := t.sharedFastScan(t.k); f != nil {
-			t.fast = f
-			return
-		}
+	t.scan = &fastScanner{f: t.sharedFastScan(), walk: coreWalk{t}, n: len(t.core)}
+}
+
+// fastScanner is the coreScanner EnableFastScan chooses: the fast scan's
+// answer when it has one, else the walk.
+type fastScanner struct {
+	f    *fastScan
+	walk coreWalk
+	n    int
+}
+
+func (s *fastScanner) scanCore(c *sim.Counters, start, end uint64, init bool) bool {
+	if s.f.scan(c, s.n, start, end, init) {
+		return false
 	}
+	return s.walk.scanCore(c, start, end, init)
+}
+
+// newFastScan builds the fast scan of core sites.
+func newFastScan(core []site) *fastScan {
 	f := &fastScan{}
-	for _, s := range t.core {
+	for _, s := range core {
 		if !s.init {
 			f.addrs[0] = append(f.addrs[0], s.addr)
 		}
@@ -34,12 +48,10 @@ func (t *Table) EnableFastScan() {
 	for i := range f.addrs {
 		sort.Slice(f.addrs[i], func(a, b int) bool { return f.addrs[i][a] < f.addrs[i][b] })
 	}
-	t.fast = f
-	if t.k != nil {
-		t.shareFastScan(t.k, f)
-	}
+	return f
 }
 
+// scan answers the core linear scan if it can; false means: walk.
 func (f *fastScan) scan(c *sim.Counters, n int, start, end uint64, init bool) bool {
 	a := f.addrs[0]
 	if init {

@@ -8,11 +8,12 @@ import "fmt"
 // without an index. At most checkSites sites are checked, spread over the table (each
 // check is a linear walk). Uncounted, simulator-side.
 func (t *Table) CheckIndex() error {
-	if t.idx == nil {
+	x := t.idx.Built()
+	if x == nil {
 		return nil
 	}
-	if t.idx.Len() != len(t.core) {
-		return fmt.Errorf("static_call: index holds %d sites, the core table %d", t.idx.Len(), len(t.core))
+	if x.Len() != len(t.core) {
+		return fmt.Errorf("static_call: index holds %d sites, the core table %d", x.Len(), len(t.core))
 	}
 	init := t.state().InitSitesCount()
 	for i := 0; i < len(t.core); i += max(1, len(t.core)/checkSites) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kpsim/kpsim/boot"
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/lib"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/x86"
 )
@@ -24,17 +25,29 @@ const StaticCallSiteBytes = 8
 
 // Index entry layouts (bytes per indexed site); counts are the same.
 const (
-	IndexPointer = 8 // struct static_call_site * array (the default)
-	IndexOffset  = 4 // u32 positions in .static_call_sites
+	IndexPointer = lib.IndexPointer // struct static_call_site * array (the default)
+	IndexOffset  = lib.IndexOffset  // u32 positions in .static_call_sites
 )
 
-// Errors a caller can test with errors.Is.
+// Errors a caller can test with errors.Is (each also matches lib's shared
+// reason: lib.ErrNotLateInit, lib.ErrIndexOff, lib.ErrIndexAlloc,
+// lib.ErrBadTable).
 var (
-	ErrNotLateInit = errors.New("static_call: index asked for before late init (static_call_text_reserved is linear until then)")
-	ErrIndexOff    = errors.New("static_call: no index: the static-call-index switch (P1) is off")
-	ErrIndexAlloc  = errors.New("static_call: no index: its late-init allocation failed (fault static_call.index.alloc)")
-	ErrBadTable    = errors.New("static_call: malformed static-call site table")
+	ErrNotLateInit = lib.TableError(lib.ErrNotLateInit, "static_call: index asked for before late init (static_call_text_reserved is linear until then)")
+	ErrIndexOff    = lib.TableError(lib.ErrIndexOff, "static_call: no index: the static-call-index switch (P1) is off")
+	ErrIndexAlloc  = lib.TableError(lib.ErrIndexAlloc, "static_call: no index: its late-init allocation failed (fault static_call.index.alloc)")
+	ErrBadTable    = lib.TableError(lib.ErrBadTable, "static_call: malformed static-call site table")
 )
+
+// indexSpec is the P1 index's place in the generic late-init index.
+var indexSpec = lib.IndexSpec{
+	Name: "static_call", TableBytes: "static_call.sites.bytes",
+	Switch: sim.StaticCallIndex, Fault: FaultIndexAlloc,
+	Fill: OpIndexFill, SortCmp: OpIndexSortCmp, Probe: OpIndexProbe,
+	NotLateInit: ErrNotLateInit, Off: ErrIndexOff, Alloc: ErrIndexAlloc,
+}
+
+func siteAddr(s *site) uint64 { return s.addr }
 
 // TextReserver is the one interface through which the registration
 // pipeline asks whether [start, end] (inclusive) overlaps a static-call
@@ -62,12 +75,23 @@ type Table struct {
 	f     *sim.Faults
 	state func() boot.State
 
-	core       []site
-	entryBytes int
-	lateInit   bool
-	idx        *Index
-	idxErr     error
-	fast       *fastScan // simulator fast path (EnableFastScan); nil: walk
+	core []site
+	idx  lib.LateIndex[*site] // P1, built by LateInit
+	scan coreScanner          // the core walk, or its fast scan (EnableFastScan)
+}
+
+// coreScanner answers the linear walk of the core sites: the walk itself
+// (coreWalk), or the simulator's fast scan with the walk's counts
+// (fastscan.go), chosen once by EnableFastScan.
+type coreScanner interface {
+	scanCore(c *sim.Counters, start, end uint64, init bool) bool
+}
+
+// coreWalk is __static_call_text_reserved over the core sites.
+type coreWalk struct{ t *Table }
+
+func (w coreWalk) scanCore(c *sim.Counters, start, end uint64, init bool) bool {
+	return staticCallTextReservedRange(c, w.t.core, start, end, init)
 }
 
 // New returns the static-call model of image k under switches sw. Faults f
@@ -80,8 +104,10 @@ func New(k *image.Kernel, sw sim.Switches, f *sim.Faults, state func() boot.Stat
 	if state == nil {
 		state = func() boot.State { return boot.Running }
 	}
-	t := &Table{k: k, sw: sw, f: f, state: state, entryBytes: IndexPointer}
+	t := &Table{k: k, sw: sw, f: f, state: state}
 	t.core = makeSites(k.StaticCallSites)
+	t.idx = lib.NewLateIndex(&indexSpec, siteAddr, IndexPointer)
+	t.scan = coreWalk{t}
 	return t, nil
 }
 
@@ -95,16 +121,7 @@ func makeSites(ss []image.StaticCallSite) []site {
 
 // SetIndexEntryBytes chooses the index layout charged by LateInit:
 // IndexPointer (8, default) or IndexOffset (4). Call it before LateInit.
-func (t *Table) SetIndexEntryBytes(n int) error {
-	if n != IndexPointer && n != IndexOffset {
-		return fmt.Errorf("static_call: index entry size %d: want %d (pointer) or %d (u32 offset)", n, IndexPointer, IndexOffset)
-	}
-	if t.lateInit {
-		return errors.New("static_call: index layout must be chosen before late init")
-	}
-	t.entryBytes = n
-	return nil
-}
+func (t *Table) SetIndexEntryBytes(n int) error { return t.idx.SetEntryBytes(n) }
 
 // TextReserved reports whether [start, end] (inclusive) overlaps a live
 // static-call site: the core sites (linear, or the P1 index once built),
@@ -114,10 +131,10 @@ func (t *Table) SetIndexEntryBytes(n int) error {
 func (t *Table) TextReserved(c *sim.Counters, start, end uint64) (bool, error) {
 	init := t.state().InitSitesCount()
 	var ret bool
-	if t.idx != nil {
+	if t.idx.Built() != nil {
 		ret = t.staticCallTextReservedIndexed(c, start, end, init)
-	} else if t.fast == nil || !t.fast.scan(c, len(t.core), start, end, init) {
-		ret = staticCallTextReservedRange(c, t.core, start, end, init)
+	} else {
+		ret = t.scan.scanCore(c, start, end, init)
 	}
 	if ret {
 		return true, nil
@@ -179,7 +196,7 @@ func (t *Table) staticCallModTextReserved(c *sim.Counters, start, end uint64) bo
 // Index is the P1 address index: the core static-call sites sorted by
 // address, built once at late init.
 type Index struct {
-	image.SortedIndex[*site]
+	*lib.SortedIndex[*site]
 }
 
 // Addr returns the address of the i-th indexed site (address order).
@@ -194,63 +211,48 @@ func (x *Index) Addr(i int) uint64 { return x.Sorted[i].addr }
 // scan). Sites out of key order (static_call_sort_entries guarantees it) or
 // overlapping are an error wrapping ErrBadTable. Only the first call acts.
 func (t *Table) LateInit(c *sim.Counters) error {
-	if t.lateInit {
-		return nil
-	}
-	t.lateInit = true
-	c.SetBytes("static_call.sites.bytes", int64(len(t.core))*StaticCallSiteBytes)
-	if !t.sw.Has(sim.StaticCallIndex) {
-		t.idxErr = ErrIndexOff
-		return nil
-	}
-	if t.f.Fail(FaultIndexAlloc) {
-		t.idxErr = ErrIndexAlloc
-		return nil
-	}
+	return t.idx.LateInit(c, lib.Build[*site]{
+		Switches: t.sw, Faults: t.f,
+		TableBytes: int64(len(t.core)) * StaticCallSiteBytes,
+		N:          len(t.core),
+		Entry:      func(i int) *site { return &t.core[i] },
+		Check:      t.checkSortedSites,
+		Finish:     checkNoOverlap,
+	})
+}
+
+// checkSortedSites: the core sites are in key order.
+func (t *Table) checkSortedSites() error {
 	for i := 1; i < len(t.core); i++ {
 		if t.core[i-1].key > t.core[i].key {
-			t.idxErr = fmt.Errorf("%w: core site %d (%#x, key %#x) out of key order: static_call_sort_entries guarantees it", ErrBadTable, i, t.core[i].addr, t.core[i].key)
-			return t.idxErr
+			return fmt.Errorf("%w: core site %d (%#x, key %#x) out of key order: static_call_sort_entries guarantees it", ErrBadTable, i, t.core[i].addr, t.core[i].key)
 		}
 	}
-	sorted := make([]*site, len(t.core))
-	for i := range t.core {
-		c.Inc(OpIndexFill)
-		sorted[i] = &t.core[i]
-	}
-	image.SortByKey(sorted, func(s **site) uint64 { return (*s).addr }, func() { c.Inc(OpIndexSortCmp) })
+	return nil
+}
+
+// checkNoOverlap: no two sites, in address order, overlap.
+func checkNoOverlap(sorted []*site) ([]*site, error) {
 	for i := 1; i < len(sorted); i++ {
 		if a, b := sorted[i-1].addr, sorted[i].addr; b < a+CallInsnSize {
-			t.idxErr = fmt.Errorf("%w: static-call sites at %#x and %#x overlap (each is %d bytes)", ErrBadTable, a, b, CallInsnSize)
-			return t.idxErr
+			return nil, fmt.Errorf("%w: static-call sites at %#x and %#x overlap (each is %d bytes)", ErrBadTable, a, b, CallInsnSize)
 		}
 	}
-	t.idx = &Index{image.NewSortedIndex(sorted, t.entryBytes)}
-	perEntry := int64(t.entryBytes)
-	if t.sw.Has(sim.ReservationBtree) {
-		// reservation-btree: the same keys in a maple-like B-tree.
-		t.idx.UseTree(func(s *site) uint64 { return s.addr }, c)
-		perEntry = t.idx.Bytes() / int64(max(1, t.idx.Len()))
-	}
-	c.SetBytes("static_call.index.bytes", t.idx.Bytes())
-	c.SetBytes("static_call.index.bytes_per_entry", perEntry)
-	return nil
+	return sorted, nil
 }
 
 // Index returns the late-init index, or why there is none (ErrNotLateInit,
 // ErrIndexOff, ErrIndexAlloc, or the ErrBadTable LateInit returned).
 func (t *Table) Index() (*Index, error) {
-	if !t.lateInit {
-		return nil, ErrNotLateInit
+	x, err := t.idx.Get()
+	if err != nil {
+		return nil, err
 	}
-	if t.idx == nil {
-		return nil, t.idxErr
-	}
-	return t.idx, nil
+	return &Index{x}, nil
 }
 
 // Indexed reports whether TextReserved currently uses the index.
-func (t *Table) Indexed() bool { return t.idx != nil }
+func (t *Table) Indexed() bool { return t.idx.Built() != nil }
 
 // staticCallTextReservedIndexed: binary search for the first site >=
 // start-(CALL_INSN_SIZE-1) (OpIndexProbe per step), then a walk while
@@ -264,8 +266,8 @@ func (t *Table) staticCallTextReservedIndexed(c *sim.Counters, start, end uint64
 	if start >= CallInsnSize-1 {
 		low = start - (CallInsnSize - 1)
 	}
-	x := t.idx.Sorted
-	lo := t.idx.Seek(low, func(s *site) uint64 { return s.addr }, func() { c.Inc(OpIndexProbe) }, c)
+	x := t.idx.Built().Sorted
+	lo := t.idx.Seek(c, low)
 	for i := lo; i < len(x); i++ {
 		c.Inc(OpIndexSite)
 		s := x[i]

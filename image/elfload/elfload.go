@@ -28,6 +28,7 @@ import (
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kallsyms/ktab"
+	"github.com/kpsim/kpsim/lib"
 )
 
 // loader is one Load call.
@@ -465,7 +466,7 @@ func (l *loader) tables() error {
 				return err
 			}
 			// jump_label_init: sort by (key, code), then mark init sites.
-			image.SortJumpEntries(e)
+			lib.SortJumpEntries(e)
 			for i := range e {
 				e[i].Init = inInit(e[i].Code)
 			}
@@ -476,7 +477,7 @@ func (l *loader) tables() error {
 				return err
 			}
 			// static_call_init: sort by key, then set INIT for init sites.
-			image.SortStaticCallSites(s)
+			lib.SortStaticCallSites(s)
 			for i := range s {
 				if inInit(s[i].Addr) {
 					s[i].Init = true

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/lib"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -475,8 +476,8 @@ func (g *gen) build() error {
 	k.Ranges = ranges
 
 	// 6. Tables, in the order the running kernel holds them.
-	image.SortJumpEntries(tb.jump)
-	image.SortStaticCallSites(tb.static)
+	lib.SortJumpEntries(tb.jump)
+	lib.SortStaticCallSites(tb.static)
 	sort.Slice(tb.ex, func(i, j int) bool { return tb.ex[i].Insn < tb.ex[j].Insn }) // sort_main_extable
 	sort.Slice(tb.mcount, func(i, j int) bool { return tb.mcount[i] < tb.mcount[j] })
 	k.JumpEntries, k.StaticCallSites, k.BugEntries, k.ExTable, k.McountLocs = tb.jump, tb.static, tb.bugs, tb.ex, tb.mcount

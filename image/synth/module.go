@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/lib"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -97,8 +98,8 @@ func (g *gen) buildModule(m int) error {
 		mod.Symbols = append(mod.Symbols, image.Symbol{Name: fmt.Sprintf("%s_key_%d", name, i), Addr: a, Size: 16, Type: 'd', Module: name})
 	}
 	sort.SliceStable(mod.Symbols, func(i, j int) bool { return mod.Symbols[i].Addr < mod.Symbols[j].Addr })
-	image.SortJumpEntries(tb.jump) // jump_label_add_module sorts at COMING
-	image.SortStaticCallSites(tb.static)
+	lib.SortJumpEntries(tb.jump) // jump_label_add_module sorts at COMING
+	lib.SortStaticCallSites(tb.static)
 	sort.Slice(tb.ex, func(i, j int) bool { return tb.ex[i].Insn < tb.ex[j].Insn })
 	sort.Slice(tb.mcount, func(i, j int) bool { return tb.mcount[i] < tb.mcount[j] })
 	mod.JumpEntries, mod.StaticCallSites, mod.BugEntries, mod.ExTable, mod.McountLocs = tb.jump, tb.static, tb.bugs, tb.ex, tb.mcount

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/lib"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/x86"
 )
@@ -444,7 +445,7 @@ func TestKernelSortSorts(t *testing.T) {
 		for i := range idx {
 			idx[i] = i
 		}
-		image.KernelSort(n, func(a, b int) int { return keys[a] - keys[b] }, func(a, b int) {
+		lib.KernelSort(n, func(a, b int) int { return keys[a] - keys[b] }, func(a, b int) {
 			keys[a], keys[b] = keys[b], keys[a]
 			idx[a], idx[b] = idx[b], idx[a]
 		})

@@ -33,11 +33,12 @@ package blacklist
 import (
 	"errors"
 	"fmt"
-	"github.com/kpsim/kpsim/kallsyms"
 	"strings"
 
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/kallsyms"
+	"github.com/kpsim/kpsim/lib"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -67,12 +68,23 @@ const (
 // IndexEntryBytes is one indexed range: unsigned long start, end.
 const IndexEntryBytes = 16
 
-// Errors a caller can test with errors.Is.
+// Errors a caller can test with errors.Is (each also matches lib's shared
+// reason: lib.ErrNotLateInit, lib.ErrIndexOff, lib.ErrIndexAlloc).
 var (
-	ErrNotLateInit = errors.New("kprobe_blacklist: index asked for before late init (the list walk is used until then)")
-	ErrIndexOff    = errors.New("kprobe_blacklist: no index: the blacklist-index switch is off")
-	ErrIndexAlloc  = errors.New("kprobe_blacklist: no index: its late-init allocation failed (fault kprobe_blacklist.index.alloc)")
+	ErrNotLateInit = lib.TableError(lib.ErrNotLateInit, "kprobe_blacklist: index asked for before late init (the list walk is used until then)")
+	ErrIndexOff    = lib.TableError(lib.ErrIndexOff, "kprobe_blacklist: no index: the blacklist-index switch is off")
+	ErrIndexAlloc  = lib.TableError(lib.ErrIndexAlloc, "kprobe_blacklist: no index: its late-init allocation failed (fault kprobe_blacklist.index.alloc)")
 )
+
+// indexSpec is the blacklist-index's place in the generic late-init index.
+var indexSpec = lib.IndexSpec{
+	Name:   "kprobe_blacklist",
+	Switch: sim.BlacklistIndex, Fault: FaultIndexAlloc,
+	Fill: OpIndexFill, SortCmp: OpIndexSortCmp, Probe: OpIndexProbe,
+	NotLateInit: ErrNotLateInit, Off: ErrIndexOff, Alloc: ErrIndexAlloc,
+}
+
+func entryStart(e Entry) uint64 { return e.Start }
 
 // Checker is the one interface through which the registration pipeline
 // asks whether an address is blacklisted, whatever form is active.
@@ -102,10 +114,36 @@ type List struct {
 	kprobesText image.Range
 	haveKprobes bool
 
-	lateInit bool
-	idx      *Index
-	idxErr   error
-	fast     *fastScan // simulator fast path (EnableFastScan); nil: walk
+	idx     lib.LateIndex[Entry] // blacklist-index: merged vmlinux ranges, built by LateInit
+	covered int                  // list entries the index replaces (the vmlinux ones)
+	scan    listScanner          // the list walk, or its fast scan (EnableFastScan)
+}
+
+// listScanner answers the walk of the whole list: the walk itself
+// (listWalk), or the simulator's fast scan with the walk's count
+// (fastscan.go), chosen by EnableFastScan (and back to the walk when a
+// module changes the list).
+type listScanner interface {
+	walkList(c *sim.Counters, addr uint64) bool
+}
+
+// listWalk is __within_kprobe_blacklist's walk of the whole list.
+type listWalk struct{ l *List }
+
+func (w listWalk) walkList(c *sim.Counters, addr uint64) bool {
+	return walkEntries(c, w.l.entries, addr)
+}
+
+// walkEntries visits list nodes in order (OpWalkEntry each) until one
+// contains addr.
+func walkEntries(c *sim.Counters, es []Entry, addr uint64) bool {
+	for _, e := range es {
+		c.Inc(OpWalkEntry)
+		if addr >= e.Start && addr < e.End {
+			return true
+		}
+	}
+	return false
 }
 
 // New models init_kprobes' populate_kprobe_blacklist over image k, then
@@ -122,6 +160,8 @@ func New(c *sim.Counters, k *image.Kernel, sw sim.Switches, f *sim.Faults, syms 
 		syms = kallsyms.NewSorted(k)
 	}
 	l := &List{k: k, sw: sw, f: f, syms: syms}
+	l.idx = lib.NewLateIndex(&indexSpec, entryStart, IndexEntryBytes)
+	l.scan = listWalk{l}
 	l.kprobesText, l.haveKprobes = k.Range(image.RangeKprobesText)
 	l.populateErr = l.populateKprobeBlacklist(c)
 	for _, m := range k.Modules {
@@ -234,7 +274,7 @@ func (l *List) archPopulateKprobeBlacklist(c *sim.Counters) error {
 //
 // Models kernel/kprobes.c:add_module_kprobe_blacklist.
 func (l *List) AddModule(c *sim.Counters, m *image.Module) {
-	l.fast = nil
+	l.scan = listWalk{l} // the list changes: the fast scan no longer holds
 	for _, a := range m.Blacklist {
 		_, _ = l.kprobeAddKsymBlacklist(c, a, m)
 	}
@@ -254,7 +294,7 @@ func (l *List) AddModule(c *sim.Counters, m *image.Module) {
 // Models kernel/kprobes.c:remove_module_kprobe_blacklist →
 // kprobe_remove_area_blacklist / kprobe_remove_ksym_blacklist.
 func (l *List) RemoveModule(c *sim.Counters, m *image.Module) {
-	l.fast = nil
+	l.scan = listWalk{l} // the list changes: the fast scan no longer holds
 	drop := func(start, end uint64) {
 		kept := l.entries[:0]
 		for _, e := range l.entries {
@@ -309,28 +349,10 @@ func (l *List) withinKprobeBlacklist(c *sim.Counters, addr uint64) bool {
 	if l.archWithinKprobeBlacklist(c, addr) {
 		return true
 	}
-	if l.idx != nil {
-		if l.idx.search(c, addr) {
-			return true
-		}
-		for _, e := range l.entries[l.idx.covered:] {
-			c.Inc(OpWalkEntry)
-			if addr >= e.Start && addr < e.End {
-				return true
-			}
-		}
-		return false
+	if l.idx.Built() != nil {
+		return l.searchIndex(c, addr) || walkEntries(c, l.entries[l.covered:], addr)
 	}
-	if l.fast != nil && l.fast.miss(c, addr) {
-		return false
-	}
-	for _, e := range l.entries {
-		c.Inc(OpWalkEntry)
-		if addr >= e.Start && addr < e.End {
-			return true
-		}
-	}
-	return false
+	return l.scan.walkList(c, addr)
 }
 
 // archWithinKprobeBlacklist is the weak default x86 uses:
@@ -343,47 +365,31 @@ func (l *List) archWithinKprobeBlacklist(c *sim.Counters, addr uint64) bool {
 }
 
 // Index is the blacklist-index: the vmlinux entries present at late init
-// (the first `covered` list nodes), as sorted, merged, disjoint ranges.
+// (the first Covered() list nodes), as sorted, merged, disjoint ranges.
+// Bytes is Len() × IndexEntryBytes, or the B-tree's nodes
+// (reservation-btree).
 type Index struct {
-	start, end []uint64
-	covered    int
-	tree       *image.KeyTree // reservation-btree: the starts in a B-tree
+	*lib.SortedIndex[Entry]
+	covered int
 }
-
-// Len returns the number of merged ranges.
-func (x *Index) Len() int { return len(x.start) }
 
 // Covered returns how many list entries the index replaces.
 func (x *Index) Covered() int { return x.covered }
 
-// Bytes returns the index's memory: Len() × IndexEntryBytes, or the
-// B-tree's nodes (reservation-btree).
-func (x *Index) Bytes() int64 {
-	if x.tree != nil {
-		return x.tree.Bytes()
-	}
-	return int64(len(x.start)) * IndexEntryBytes
-}
-
-// search: the last range starting at or below addr (OpIndexProbe per
+// searchIndex: the last range starting at or below addr (OpIndexProbe per
 // binary-search step), then one containment test (OpIndexEntry).
 //
 // Models __within_kprobe_blacklist's list walk with kpsim's
 // blacklist-index (beyond the series).
-func (x *Index) search(c *sim.Counters, addr uint64) bool {
+func (l *List) searchIndex(c *sim.Counters, addr uint64) bool {
 	// The first range with start > addr, i.e. start >= addr+1 (no range
 	// starts at the top of the address space).
-	var lo int
-	if x.tree != nil {
-		lo = x.tree.LowerBound(addr+1, c)
-	} else {
-		lo = image.LowerBound(len(x.start), func(i int) uint64 { return x.start[i] }, addr+1, func() { c.Inc(OpIndexProbe) })
-	}
+	lo := l.idx.Seek(c, addr+1)
 	if lo == 0 {
 		return false
 	}
 	c.Inc(OpIndexEntry)
-	return addr < x.end[lo-1]
+	return addr < l.idx.Built().Sorted[lo-1].End
 }
 
 // LateInit builds the blacklist index when sim.BlacklistIndex is on: the
@@ -395,65 +401,49 @@ func (x *Index) search(c *sim.Counters, addr uint64) bool {
 // walked after the search. Switch off: nothing; allocation fault: nothing,
 // nil returned, the walk stays linear. Only the first call acts.
 func (l *List) LateInit(c *sim.Counters) error {
-	if l.lateInit {
-		return nil
+	if l.idx.Ran() {
+		return nil // an initcall runs once
 	}
-	l.lateInit = true
-	if !l.sw.Has(sim.BlacklistIndex) {
-		l.idxErr = ErrIndexOff
-		return nil
+	// The vmlinux entries: the list's head, before the first module's.
+	for l.covered < len(l.entries) && l.entries[l.covered].Module == nil {
+		l.covered++
 	}
-	if l.f.Fail(FaultIndexAlloc) {
-		l.idxErr = ErrIndexAlloc
-		return nil
-	}
-	n := 0
-	for n < len(l.entries) && l.entries[n].Module == nil {
-		n++
-	}
-	tmp := make([]Entry, n)
-	for i := 0; i < n; i++ {
-		c.Inc(OpIndexFill)
-		tmp[i] = l.entries[i]
-	}
-	image.SortByKey(tmp, func(e *Entry) uint64 { return e.Start }, func() { c.Inc(OpIndexSortCmp) })
-	x := &Index{covered: n}
-	for _, e := range tmp {
+	return l.idx.LateInit(c, lib.Build[Entry]{
+		Switches: l.sw, Faults: l.f,
+		N:     l.covered,
+		Entry: func(i int) Entry { return l.entries[i] },
+		Finish: func(sorted []Entry) ([]Entry, error) {
+			return mergeRanges(sorted), nil
+		},
+	})
+}
+
+// mergeRanges merges ranges sorted by start into disjoint ones; an empty
+// range never matches and goes.
+func mergeRanges(sorted []Entry) []Entry {
+	var out []Entry
+	for _, e := range sorted {
 		if e.End <= e.Start {
-			continue // an empty range never matches
-		}
-		if k := len(x.start); k > 0 && e.Start <= x.end[k-1] {
-			if e.End > x.end[k-1] {
-				x.end[k-1] = e.End
-			}
 			continue
 		}
-		x.start = append(x.start, e.Start)
-		x.end = append(x.end, e.End)
+		if k := len(out); k > 0 && e.Start <= out[k-1].End {
+			out[k-1].End = max(out[k-1].End, e.End)
+			continue
+		}
+		out = append(out, Entry{Start: e.Start, End: e.End})
 	}
-	perEntry := int64(IndexEntryBytes)
-	if l.sw.Has(sim.ReservationBtree) {
-		// reservation-btree: the range starts in a maple-like B-tree.
-		x.tree = image.NewKeyTree(len(x.start), func(i int) uint64 { return x.start[i] }, c)
-		perEntry = x.Bytes() / int64(max(1, len(x.start)))
-	}
-	l.idx = x
-	c.SetBytes("kprobe_blacklist.index.bytes", x.Bytes())
-	c.SetBytes("kprobe_blacklist.index.bytes_per_entry", perEntry)
-	return nil
+	return out
 }
 
 // Index returns the late-init index, or why there is none (ErrNotLateInit,
 // ErrIndexOff, ErrIndexAlloc).
 func (l *List) Index() (*Index, error) {
-	if !l.lateInit {
-		return nil, ErrNotLateInit
+	x, err := l.idx.Get()
+	if err != nil {
+		return nil, err
 	}
-	if l.idx == nil {
-		return nil, l.idxErr
-	}
-	return l.idx, nil
+	return &Index{x, l.covered}, nil
 }
 
 // Indexed reports whether the check currently uses the index.
-func (l *List) Indexed() bool { return l.idx != nil }
+func (l *List) Indexed() bool { return l.idx.Built() != nil }

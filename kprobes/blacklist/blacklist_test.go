@@ -1,77 +1,25 @@
 package blacklist
 
 import (
-	"errors"
-	"github.com/kpsim/kpsim/kallsyms"
 	"math/bits"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/kpsim/kpsim/image"
-	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/resvtest"
+	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/sim"
-	"pgregory.net/rapid"
 )
 
-var (
-	defOnce sync.Once
-	defK    *image.Kernel
-	defErr  error
-)
-
-func defaultImage(t testing.TB) *image.Kernel {
-	defOnce.Do(func() { defK, _, defErr = synth.Generate(synth.DefaultConfig()) })
-	if defErr != nil {
-		t.Fatal(defErr)
-	}
-	return defK
-}
-
-func smallImage(t testing.TB, seed uint64) *image.Kernel {
-	c := synth.DefaultConfig()
-	c.Seed = seed
-	c.Functions, c.InitFunctions = 2000, 100
-	c.JumpEntries, c.JumpKeys = 1000, 300
-	c.StaticCallSites, c.StaticCallKeys = 200, 20
-	c.BugEntries, c.Blacklist = 600, 40
-	c.EntryFunctions, c.IRQEntryFunctions, c.NoinstrFunctions, c.KprobesTextFunctions = 5, 3, 20, 3
-	c.Modules, c.ModuleFunctions, c.ModuleInitFunctions = 2, 60, 4
-	c.ModuleJumpEntries, c.ModuleStaticCallSites, c.ModuleBugEntries = 40, 6, 10
-	c.ClonePercent = 10
-	k, _, err := synth.Generate(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-type fataler interface {
-	Fatalf(format string, args ...any)
-}
-
-var formNames = []string{"linear", "indexed", "indexed-allocfail", "indexed-before-lateinit"}
-
-func forms(t fataler, k *image.Kernel) []*List {
-	idx := sim.Switches(0).With(sim.BlacklistIndex)
-	f, _ := sim.ParseFaults("kprobe_blacklist.index.alloc")
-	ks := kallsyms.NewSorted(k)
+// forms: linear, indexed, indexed with its allocation failing, indexed
+// before late init.
+func forms(t testing.TB, k *image.Kernel) []*List {
+	fs, ls := check.Tables(t, k)
 	var out []*List
-	for i, c := range []struct {
-		sw   sim.Switches
-		f    *sim.Faults
-		late bool
-	}{{0, nil, true}, {idx, nil, true}, {idx, f, true}, {idx, nil, false}} {
-		l, err := New(nil, k, c.sw, c.f, ks)
-		if err != nil || l.PopulateError() != nil {
-			t.Fatalf("form %d: %v %v", i, err, l.PopulateError())
+	for i, f := range fs {
+		if f.Name != "indexed-btree" {
+			out = append(out, resvtest.Unwrap[*List](ls[i]))
 		}
-		if c.late {
-			if err := l.LateInit(nil); err != nil {
-				t.Fatalf("%v", err)
-			}
-		}
-		out = append(out, l)
 	}
 	return out
 }
@@ -122,39 +70,6 @@ func queries(k *image.Kernel, l *List, every int) []uint64 {
 		qs = append(qs, r.Start, r.End-1, r.End)
 	}
 	return qs
-}
-
-func checkAll(t fataler, k *image.Kernel, ls []*List, qs []uint64) {
-	for _, a := range qs {
-		want := oracle(ls[0], a)
-		for i, l := range ls {
-			if got := l.WithinKprobeBlacklist(nil, a); got != want {
-				t.Fatalf("%s at %#x: got %v, oracle %v", formNames[i], a, got, want)
-			}
-		}
-	}
-}
-
-func TestEquivalence(t *testing.T) {
-	every := 5
-	if raceEnabled {
-		every = 50
-	}
-	for _, k := range []*image.Kernel{defaultImage(t), smallImage(t, 1), smallImage(t, 2)} {
-		ls := forms(t, k)
-		checkAll(t, k, ls, queries(k, ls[0], every))
-	}
-}
-
-func TestEquivalenceRapid(t *testing.T) {
-	k := smallImage(t, 3)
-	ls := forms(t, k)
-	fs := k.Functions()
-	rapid.Check(t, func(rt *rapid.T) {
-		f := fs[rapid.IntRange(0, len(fs)-1).Draw(rt, "fn")]
-		a := f.Addr + uint64(rapid.IntRange(-8, int(f.Size)+8).Draw(rt, "off"))
-		checkAll(rt, k, ls, []uint64{a})
-	})
 }
 
 // TestPopulate: what 6.1's populate_kprobe_blacklist adds: every
@@ -250,17 +165,19 @@ func TestDottedName(t *testing.T) {
 		t.Fatal("victim blacklisted before renaming")
 	}
 	victim.Name = base.Name + ".cold"
-	ls = forms(t, k)
-	for i, l := range ls {
+	fs, ts := check.Tables(t, k)
+	for i, tb := range ts {
 		c := sim.NewCounters(false)
-		if !l.WithinKprobeBlacklist(c, victim.Addr+1) {
-			t.Fatalf("%s: %s not refused although %s is blacklisted", formNames[i], victim.Name, base.Name)
+		if !resvtest.Unwrap[*List](tb).WithinKprobeBlacklist(c, victim.Addr+1) {
+			t.Fatalf("%s: %s not refused although %s is blacklisted", fs[i].Name, victim.Name, base.Name)
 		}
 		if c.Total(kallsyms.OpNameProbe) < 2 {
-			t.Errorf("%s: name lookups not counted", formNames[i])
+			t.Errorf("%s: name lookups not counted", fs[i].Name)
 		}
 	}
-	checkAll(t, k, ls, []uint64{victim.Addr, victim.Addr + 1, base.Addr})
+	for _, a := range []uint64{victim.Addr, victim.Addr + 1, base.Addr} {
+		check.AskAll(t, fs, ts, oracle(resvtest.Unwrap[*List](ts[0]), a), a)
+	}
 }
 
 func nokprobe(k *image.Kernel, a uint64) bool {
@@ -310,9 +227,6 @@ func TestCounts(t *testing.T) {
 func TestIndexAndModules(t *testing.T) {
 	k := smallImage(t, 6)
 	l, _ := New(nil, k, sim.Switches(0).With(sim.BlacklistIndex), nil, nil)
-	if _, err := l.Index(); !errors.Is(err, ErrNotLateInit) {
-		t.Fatal(err)
-	}
 	c := sim.NewCounters(false)
 	l.LateInit(c)
 	x, err := l.Index()
@@ -321,15 +235,6 @@ func TestIndexAndModules(t *testing.T) {
 	}
 	off, _ := New(nil, k, 0, nil, nil)
 	off.LateInit(nil)
-	if _, err := off.Index(); !errors.Is(err, ErrIndexOff) {
-		t.Fatal(err)
-	}
-	f, _ := sim.ParseFaults("kprobe_blacklist.index.alloc")
-	fl, _ := New(nil, k, sim.Switches(0).With(sim.BlacklistIndex), f, nil)
-	fl.LateInit(nil)
-	if _, err := fl.Index(); !errors.Is(err, ErrIndexAlloc) || fl.Indexed() {
-		t.Fatal(err)
-	}
 	// Module unload removes its entries; both forms follow.
 	m := k.Modules[0]
 	a := m.Blacklist[0]

@@ -4,19 +4,14 @@ import (
 	"fmt"
 
 	"github.com/kpsim/kpsim/image"
-	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/resvtest"
 	"github.com/kpsim/kpsim/kprobes/blacklist"
 	"github.com/kpsim/kpsim/sim"
 )
 
 func Example() {
-	cfg := synth.DefaultConfig()
-	cfg.Functions, cfg.JumpEntries, cfg.JumpKeys, cfg.Blacklist = 2000, 1000, 300, 30
-	cfg.NoinstrFunctions, cfg.StaticCallSites, cfg.BugEntries = 20, 200, 600
-	k, _, err := synth.Generate(cfg)
-	if err != nil {
-		panic(err)
-	}
+	// A small synthetic image.
+	k := resvtest.ExampleImage()
 	c := sim.NewCounters(false)
 	l, _ := blacklist.New(c, k, sim.PresetAll.Set, nil, nil) // populate_kprobe_blacklist at boot
 	l.LateInit(c)

@@ -20,21 +20,33 @@ type fastScan struct {
 
 // EnableFastScan turns on the fast path for the current list.
 func (l *List) EnableFastScan() {
-	rs := append([]Entry(nil), l.entries...)
+	l.scan = &fastScanner{f: newFastScan(l.entries), walk: listWalk{l}}
+}
+
+// fastScanner is the listScanner EnableFastScan chooses: a walk that
+// finds nothing is counted, not walked.
+type fastScanner struct {
+	f    *fastScan
+	walk listWalk
+}
+
+func (s *fastScanner) walkList(c *sim.Counters, addr uint64) bool {
+	if s.f.miss(c, addr) {
+		return false
+	}
+	return s.walk.walkList(c, addr)
+}
+
+// newFastScan merges the list's entries into sorted, disjoint ranges.
+func newFastScan(entries []Entry) *fastScan {
+	rs := append([]Entry(nil), entries...)
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Start < rs[j].Start })
-	f := &fastScan{n: uint64(len(l.entries))}
-	for _, e := range rs {
-		if e.End <= e.Start {
-			continue // empty: contains nothing
-		}
-		if k := len(f.start); k > 0 && e.Start <= f.end[k-1] {
-			f.end[k-1] = max(f.end[k-1], e.End)
-			continue
-		}
+	f := &fastScan{n: uint64(len(entries))}
+	for _, e := range mergeRanges(rs) {
 		f.start = append(f.start, e.Start)
 		f.end = append(f.end, e.End)
 	}
-	l.fast = f
+	return f
 }
 
 // miss reports (and counts) a whole walk that finds nothing.

@@ -9,16 +9,15 @@ import "fmt"
 // stay on the list, walked after the search). At most checkEntries entries are checked, spread over
 // the list. Uncounted, simulator-side.
 func (l *List) CheckIndex() error {
-	x := l.idx
-	if x == nil {
+	if l.idx.Built() == nil {
 		return nil
 	}
 	n := 0
 	for n < len(l.entries) && l.entries[n].Module == nil {
 		n++
 	}
-	if x.covered != n {
-		return fmt.Errorf("kprobe_blacklist: the index covers %d entries, the list starts with %d vmlinux ones", x.covered, n)
+	if l.covered != n {
+		return fmt.Errorf("kprobe_blacklist: the index covers %d entries, the list starts with %d vmlinux ones", l.covered, n)
 	}
 	core := l.entries[:n]
 	walk := func(a uint64) bool {
@@ -32,7 +31,7 @@ func (l *List) CheckIndex() error {
 	for i := 0; i < len(core); i += max(1, len(core)/checkEntries) {
 		e := core[i]
 		for _, a := range []uint64{e.Start - 1, e.Start, e.End - 1, e.End} {
-			if got, want := x.search(nil, a), walk(a); got != want {
+			if got, want := l.searchIndex(nil, a), walk(a); got != want {
 				return fmt.Errorf("kprobe_blacklist: at %#x the index answers %v, the list walk %v", a, got, want)
 			}
 		}

@@ -1,4 +1,10 @@
-package image
+package lib
+
+import (
+	"cmp"
+
+	"github.com/kpsim/kpsim/image"
+)
 
 // KernelSort sorts n elements exactly as the kernel's lib/sort.c:sort_r
 // does: the bottom-up heapsort with its particular sift-down and backtrack.
@@ -64,7 +70,7 @@ func KernelSort(num int, cmp func(a, b int) int, swap func(a, b int)) {
 // jump_label_init leaves it in: by key, then by code address.
 //
 // Models kernel/jump_label.c:jump_label_sort_entries (jump_label_cmp).
-func SortJumpEntries(e []JumpEntry) {
+func SortJumpEntries(e []image.JumpEntry) {
 	KernelSort(len(e), func(i, j int) int {
 		a, b := &e[i], &e[j]
 		switch {
@@ -85,7 +91,7 @@ func SortJumpEntries(e []JumpEntry) {
 // static_call_init leaves them in: by key only, ties as the heapsort leaves them.
 //
 // Models kernel/static_call_inline.c:static_call_sort_entries.
-func SortStaticCallSites(s []StaticCallSite) {
+func SortStaticCallSites(s []image.StaticCallSite) {
 	KernelSort(len(s), func(i, j int) int {
 		switch {
 		case s[i].Key < s[j].Key:
@@ -100,62 +106,9 @@ func SortStaticCallSites(s []StaticCallSite) {
 // SortByKey sorts s by key with KernelSort (lib/sort.c's heapsort, as the
 // kernel's late-init index builders would call sort()), calling onCmp once
 // per comparison so the caller can count it.
-func SortByKey[T any](s []T, key func(*T) uint64, onCmp func()) {
+func SortByKey[T any](s []T, key func(T) uint64, onCmp func()) {
 	KernelSort(len(s), func(i, j int) int {
 		onCmp()
-		a, b := key(&s[i]), key(&s[j])
-		switch {
-		case a < b:
-			return -1
-		case a > b:
-			return 1
-		}
-		return 0
+		return cmp.Compare(key(s[i]), key(s[j]))
 	}, func(i, j int) { s[i], s[j] = s[j], s[i] })
-}
-
-// LowerBound returns the first i in [0, n) with key(i) >= v (n if none),
-// by the classic halving search, calling onProbe once per step so the
-// caller can count it: ceil(log2(n+1)) or fewer steps.
-func LowerBound(n int, key func(int) uint64, v uint64, onProbe func()) int {
-	lo, hi := 0, n
-	for lo < hi {
-		onProbe()
-		mid := int(uint(lo+hi) >> 1)
-		if key(mid) < v {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo
-}
-
-// SortedIndex is a late-init address index: entries sorted by address and
-// the bytes charged per entry (8 for a pointer, 4 for a u32 offset). The
-// jump-label, static-call and bug indexes embed it.
-type SortedIndex[T any] struct {
-	Sorted     []T
-	entryBytes int
-	tree       *KeyTree // reservation-btree: lookups walk this instead
-}
-
-// NewSortedIndex wraps entries already sorted by address.
-func NewSortedIndex[T any](sorted []T, entryBytes int) SortedIndex[T] {
-	return SortedIndex[T]{Sorted: sorted, entryBytes: entryBytes}
-}
-
-// Len returns the number of indexed entries.
-func (x *SortedIndex[T]) Len() int { return len(x.Sorted) }
-
-// EntryBytes returns the bytes charged per indexed entry.
-func (x *SortedIndex[T]) EntryBytes() int { return x.entryBytes }
-
-// Bytes returns the index's memory: Len() × EntryBytes(), or the B-tree's
-// nodes with UseTree.
-func (x *SortedIndex[T]) Bytes() int64 {
-	if x.tree != nil {
-		return x.tree.Bytes()
-	}
-	return int64(len(x.Sorted)) * int64(x.entryBytes)
 }
