@@ -21,7 +21,6 @@ import (
 	"github.com/kpsim/kpsim/extable"
 	"github.com/kpsim/kpsim/ftrace"
 	"github.com/kpsim/kpsim/image"
-	"github.com/kpsim/kpsim/internal/simpath"
 	"github.com/kpsim/kpsim/jumplabel"
 	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/kallsyms/ktab"
@@ -98,13 +97,15 @@ func (x extableAdapter) SearchExceptionTables(c *sim.Counters, addr uint64) bool
 }
 
 // Wiring builds the subsystems one run's kernel uses and returns the
-// late-init hook that builds the indexes. Tests substitute their own.
-type Wiring func(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults) (kprobes.Deps, func() error, error)
+// late-init hook that builds the indexes. walk is Config.Walk: the
+// subsystems walk what the kernel walks instead of answering from the
+// simulator's shortcuts. Tests substitute their own.
+type Wiring func(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults, walk bool) (kprobes.Deps, func() error, error)
 
 // Wire is the real wiring: kallsyms over the compressed tables, the
 // jump-label / static-call / bug / blacklist models in the forms the
 // switches select, ftrace after free_initmem, the exception tables.
-func Wire(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults) (kprobes.Deps, func() error, error) {
+func Wire(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults, walk bool) (kprobes.Deps, func() error, error) {
 	state := func() boot.State { return boot.Running }
 	tables, err := KallsymsTables(k)
 	if err != nil {
@@ -119,7 +120,7 @@ func Wire(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults)
 		return kprobes.Deps{}, nil, err
 	}
 	syms.RecordMemory(c)
-	if !simpath.Walk() {
+	if !walk {
 		syms.EnableFastScan() // counts only: identical counts, no walking
 	}
 	prev := c.Enter(PhaseBoot)
@@ -144,12 +145,15 @@ func Wire(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults)
 	// The boot records are the same for every run on k (the resolver is
 	// built from k's cached kallsyms tables): built once, copied per run.
 	var ftSrc any
-	if !simpath.Walk() {
+	if !walk {
 		ftSrc = tables
 	}
 	ft, err := ftrace.NewShared(k, syms, faults, ftSrc)
 	if err != nil {
 		return kprobes.Deps{}, nil, err
+	}
+	if walk {
+		ft.WalkRecords()
 	}
 	// The runs happen at SYSTEM_RUNNING: init memory (and its ftrace
 	// records) is gone.
@@ -161,8 +165,8 @@ func Wire(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults)
 	// Runs never patch text or change tables after this point: the
 	// simulator may answer linear walks from sorted shadows (identical
 	// counts; each package's TestFastScanCountsMatchWalk proves it).
-	// (simpath.Walk keeps the walks, for the differential tests.)
-	if !simpath.Walk() {
+	// (Config.Walk keeps the walks, for the differential tests.)
+	if !walk {
 		jl.EnableFastScan()
 		sc.EnableFastScan()
 		bt.EnableFastScan()
@@ -197,6 +201,14 @@ type Config struct {
 	Counters *sim.Counters
 	// Wiring builds the subsystems (nil: Wire).
 	Wiring Wiring
+	// Walk makes every model walk what the kernel walks (hash chains,
+	// slot pages, linear table scans, every decode) instead of answering
+	// from the simulator's indexes and memos: the same counts, decisions
+	// and reasons, slower. The differential tests' reference.
+	Walk bool
+	// WrapTree, if set, wraps the kprobe registry's P4 tree when it is
+	// built (tests inject a model bug under the range iterators with it).
+	WrapTree func(kprobes.AddrTree) kprobes.AddrTree
 }
 
 // DefaultConfig is Debian 6.1's kprobes configuration with no switch on.
@@ -242,10 +254,11 @@ func New(k *image.Kernel, cfg Config) (*Machine, error) {
 	if cfg.Kprobes.CPUs == 0 {
 		cfg.Kprobes = kprobes.DefaultConfig()
 	}
-	deps, lateInit, err := cfg.Wiring(k, cfg.Switches, cfg.Counters, cfg.Faults)
+	deps, lateInit, err := cfg.Wiring(k, cfg.Switches, cfg.Counters, cfg.Faults, cfg.Walk)
 	if err != nil {
 		return nil, err
 	}
+	cfg.Kprobes.Sim = kprobes.SimOptions{Walk: cfg.Walk, WrapTree: cfg.WrapTree}
 	kp, err := kprobes.New(deps, cfg.Kprobes, cfg.Switches, cfg.Counters)
 	if err != nil {
 		return nil, err

@@ -58,7 +58,7 @@ func variantSwitches(v kallsyms.Variant) (sim.Switches, bool) {
 func variantKernel(k *image.Kernel, v kallsyms.Variant) (*kallsyms.Compressed, *ftrace.Ftrace, error) {
 	sw, _ := variantSwitches(v)
 	c := sim.NewCounters(false)
-	deps, _, err := DefaultWiring(k, sw, c, nil)
+	deps, _, err := DefaultWiring(k, sw, c, nil, false)
 	if err != nil {
 		return nil, nil, err
 	}

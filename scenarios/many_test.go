@@ -47,7 +47,7 @@ func TestGetKprobeCallsPerRegistration(t *testing.T) {
 	o.N, o.Image = 3, smallImage(1)
 	s := mustSetup(t, o)
 	c := sim.NewCounters(false)
-	deps, lateInit, err := DefaultWiring(s.Kernel, 0, c, nil)
+	deps, lateInit, err := DefaultWiring(s.Kernel, 0, c, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestOptimizedRegionSemantics(t *testing.T) {
 	s := mustSetup(t, o)
 	for _, sw := range []sim.Switches{0, sim.PresetAll.Set} {
 		c := sim.NewCounters(false)
-		deps, lateInit, _ := DefaultWiring(s.Kernel, sw, c, nil)
+		deps, lateInit, _ := DefaultWiring(s.Kernel, sw, c, nil, false)
 		_ = lateInit()
 		kp, _ := kprobes.New(deps, kprobes.DefaultConfig(), sw, c)
 		// Target layout (IBT): +0 endbr64, +4 mov X(%rip),%eax (6 bytes),

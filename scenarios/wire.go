@@ -21,6 +21,6 @@ var KallsymsBuildOptions = machine.KallsymsBuildOptions
 type Wiring = machine.Wiring
 
 // DefaultWiring is the real wiring (machine.Wire).
-func DefaultWiring(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults) (kprobes.Deps, func() error, error) {
-	return machine.Wire(k, sw, c, faults)
+func DefaultWiring(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults, walk bool) (kprobes.Deps, func() error, error) {
+	return machine.Wire(k, sw, c, faults, walk)
 }
