@@ -41,3 +41,36 @@ func TestStorageChosenOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestIteratorsDoNotAllocate: the range and address iterators reach the
+// tree through AddrTree and still hold their cursor without allocating,
+// whichever tree the registry was built with; so does get_kprobe.
+func TestIteratorsDoNotAllocate(t *testing.T) {
+	tree := sim.Switches(0).With(sim.KprobeTree)
+	for _, ss := range []sim.Switches{tree, tree.With(sim.KprobeBtree)} {
+		r := NewRegistryFor(ss)
+		for i := uint64(0); i < 1000; i++ {
+			if err := r.Insert(&Kprobe{Addr: base + i*7}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c := sim.NewCounters(false)
+		seen := 0
+		n := testing.AllocsPerRun(50, func() {
+			it := r.OptimizedWindow(base+500, c)
+			for it.Next() {
+				seen++
+			}
+			ai := r.AddrIter(Jmp32InsnSize-1, c)
+			for a := uint64(base); a < base+200; a++ {
+				if _, err := ai.Query(a); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_ = r.GetKprobe(base+14, c)
+		})
+		if n != 0 || seen == 0 {
+			t.Errorf("%s: %v allocations a round (%d entries seen)", ss.Name(), n, seen)
+		}
+	}
+}
