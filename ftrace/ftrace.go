@@ -36,7 +36,6 @@ import (
 	"sort"
 
 	"github.com/kpsim/kpsim/image"
-	"github.com/kpsim/kpsim/internal/simpath"
 	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -193,9 +192,7 @@ func New(k *image.Kernel, ksyms kallsyms.Resolver, f *sim.Faults) (*Ftrace, erro
 		return nil, fmt.Errorf("ftrace: a kallsyms resolver is required")
 	}
 	ft := &Ftrace{k: k, ksyms: ksyms, f: f, ibt: k.Config.IBT, foreign: map[uint64]bool{}}
-	if !simpath.Walk() {
-		ft.memo = make([]recMemo, recMemoSize)
-	}
+	ft.memo = make([]recMemo, recMemoSize) // WalkRecords drops it
 	ft.kprobeOps = &Ops{Name: "kprobe_ftrace_ops", ft: ft}
 	ft.ipmodifyOps = &Ops{Name: "kprobe_ipmodify_ops", IPModify: true, ft: ft}
 	for i := 1; i < len(k.McountLocs); i++ {

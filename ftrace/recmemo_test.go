@@ -27,7 +27,7 @@ func TestRecMemoMatchesWalk(t *testing.T) {
 		walk, _ := New(base, ks, nil)
 		walk.memo = nil
 		if fast.memo == nil {
-			t.Fatal("no memo outside simpath.Walk")
+			t.Fatal("no memo by default (only WalkRecords drops it)")
 		}
 		cf, cw := sim.NewCounters(false), sim.NewCounters(false)
 		locs := append(append([]uint64(nil), k.McountLocs...), k.Modules[0].McountLocs...)

@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/kpsim/kpsim/image"
-	"github.com/kpsim/kpsim/internal/simpath"
 	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -87,9 +86,7 @@ func (ft *Ftrace) clone(ksyms kallsyms.Resolver, f *sim.Faults) *Ftrace {
 	c := &Ftrace{k: ft.k, ksyms: ksyms, f: f, ibt: ft.ibt, foreign: map[uint64]bool{},
 		ver: ft.ver, flat: cloneCap(ft.flat), nonDis: ft.nonDis, initFreed: ft.initFreed,
 		LookupSymbolsModules: ft.LookupSymbolsModules, NoReplay: ft.NoReplay}
-	if !simpath.Walk() {
-		c.memo = make([]recMemo, recMemoSize)
-	}
+	c.memo = make([]recMemo, recMemoSize) // WalkRecords drops it
 	c.kprobeOps = &Ops{Name: "kprobe_ftrace_ops", ft: c}
 	c.ipmodifyOps = &Ops{Name: "kprobe_ipmodify_ops", IPModify: true, ft: c}
 	c.pages = make([]*Page, len(ft.pages), cap(ft.pages))

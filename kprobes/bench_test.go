@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/kpsim/kpsim/internal/simpath"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -12,8 +11,19 @@ import (
 // 64 MB text range (function entries a few hundred bytes apart).
 func benchRegistry(b *testing.B, n int, withTree bool) (*Registry, []uint64) {
 	b.Helper()
+	return benchRegistryWith(b, n, withTree, false)
+}
+
+// benchRegistryWith is benchRegistry with the chain walks (walk) or the
+// fast table.
+func benchRegistryWith(b *testing.B, n int, withTree, walk bool) (*Registry, []uint64) {
+	b.Helper()
 	rng := sim.NewRNG(uint64(n), "kprobes.bench")
-	r := NewRegistry(withTree)
+	var ss sim.Switches
+	if withTree {
+		ss = ss.With(sim.KprobeTree)
+	}
+	r := NewRegistryWith(ss, SimOptions{Walk: walk})
 	addrs := make([]uint64, 0, n)
 	for r.Len() < n {
 		a := base + uint64(rng.IntN(64<<20))
@@ -148,14 +158,12 @@ func BenchmarkChainWalkLatency(b *testing.B) {
 	}
 }
 
-// The fast kprobe_table against the chain walk it stands for (simpath):
+// The fast kprobe_table against the chain walk it stands for (SimOptions.Walk):
 // a get_kprobe miss costs the same count either way (kprobe.hash.visit =
 // chain length), O(1) simulator time on the fast table.
 func BenchmarkGetKprobeMissFastVsWalk(b *testing.B) {
 	for _, walk := range []bool{false, true} {
-		restore := simpath.SetWalk(walk)
-		r, addrs := benchRegistry(b, 50000, false)
-		restore()
+		r, addrs := benchRegistryWith(b, 50000, false, walk)
 		name := "fast"
 		if walk {
 			name = "walk"
@@ -178,9 +186,7 @@ func BenchmarkGetKprobeMissFastVsWalk(b *testing.B) {
 // against the page walk.
 func BenchmarkInsnSlotFastVsWalk(b *testing.B) {
 	for _, walk := range []bool{false, true} {
-		restore := simpath.SetWalk(walk)
-		ic := newInsnCache("bench", 120)
-		restore()
+		ic := newInsnCache("bench", 120, walk)
 		var held []uint64
 		for range 50000 {
 			s, _ := ic.getInsnSlot(nil, nil, FaultOptinsnSlot)

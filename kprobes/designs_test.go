@@ -30,7 +30,7 @@ func TestIteratorsOnBtree(t *testing.T) {
 	treeDesign = sim.Switches(0).With(sim.KprobeBtree)
 	defer func() { treeDesign = 0 }()
 	r, _ := build(t, true, layout...)
-	if r.bt == nil || r.tree != nil {
+	if _, ok := r.tree.(btIndex); !ok {
 		t.Fatal("build did not make a B-tree registry")
 	}
 	t.Run("RangeSemantics", TestRangeSemantics)
@@ -235,8 +235,8 @@ func TestHashBitsChains(t *testing.T) {
 			h := HashPtr(a, b)
 			want[h] = append([]uint64{a}, want[h]...)
 		}
-		if len(r.table) != 1<<b || r.HashBits() != b {
-			t.Fatalf("B=%d: %d buckets", b, len(r.table))
+		if n := len(r.table.(*fastTable).chains); n != 1<<b || r.HashBits() != b {
+			t.Fatalf("B=%d: %d buckets", b, n)
 		}
 		for h, chain := range want {
 			if got := addrsOf(r.Chain(int(h))); !slices.Equal(got, chain) {

@@ -6,20 +6,13 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/kpsim/kpsim/internal/simpath"
 	"github.com/kpsim/kpsim/sim"
 )
 
 // newPair builds the same structure twice: once in the straightforward
-// form (simpath.Walk) and once in the fast form.
-func newPair[T any](build func() T) (walk, fast T) {
-	restore := simpath.SetWalk(true)
-	walk = build()
-	restore()
-	restore = simpath.SetWalk(false)
-	fast = build()
-	restore()
-	return walk, fast
+// form (SimOptions.Walk) and once in the fast form.
+func newPair[T any](build func(walk bool) T) (walk, fast T) {
+	return build(true), build(false)
 }
 
 // sameCounts compares the given ops (every op when none are given).
@@ -58,7 +51,7 @@ func TestRegistryFastMatchesWalk(t *testing.T) {
 		if rapid.Bool().Draw(t, "tree") {
 			ss = ss.With(sim.KprobeTree)
 		}
-		rw, rf := newPair(func() *Registry { return NewRegistryFor(ss) })
+		rw, rf := newPair(func(walk bool) *Registry { return NewRegistryWith(ss, SimOptions{Walk: walk}) })
 		cw, cf := sim.NewCounters(false), sim.NewCounters(false)
 		// A small address space, so chains are long and hits frequent.
 		addr := rapid.Custom(func(t *rapid.T) uint64 { return base + uint64(rapid.IntRange(0, 200).Draw(t, "off")) })
@@ -151,7 +144,7 @@ func mapsKeys[V any](m map[uint64]V) func(func(uint64) bool) {
 func TestSlotCacheFastMatchesWalk(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		size := rapid.SampledFrom([]int{16, 120, 1024, 4096}).Draw(t, "slot size")
-		iw, ifast := newPair(func() *insnCache { return newInsnCache("test", size) })
+		iw, ifast := newPair(func(walk bool) *insnCache { return newInsnCache("test", size, walk) })
 		cw, cf := sim.NewCounters(false), sim.NewCounters(false)
 		var held []uint64
 		for i := rapid.IntRange(1, 700).Draw(t, "steps"); i > 0; i-- {
@@ -258,7 +251,7 @@ func TestAddrTable(t *testing.T) {
 // first and keeps the last page; which one survives decides the next
 // slot's address. One slot per page makes it visible.
 func TestSlotGarbageOrder(t *testing.T) {
-	iw, ifast := newPair(func() *insnCache { return newInsnCache("test", 4096) })
+	iw, ifast := newPair(func(walk bool) *insnCache { return newInsnCache("test", 4096, walk) })
 	for _, ic := range []*insnCache{iw, ifast} {
 		a, _ := ic.getInsnSlot(nil, nil, FaultInsnSlot)
 		b, _ := ic.getInsnSlot(nil, nil, FaultInsnSlot)

@@ -105,50 +105,10 @@ func (kp *Kprobes) OptimizerQueued() (optimizing, unoptimizing int) {
 
 // checkIndex: table and tree agree, entry by entry, in address order.
 func (r *Registry) checkIndex() error {
-	var hashed []*Kprobe
-	if r.rht != nil {
-		hashed = r.rht.Entries()
-		if r.rht.Len() != len(hashed) {
-			return fmt.Errorf("registry: rhashtable nelems %d, %d entries", r.rht.Len(), len(hashed))
-		}
-	} else {
-		for i := range r.table {
-			b := &r.table[i]
-			if len(b.addrs) != len(b.probes) {
-				return fmt.Errorf("registry: bucket %d has %d addresses for %d probes", i, len(b.addrs), len(b.probes))
-			}
-			for j, p := range b.probes {
-				if b.addrs[j] != p.Addr {
-					return fmt.Errorf("registry: bucket %d slot %d mirrors %#x, the probe is at %#x", i, j, b.addrs[j], p.Addr)
-				}
-				if h := HashPtr(p.Addr, r.bits); int(h) != i {
-					return fmt.Errorf("registry: probe %#x in bucket %d, hash_ptr says %d", p.Addr, i, h)
-				}
-			}
-		}
-		if r.fast != nil {
-			// The fast form: every entry's chain holds it (its join number
-			// is live), and each chain's length is the entries hashed there.
-			perBucket := make([]int, len(r.fast.chain))
-			var bad error
-			r.fast.at.each(func(e fastEntry) {
-				h := HashPtr(e.p.Addr, r.bits)
-				perBucket[h]++
-				if bad == nil && !r.fast.chain[h].has(e.seq) {
-					bad = fmt.Errorf("registry: entry %#x's join number %d is not on bucket %d's chain", e.p.Addr, e.seq, h)
-				}
-			})
-			if bad != nil {
-				return bad
-			}
-			for i, n := range perBucket {
-				if r.fast.chain[i].n != n {
-					return fmt.Errorf("registry: bucket %d's chain holds %d nodes, %d entries hash there", i, r.fast.chain[i].n, n)
-				}
-			}
-		}
-		hashed = r.Entries()
+	if err := r.table.check(); err != nil {
+		return err
 	}
+	hashed := r.Entries()
 	if len(hashed) != r.n {
 		return fmt.Errorf("registry: %d entries hashed, count says %d", len(hashed), r.n)
 	}
@@ -163,23 +123,12 @@ func (r *Registry) checkIndex() error {
 			return fmt.Errorf("registry: two entries at %#x (or out of order after %#x)", p.Addr, hashed[i-1].Addr)
 		}
 	}
-	var tree []*Kprobe
-	switch {
-	case r.tree != nil:
-		vs := r.tree.t.Values()
-		tree = make([]*Kprobe, len(vs))
-		for i, v := range vs {
-			tree[i] = v.(*Kprobe)
-		}
-		for i, k := range r.tree.t.Keys() {
-			if k.(uint64) != tree[i].Addr {
-				return fmt.Errorf("registry: rbtree node keyed %#x holds the probe at %#x", k.(uint64), tree[i].Addr)
-			}
-		}
-	case r.bt != nil:
-		tree = r.bt.Entries()
-	default:
+	if !r.tree.present() {
 		return nil
+	}
+	tree, err := r.tree.entries()
+	if err != nil {
+		return err
 	}
 	if len(tree) != len(hashed) {
 		return fmt.Errorf("registry: the tree holds %d entries, the hash table %d", len(tree), len(hashed))

@@ -1,7 +1,6 @@
 package kprobes
 
 import (
-	"github.com/kpsim/kpsim/internal/mutant"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -38,7 +37,7 @@ type RangeIter struct {
 	c      *sim.Counters
 	gen    uint64
 	lo, hi uint64 // closed bounds [lo, hi]
-	node   cursor
+	node   Cursor
 	cur    *Kprobe
 	state  uint8 // iterUnstarted, iterRunning, iterDone
 	desc   bool
@@ -52,9 +51,6 @@ const (
 )
 
 func (r *Registry) newRange(lo, hi uint64, empty, desc bool, c *sim.Counters) RangeIter {
-	if mutant.TreeRangeOffByOne() && hi > lo {
-		hi-- // the soak's injected bug (internal/mutant); off in every real run
-	}
 	it := RangeIter{r: r, c: c, gen: r.gen, lo: lo, hi: hi, desc: desc}
 	switch {
 	case !r.HasTree():
@@ -149,9 +145,9 @@ func (it *RangeIter) Next() bool {
 	if it.state == iterUnstarted {
 		it.state = iterRunning
 		if it.desc {
-			it.node = it.r.seekLE(it.hi, it.c)
+			it.node = it.r.tree.SeekLE(it.hi, it.c)
 		} else {
-			it.node = it.r.seekGE(it.lo, it.c)
+			it.node = it.r.tree.SeekGE(it.lo, it.c)
 		}
 	} else if it.desc {
 		it.node.prev(it.c)
@@ -219,7 +215,7 @@ type AddrIter struct {
 	back    uint64
 	started bool
 	last    uint64
-	hi      cursor // first entry not yet taken (address > last), invalid at end
+	hi      Cursor // first entry not yet taken (address > last), invalid at end
 	win     [MaxLookBack + 1]*Kprobe
 	wn      int
 	at      *Kprobe
@@ -257,7 +253,7 @@ func (it *AddrIter) Query(addr uint64) (*Kprobe, error) {
 	lo := subClamp(addr, it.back)
 	if !it.started {
 		it.started = true
-		it.hi = it.r.seekGE(lo, it.c)
+		it.hi = it.r.tree.SeekGE(lo, it.c)
 	}
 	// Drop window entries that fell below the new window.
 	k := 0

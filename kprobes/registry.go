@@ -2,10 +2,9 @@ package kprobes
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 
-	"github.com/kpsim/kpsim/internal/simpath"
-	"github.com/kpsim/kpsim/maple"
 	"github.com/kpsim/kpsim/rhashtable"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -56,35 +55,33 @@ var (
 	ErrNoMem = errors.New("kprobes: the probe index could not allocate (-ENOMEM)")
 )
 
-// bucket is one kprobe_table[] hlist. The chain is stored oldest-first, so
-// the hlist head (the newest node, hlist_add_head_rcu) is the last element
-// and a walk from the head runs from the end of the slices backwards. addrs
-// mirrors probes[i].Addr so the walk is a tight scan.
-type bucket struct {
-	addrs  []uint64
-	probes []*Kprobe
-}
-
-// fastTable is the simulator's fast form of kprobe_table (the default; the
-// bucket slices are the straightforward form, kept for simpath.Walk). The
-// kernel answers get_kprobe by walking a chain; what it finds, and how
-// many nodes it compares, follow from two facts the simulator can keep
-// without walking: which entry is hashed at an address (one per address:
-// the kernel aggregates instead of hashing a second node), and each
-// entry's position from its chain's head. New nodes join at the head
-// (hlist_add_head_rcu) and hlist_replace_rcu keeps a node's place, so a
-// node's position is the number of live nodes of its bucket that joined
-// no earlier than it: seqCount answers that in O(log n). A miss compares
-// every node of the chain: its length. So every count is the walk's,
-// proved by TestRegistryFastMatchesWalk and the scenario differentials.
-type fastTable struct {
-	at    *addrTable // hashed entry by address
-	chain []seqCount // per bucket: join order of the chain's nodes
-}
-
-type fastEntry struct {
-	p   *Kprobe
-	seq int // the node's join number in its bucket's chain
+// hashTable is kprobe_table's storage, chosen once when the registry is
+// built: the kernel's hlist buckets (kprobeTable), the simulator's
+// accelerated form of them (fastTable: same answers, same counts), or a
+// lib/rhashtable.c table (kprobe-rhashtable). Each method counts what its
+// kernel counterpart walks.
+type hashTable interface {
+	// getKprobe answers get_kprobe(addr), counted.
+	getKprobe(addr uint64, c *sim.Counters) *Kprobe
+	// find is getKprobe without counting (simulator-side).
+	find(addr uint64) *Kprobe
+	// add hashes p (hlist_add_head_rcu, or rhashtable_insert_fast, which
+	// may fail with an allocation fault of f).
+	add(p *Kprobe, f *sim.Faults, c *sim.Counters) error
+	// replace puts ap in old's place (hlist_replace_rcu).
+	replace(old, ap *Kprobe, c *sim.Counters) error
+	// del unhashes p (hlist_del_rcu, or rhashtable_remove_fast).
+	del(p *Kprobe, f *sim.Faults, c *sim.Counters) error
+	// hashBits is the table's hash bits (0 for the rhashtable).
+	hashBits() uint
+	// chainLen and chain describe bucket b (chain: head first).
+	chainLen(b int) int
+	chain(b int) []*Kprobe
+	// entries returns every hashed entry in address order.
+	entries() []*Kprobe
+	// check verifies the storage's own consistency.
+	check() error
+	bytes() []sim.NamedBytes
 }
 
 // Registry models the registered-probe state of kernel/kprobes.c:
@@ -94,14 +91,11 @@ type fastEntry struct {
 // The alternative designs change the storage, never the answers:
 // kprobe-hash-bits=B sizes kprobe_table to 2^B buckets, kprobe-rhashtable
 // replaces it by a lib/rhashtable.c table, kprobe-btree keeps the P4 tree
-// as a maple-like B-tree instead of an rbtree.
+// as a maple-like B-tree instead of an rbtree. Both stores are chosen when
+// the registry is built (hashTable, AddrTree).
 type Registry struct {
-	table []bucket // kprobe_table[1 << bits]; nil with the rhashtable
-	bits  uint
-	rht   *rhashtable.Table[*Kprobe] // kprobe-rhashtable
-	fast  *fastTable                 // the table's fast form (nil: walk the bucket slices)
-	tree  *rbIndex                   // nil: kprobe-tree switch off (upstream), or the B-tree
-	bt    *maple.Tree[*Kprobe]       // kprobe-btree: the P4 tree as a B-tree
+	table hashTable // kprobe_table[] (or its replacement)
+	tree  AddrTree  // the P4 tree (rbtree, B-tree, or none)
 	n     int
 	gen   uint64
 
@@ -111,6 +105,18 @@ type Registry struct {
 
 	// AllDisarmed models kprobes_all_disarmed (debugfs kprobes/enabled=0).
 	AllDisarmed bool
+}
+
+// SimOptions are the simulator's own choices for a model instance: how it
+// finds its answers, never what they are or what they count.
+type SimOptions struct {
+	// Walk makes the model walk what the kernel walks (the get_kprobe
+	// chains, the slot pages, every decode) instead of answering from the
+	// simulator's indexes; the differential tests' reference.
+	Walk bool
+	// WrapTree, if set, wraps the P4 tree the registry is built with
+	// (tests inject a model bug under the range iterators with it).
+	WrapTree func(AddrTree) AddrTree
 }
 
 // NewRegistry returns an empty registry. withTree turns on the P4 tree
@@ -127,27 +133,33 @@ func NewRegistry(withTree bool) *Registry {
 // the P4 tree with kprobe-tree (a B-tree with kprobe-btree), kprobe_table
 // with 2^B buckets with kprobe-hash-bits=B, an rhashtable in its place with
 // kprobe-rhashtable.
-func NewRegistryFor(ss sim.Switches) *Registry {
-	r := &Registry{bits: ss.HashBits()}
-	if ss.Has(sim.KprobeRhashtable) {
-		r.rht = rhashtable.New(rhashtable.KprobeParams, func(p *Kprobe) uint64 { return p.Addr }, nil, rhtSeed, nil)
-	} else {
-		r.table = make([]bucket, 1<<r.bits)
-		if !simpath.Walk() {
-			r.fast = &fastTable{at: newAddrTable(), chain: make([]seqCount, 1<<r.bits)}
-		}
+func NewRegistryFor(ss sim.Switches) *Registry { return NewRegistryWith(ss, SimOptions{}) }
+
+// NewRegistryWith is NewRegistryFor with the simulator's options.
+func NewRegistryWith(ss sim.Switches, o SimOptions) *Registry {
+	r := &Registry{}
+	bits := ss.HashBits()
+	switch {
+	case ss.Has(sim.KprobeRhashtable):
+		r.table = newRhtTable()
+	case o.Walk:
+		r.table = newKprobeTable(bits)
+	default:
+		r.table = newFastTable(bits)
 	}
 	switch {
 	case ss.Has(sim.KprobeTree) && ss.Has(sim.KprobeBtree):
-		r.bt = maple.New(func(p *Kprobe) uint64 { return p.Addr }, nil)
+		r.tree = newBTIndex()
 	case ss.Has(sim.KprobeTree):
 		r.tree = newRBIndex()
+	default:
+		r.tree = noTree{}
+	}
+	if o.WrapTree != nil {
+		r.tree = o.WrapTree(r.tree)
 	}
 	return r
 }
-
-// rhtSeed seeds the rhashtable's hash_rnd stream: fixed, so runs repeat.
-const rhtSeed = 0x6b70726f6265 // "kprobe"
 
 func (r *Registry) faults() *sim.Faults {
 	if r.Faults == nil {
@@ -157,15 +169,10 @@ func (r *Registry) faults() *sim.Faults {
 }
 
 // HasTree reports whether the P4 tree (rbtree or B-tree) is maintained.
-func (r *Registry) HasTree() bool { return r.tree != nil || r.bt != nil }
+func (r *Registry) HasTree() bool { return r.tree.present() }
 
 // HashBits returns the kprobe_table's hash bits (0 with the rhashtable).
-func (r *Registry) HashBits() uint {
-	if r.rht != nil {
-		return 0
-	}
-	return r.bits
-}
+func (r *Registry) HashBits() uint { return r.table.hashBits() }
 
 // Bytes returns the memory of the probe index beyond the probes
 // themselves: the bucket heads (kprobe.table.bytes, 8 per bucket), or the
@@ -174,25 +181,17 @@ func (r *Registry) HashBits() uint {
 // kprobe (kprobe.tree.bytes) or the B-tree's 256-byte nodes
 // (kprobe.btree.bytes).
 func (r *Registry) Bytes() []sim.NamedBytes {
-	var out []sim.NamedBytes
-	if r.rht != nil {
-		out = append(out, sim.NamedBytes{Name: "kprobe.rhashtable.bytes", Bytes: r.rht.Bytes()},
-			sim.NamedBytes{Name: "kprobe.rhashtable.peak_bytes", Bytes: r.rht.PeakBytes()})
-	} else {
-		out = append(out, sim.NamedBytes{Name: "kprobe.table.bytes", Bytes: int64(len(r.table)) * 8})
-	}
-	switch {
-	case r.tree != nil:
-		out = append(out, sim.NamedBytes{Name: "kprobe.tree.bytes", Bytes: int64(r.n) * 24})
-	case r.bt != nil:
-		out = append(out, sim.NamedBytes{Name: "kprobe.btree.bytes", Bytes: r.bt.Bytes()})
-	}
-	return out
+	return append(r.table.bytes(), r.tree.bytes(r.n)...)
 }
 
 // Rhashtable returns the rhashtable index (nil unless kprobe-rhashtable).
 // Simulator-side, for reports and tests.
-func (r *Registry) Rhashtable() *rhashtable.Table[*Kprobe] { return r.rht }
+func (r *Registry) Rhashtable() *rhashtable.Table[*Kprobe] {
+	if t, ok := r.table.(rhtTable); ok {
+		return t.t
+	}
+	return nil
+}
 
 // Len returns the number of hashed entries (plain probes plus aggregators).
 func (r *Registry) Len() int { return r.n }
@@ -204,63 +203,155 @@ func (r *Registry) Generation() uint64 { return r.gen }
 
 // TreeHeight returns the height of the P4 tree in nodes (0 without tree).
 // Simulator-side.
-func (r *Registry) TreeHeight() int {
-	switch {
-	case r.bt != nil:
-		return r.bt.Height()
-	case r.tree != nil:
-		return r.tree.height()
-	}
-	return 0
-}
+func (r *Registry) TreeHeight() int { return r.tree.height() }
 
 // ChainLen returns the length of bucket b's chain. Simulator-side.
-func (r *Registry) ChainLen(b int) int {
-	if r.rht != nil {
-		return r.rht.ChainLen(b)
-	}
-	if r.fast != nil {
-		return r.fast.chain[b].n
-	}
-	return len(r.table[b].addrs)
-}
+func (r *Registry) ChainLen(b int) int { return r.table.chainLen(b) }
 
 // Chain returns bucket b's chain in walk order, head (newest) first.
 // Simulator-side; allocates.
-func (r *Registry) Chain(b int) []*Kprobe {
-	if r.fast != nil {
-		var es []fastEntry
-		r.fast.at.each(func(e fastEntry) {
-			if int(HashPtr(e.p.Addr, r.bits)) == b {
-				es = append(es, e)
-			}
-		})
-		slices.SortFunc(es, func(x, y fastEntry) int { return y.seq - x.seq })
-		ps := make([]*Kprobe, len(es))
-		for i, e := range es {
-			ps[i] = e.p
+func (r *Registry) Chain(b int) []*Kprobe { return r.table.chain(b) }
+
+// Entries returns every hashed entry in address order. Simulator-side;
+// allocates; uncounted.
+func (r *Registry) Entries() []*Kprobe { return r.table.entries() }
+
+// GetKprobe models kernel/kprobes.c:get_kprobe: walk the chain of
+// kprobe_table[hash_ptr(addr, KPROBE_HASH_BITS)] from its head, comparing
+// p->addr == addr; return the first match or nil (kprobeTable.getKprobe).
+// Counts one kprobe.hash.lookup and one kprobe.hash.visit per node
+// compared: a hit at chain position j (1-based from the head) costs j, a
+// miss the chain length.
+//
+// With kprobe-hash-bits=B the bucket is hash_ptr(addr, B) of 2^B; a bucket
+// array too big for L1 also counts kprobe.hash.head.l2 or .l3. With
+// kprobe-rhashtable the lookup is rhashtable_lookup_fast.
+func (r *Registry) GetKprobe(addr uint64, c *sim.Counters) *Kprobe {
+	return r.table.getKprobe(addr, c)
+}
+
+// find returns the entry hashed at addr without counting (simulator-side).
+func (r *Registry) find(addr uint64) *Kprobe { return r.table.find(addr) }
+
+// bucket is one kprobe_table[] hlist. The chain is stored oldest-first, so
+// the hlist head (the newest node, hlist_add_head_rcu) is the last element
+// and a walk from the head runs from the end of the slices backwards. addrs
+// mirrors probes[i].Addr so the walk is a tight scan.
+type bucket struct {
+	addrs  []uint64
+	probes []*Kprobe
+}
+
+// kprobeTable is kprobe_table[1 << bits] as the kernel keeps it: an hlist
+// per bucket, walked from its head.
+type kprobeTable struct {
+	buckets []bucket
+	bits    uint
+}
+
+func newKprobeTable(bits uint) *kprobeTable {
+	return &kprobeTable{buckets: make([]bucket, 1<<bits), bits: bits}
+}
+
+// getKprobe models kernel/kprobes.c:get_kprobe:
+//
+//	head = &kprobe_table[hash_ptr(addr, KPROBE_HASH_BITS)];
+//	hlist_for_each_entry_rcu(p, head, hlist, lockdep_is_held(&kprobe_mutex))
+//		if (p->addr == addr)
+//			return p;
+//	return NULL;
+//
+// counting one kprobe.hash.visit per node compared.
+func (t *kprobeTable) getKprobe(addr uint64, c *sim.Counters) *Kprobe {
+	head := &t.buckets[HashPtr(addr, t.bits)]
+	c.Inc(opHashLookup)
+	headCost(t.bits, c)
+	addrs := head.addrs
+	n := len(addrs)
+	for i := n - 1; i >= 0; i-- {
+		if addrs[i] == addr {
+			c.Add(opHashVisit, uint64(n-i))
+			return head.probes[i]
 		}
-		return ps
 	}
-	ps := slices.Clone(r.table[b].probes)
+	c.Add(opHashVisit, uint64(n))
+	return nil
+}
+
+func (t *kprobeTable) find(addr uint64) *Kprobe { return t.getKprobe(addr, nil) }
+
+// add models hlist_add_head_rcu(&p->hlist, &kprobe_table[hash_ptr(p->addr,
+// KPROBE_HASH_BITS)]).
+func (t *kprobeTable) add(p *Kprobe, _ *sim.Faults, c *sim.Counters) error {
+	b := &t.buckets[HashPtr(p.Addr, t.bits)]
+	b.addrs = append(b.addrs, p.Addr)
+	b.probes = append(b.probes, p)
+	c.Inc(opHashAdd)
+	headCost(t.bits, c)
+	return nil
+}
+
+// replace models hlist_replace_rcu(&old->hlist, &ap->hlist).
+func (t *kprobeTable) replace(old, ap *Kprobe, c *sim.Counters) error {
+	b := &t.buckets[HashPtr(old.Addr, t.bits)]
+	i := slices.Index(b.probes, old) // simulator-side: the kernel has pprev
+	b.probes[i] = ap
+	c.Inc(opHashReplace)
+	return nil
+}
+
+// del models hlist_del_rcu(&p->hlist).
+func (t *kprobeTable) del(p *Kprobe, _ *sim.Faults, c *sim.Counters) error {
+	b := &t.buckets[HashPtr(p.Addr, t.bits)]
+	i := slices.Index(b.probes, p) // simulator-side: the kernel has pprev
+	b.probes = slices.Delete(b.probes, i, i+1)
+	b.addrs = slices.Delete(b.addrs, i, i+1)
+	c.Inc(opHashDel)
+	return nil
+}
+
+func (t *kprobeTable) hashBits() uint     { return t.bits }
+func (t *kprobeTable) chainLen(b int) int { return len(t.buckets[b].addrs) }
+
+func (t *kprobeTable) chain(b int) []*Kprobe {
+	ps := slices.Clone(t.buckets[b].probes)
 	slices.Reverse(ps)
 	return ps
 }
 
-// Entries returns every hashed entry in address order. Simulator-side;
-// allocates; uncounted.
-func (r *Registry) Entries() []*Kprobe {
-	if r.rht != nil {
-		return r.rht.Entries()
+func (t *kprobeTable) entries() []*Kprobe {
+	out := []*Kprobe{}
+	for i := range t.buckets {
+		out = append(out, t.buckets[i].probes...)
 	}
-	out := make([]*Kprobe, 0, r.n)
-	if r.fast != nil {
-		r.fast.at.each(func(e fastEntry) { out = append(out, e.p) })
+	return sortByAddr(out)
+}
+
+func (t *kprobeTable) check() error {
+	for i := range t.buckets {
+		b := &t.buckets[i]
+		if len(b.addrs) != len(b.probes) {
+			return fmt.Errorf("registry: bucket %d has %d addresses for %d probes", i, len(b.addrs), len(b.probes))
+		}
+		for j, p := range b.probes {
+			if b.addrs[j] != p.Addr {
+				return fmt.Errorf("registry: bucket %d slot %d mirrors %#x, the probe is at %#x", i, j, b.addrs[j], p.Addr)
+			}
+			if h := HashPtr(p.Addr, t.bits); int(h) != i {
+				return fmt.Errorf("registry: probe %#x in bucket %d, hash_ptr says %d", p.Addr, i, h)
+			}
+		}
 	}
-	for i := range r.table {
-		out = append(out, r.table[i].probes...)
-	}
-	slices.SortFunc(out, func(a, b *Kprobe) int {
+	return nil
+}
+
+func (t *kprobeTable) bytes() []sim.NamedBytes {
+	return []sim.NamedBytes{{Name: "kprobe.table.bytes", Bytes: int64(len(t.buckets)) * 8}}
+}
+
+// sortByAddr sorts ps by address and returns it.
+func sortByAddr(ps []*Kprobe) []*Kprobe {
+	slices.SortFunc(ps, func(a, b *Kprobe) int {
 		switch {
 		case a.Addr < b.Addr:
 			return -1
@@ -269,63 +360,13 @@ func (r *Registry) Entries() []*Kprobe {
 		}
 		return 0
 	})
-	return out
-}
-
-// GetKprobe models kernel/kprobes.c:get_kprobe: walk the chain of
-// kprobe_table[hash_ptr(addr, KPROBE_HASH_BITS)] from its head, comparing
-// p->addr == addr; return the first match or nil. Counts one
-// kprobe.hash.lookup and one kprobe.hash.visit per node compared: a hit at
-// chain position j (1-based from the head) costs j, a miss the chain length.
-//
-// With kprobe-hash-bits=B the bucket is hash_ptr(addr, B) of 2^B; a bucket
-// array too big for L1 also counts kprobe.hash.head.l2 or .l3. With
-// kprobe-rhashtable the lookup is rhashtable_lookup_fast.
-func (r *Registry) GetKprobe(addr uint64, c *sim.Counters) *Kprobe {
-	if r.rht != nil {
-		p, _ := r.rht.Lookup(addr, c)
-		return p
-	}
-	if r.fast != nil {
-		// The walk's answer and counts without the walk (fastTable).
-		ch := &r.fast.chain[HashPtr(addr, r.bits)]
-		c.Inc(opHashLookup)
-		r.headCost(c)
-		if e, ok := r.fast.at.get(addr); ok {
-			c.Add(opHashVisit, uint64(ch.position(e.seq)))
-			return e.p
-		}
-		c.Add(opHashVisit, uint64(ch.n))
-		return nil
-	}
-	b := &r.table[HashPtr(addr, r.bits)]
-	addrs := b.addrs
-	n := len(addrs)
-	c.Inc(opHashLookup)
-	r.headCost(c)
-	for i := n - 1; i >= 0; i-- {
-		if addrs[i] == addr {
-			c.Add(opHashVisit, uint64(n-i))
-			return b.probes[i]
-		}
-	}
-	c.Add(opHashVisit, uint64(n))
-	return nil
-}
-
-// find returns the entry hashed at addr without counting (simulator-side).
-func (r *Registry) find(addr uint64) *Kprobe {
-	if r.fast != nil {
-		e, _ := r.fast.at.get(addr)
-		return e.p
-	}
-	return r.GetKprobe(addr, nil)
+	return ps
 }
 
 // headCost counts the extra latency of a bucket-head load from a
 // kprobe_table bigger than L1 (upstream's 512 bytes never is).
-func (r *Registry) headCost(c *sim.Counters) {
-	switch bytes := 8 << r.bits; {
+func headCost(bits uint, c *sim.Counters) {
+	switch bytes := 8 << bits; {
 	case bytes > l2Bytes:
 		c.Inc(opHashHeadL3)
 	case bytes > l1Bytes:
@@ -344,40 +385,21 @@ func (r *Registry) Insert(p *Kprobe, c *sim.Counters) error {
 	if p == nil || p.owner != nil || p.parent != nil {
 		return ErrBusy
 	}
-	if r.find(p.Addr) != nil {
+	if r.table.find(p.Addr) != nil {
 		return ErrExists
 	}
-	// The B-tree store goes first: a real conversion would preallocate the
-	// maple nodes (mas_preallocate) before touching the hash table.
-	if r.bt != nil {
-		r.bt.Faults = r.faults()
-		if err := r.bt.Insert(p, c); err != nil {
-			return ErrNoMem
-		}
+	f := r.faults()
+	// A tree that allocates (the B-tree) stores first: a real conversion
+	// would preallocate its nodes (mas_preallocate) before touching the
+	// hash table.
+	if err := r.tree.reserve(p, f, c); err != nil {
+		return ErrNoMem
 	}
-	if r.rht != nil {
-		r.rht.Faults = r.faults()
-		if err := r.rht.Insert(p, c); err != nil {
-			if r.bt != nil {
-				r.bt.Delete(p.Addr, nil) // undo the store (uncounted: the preallocation is freed)
-			}
-			return ErrNoMem
-		}
-	} else {
-		bi := HashPtr(p.Addr, r.bits)
-		if r.fast != nil {
-			r.fast.at.put(p.Addr, fastEntry{p: p, seq: r.fast.chain[bi].join()})
-		} else {
-			b := &r.table[bi]
-			b.addrs = append(b.addrs, p.Addr)
-			b.probes = append(b.probes, p)
-		}
-		c.Inc(opHashAdd)
-		r.headCost(c)
+	if err := r.table.add(p, f, c); err != nil {
+		r.tree.unreserve(p) // the preallocation is freed (uncounted)
+		return ErrNoMem
 	}
-	if r.tree != nil {
-		r.tree.insert(p, c)
-	}
+	r.tree.link(p, c)
 	p.owner = r
 	r.n++
 	r.gen++
@@ -395,28 +417,10 @@ func (r *Registry) Replace(old, ap *Kprobe, c *sim.Counters) error {
 	if ap == nil || ap.owner != nil || ap.parent != nil || ap.Addr != old.Addr {
 		return ErrBusy
 	}
-	if r.rht != nil {
-		if err := r.rht.Replace(old.Addr, ap, c); err != nil {
-			return ErrInvalid
-		}
-	} else {
-		if r.fast != nil {
-			e, _ := r.fast.at.get(old.Addr)
-			e.p = ap // same chain position: hlist_replace_rcu
-			r.fast.at.put(old.Addr, e)
-		} else {
-			b := &r.table[HashPtr(old.Addr, r.bits)]
-			i := slices.Index(b.probes, old) // simulator-side: the kernel has pprev
-			b.probes[i] = ap
-		}
-		c.Inc(opHashReplace)
+	if err := r.table.replace(old, ap, c); err != nil {
+		return ErrInvalid
 	}
-	switch {
-	case r.tree != nil:
-		r.tree.replace(old, ap, c)
-	case r.bt != nil:
-		r.bt.Replace(ap, c)
-	}
+	r.tree.replace(old, ap, c)
 	old.owner, ap.owner = nil, r
 	r.gen++
 	return nil
@@ -429,31 +433,10 @@ func (r *Registry) Delete(p *Kprobe, c *sim.Counters) error {
 	if p == nil || p.owner != r {
 		return ErrInvalid
 	}
-	if r.rht != nil {
-		r.rht.Faults = r.faults()
-		if err := r.rht.Remove(p.Addr, c); err != nil {
-			return ErrInvalid
-		}
-	} else {
-		if r.fast != nil {
-			// hlist_del_rcu is O(1) through pprev; so is this.
-			e, _ := r.fast.at.get(p.Addr)
-			r.fast.chain[HashPtr(p.Addr, r.bits)].leave(e.seq)
-			r.fast.at.del(p.Addr)
-		} else {
-			b := &r.table[HashPtr(p.Addr, r.bits)]
-			i := slices.Index(b.probes, p) // simulator-side: the kernel has pprev
-			b.probes = slices.Delete(b.probes, i, i+1)
-			b.addrs = slices.Delete(b.addrs, i, i+1)
-		}
-		c.Inc(opHashDel)
+	if err := r.table.del(p, r.faults(), c); err != nil {
+		return ErrInvalid
 	}
-	switch {
-	case r.tree != nil:
-		r.tree.erase(p, c)
-	case r.bt != nil:
-		r.bt.Delete(p.Addr, c)
-	}
+	r.tree.erase(p, c)
 	p.owner = nil
 	r.n--
 	r.gen++

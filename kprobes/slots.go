@@ -3,7 +3,6 @@ package kprobes
 import (
 	"slices"
 
-	"github.com/kpsim/kpsim/internal/simpath"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -22,7 +21,7 @@ type insnCache struct {
 
 // slotIndex is the simulator's fast form of the page list (the default;
 // ic.pages and its walks are the straightforward form, kept for
-// simpath.Walk). __get_insn_slot and __free_insn_slot walk c->pages from
+// SimOptions.Walk). __get_insn_slot and __free_insn_slot walk c->pages from
 // the head; every new page is added at the head (list_add_rcu) and a page
 // leaves from anywhere (list_del_rcu), so a page's position from the head
 // is the number of live pages created no earlier than it (seqCount over
@@ -65,13 +64,13 @@ const insnPageBase = 0xffffffffa0000000
 // insn_size.
 //
 // Models kernel/kprobes.c:init_kprobes' cache setup (kprobe_insn_slots, kprobe_optinsn_slots).
-func newInsnCache(name string, slotSize int) *insnCache {
+func newInsnCache(name string, slotSize int, walk bool) *insnCache {
 	if slotSize <= 0 {
 		slotSize = 1
 	}
 	// slots_per_page: PAGE_SIZE / insn_size.
 	ic := &insnCache{name: name, slotSize: slotSize, perPage: 4096 / slotSize, nextBase: insnPageBase}
-	if !simpath.Walk() {
+	if !walk {
 		ic.fast = &slotIndex{bySeq: []*insnPage{nil}}
 	}
 	return ic

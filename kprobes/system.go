@@ -5,7 +5,6 @@ import (
 
 	"github.com/kpsim/kpsim/boot"
 	"github.com/kpsim/kpsim/image"
-	"github.com/kpsim/kpsim/internal/simpath"
 	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/x86"
@@ -64,6 +63,9 @@ type Config struct {
 	CPUs int
 	// AllowOptimization: sysctl debug.kprobes-optimization.
 	AllowOptimization bool
+	// Sim holds the simulator's own choices (walks or shortcuts, test
+	// hooks); machine.New sets it from machine.Config.
+	Sim SimOptions
 }
 
 // DefaultConfig returns Debian 6.1's settings on a small server.
@@ -92,7 +94,7 @@ type Kprobes struct {
 	Deps
 	recoverers []*recoverer // free recoverers (newWalkRecoverer)
 	// decodes remembers recent decodes of the image text (nil with
-	// simpath.Walk: decode every time).
+	// Sim.Walk: decode every time).
 	decodes []decodeMemoEntry
 	Cfg     Config
 	Reg     *Registry
@@ -133,14 +135,14 @@ func New(d Deps, cfg Config, sw sim.Switches, c *sim.Counters) (*Kprobes, error)
 		return nil, err
 	}
 	kp := &Kprobes{
-		Deps: d, Cfg: cfg, Reg: NewRegistryFor(sw), Sw: sw, C: c,
+		Deps: d, Cfg: cfg, Reg: NewRegistryWith(sw, cfg.Sim), Sw: sw, C: c,
 		State:     boot.Running,
-		insnSlots: newInsnCache("kprobe_insn_slots", x86.MaxInsnSize),
-		optSlots:  newInsnCache("kprobe_optinsn_slots", cfg.OptprobeSlotSize),
+		insnSlots: newInsnCache("kprobe_insn_slots", x86.MaxInsnSize, cfg.Sim.Walk),
+		optSlots:  newInsnCache("kprobe_optinsn_slots", cfg.OptprobeSlotSize, cfg.Sim.Walk),
 		core:      d.Image.CoreText(), init: d.Image.InitText(),
 	}
 	kp.Reg.Faults = func() *sim.Faults { return kp.Faults }
-	if !simpath.Walk() {
+	if !cfg.Sim.Walk {
 		kp.decodes = make([]decodeMemoEntry, 64)
 	}
 	kp.entryText, _ = d.Image.Range(image.RangeEntryText)

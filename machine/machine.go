@@ -21,7 +21,6 @@ import (
 	"github.com/kpsim/kpsim/extable"
 	"github.com/kpsim/kpsim/ftrace"
 	"github.com/kpsim/kpsim/image"
-	"github.com/kpsim/kpsim/internal/simpath"
 	"github.com/kpsim/kpsim/jumplabel"
 	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/kallsyms/ktab"
@@ -97,18 +96,34 @@ func (x extableAdapter) SearchExceptionTables(c *sim.Counters, addr uint64) bool
 	return x.e.Search(c, addr) != nil
 }
 
-// Wiring builds the subsystems one run's kernel uses and returns the
-// late-init hook that builds the indexes. Tests substitute their own.
-type Wiring func(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults) (kprobes.Deps, func() error, error)
+// Subsystems are what a Wiring builds: the interfaces kprobes calls, the
+// concrete models behind them (nil when a test wiring supplies others) and
+// the late-init hook that builds the indexes.
+type Subsystems struct {
+	kprobes.Deps
+	Syms       *kallsyms.Compressed
+	Ftrace     *ftrace.Ftrace
+	JumpLabel  *jumplabel.Table
+	StaticCall *staticcall.Table
+	Bugs       *bug.Table
+	Blacklist  *blacklist.List
+	// LateInit runs the late_initcalls (nil: none).
+	LateInit func() error
+}
+
+// Wiring builds the subsystems one run's kernel uses. walk is
+// Config.Walk: the subsystems walk what the kernel walks instead of
+// answering from the simulator's shortcuts. Tests substitute their own.
+type Wiring func(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults, walk bool) (*Subsystems, error)
 
 // Wire is the real wiring: kallsyms over the compressed tables, the
 // jump-label / static-call / bug / blacklist models in the forms the
 // switches select, ftrace after free_initmem, the exception tables.
-func Wire(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults) (kprobes.Deps, func() error, error) {
+func Wire(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults, walk bool) (*Subsystems, error) {
 	state := func() boot.State { return boot.Running }
 	tables, err := KallsymsTables(k)
 	if err != nil {
-		return kprobes.Deps{}, nil, err
+		return nil, err
 	}
 	v := kallsyms.Variant{TokenCmp: sw.Has(sim.KallsymsTokenCmp)}
 	if sw.Has(sim.KallsymsOffsetIndex) {
@@ -116,53 +131,56 @@ func Wire(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults)
 	}
 	syms, err := kallsyms.NewCompressed(tables, v, kallsyms.CompressedOptions{Modules: k.Modules, Faults: faults})
 	if err != nil {
-		return kprobes.Deps{}, nil, err
+		return nil, err
 	}
 	syms.RecordMemory(c)
-	if !simpath.Walk() {
+	if !walk {
 		syms.EnableFastScan() // counts only: identical counts, no walking
 	}
 	prev := c.Enter(PhaseBoot)
 	defer c.Enter(prev)
 	jl, err := jumplabel.New(k, sw, faults, state)
 	if err != nil {
-		return kprobes.Deps{}, nil, err
+		return nil, err
 	}
 	sc, err := staticcall.New(k, sw, faults, state)
 	if err != nil {
-		return kprobes.Deps{}, nil, err
+		return nil, err
 	}
 	bt, err := bug.New(k, sw, faults)
 	if err != nil {
-		return kprobes.Deps{}, nil, err
+		return nil, err
 	}
 	bt.FinalizeModules(c) // module_bug_finalize at each module's load (module-bug-index)
 	bl, err := blacklist.New(c, k, sw, faults, syms)
 	if err != nil {
-		return kprobes.Deps{}, nil, err
+		return nil, err
 	}
 	// The boot records are the same for every run on k (the resolver is
 	// built from k's cached kallsyms tables): built once, copied per run.
 	var ftSrc any
-	if !simpath.Walk() {
+	if !walk {
 		ftSrc = tables
 	}
 	ft, err := ftrace.NewShared(k, syms, faults, ftSrc)
 	if err != nil {
-		return kprobes.Deps{}, nil, err
+		return nil, err
+	}
+	if walk {
+		ft.WalkRecords()
 	}
 	// The runs happen at SYSTEM_RUNNING: init memory (and its ftrace
 	// records) is gone.
 	ft.FreeInitMem()
 	ex, err := extable.New(k)
 	if err != nil {
-		return kprobes.Deps{}, nil, err
+		return nil, err
 	}
 	// Runs never patch text or change tables after this point: the
 	// simulator may answer linear walks from sorted shadows (identical
 	// counts; each package's TestFastScanCountsMatchWalk proves it).
-	// (simpath.Walk keeps the walks, for the differential tests.)
-	if !simpath.Walk() {
+	// (Config.Walk keeps the walks, for the differential tests.)
+	if !walk {
 		jl.EnableFastScan()
 		sc.EnableFastScan()
 		bt.EnableFastScan()
@@ -183,7 +201,7 @@ func Wire(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults)
 		}
 		return nil
 	}
-	return deps, lateInit, nil
+	return &Subsystems{Deps: deps, Syms: syms, Ftrace: ft, JumpLabel: jl, StaticCall: sc, Bugs: bt, Blacklist: bl, LateInit: lateInit}, nil
 }
 
 // Config chooses how a machine is built.
@@ -197,6 +215,14 @@ type Config struct {
 	Counters *sim.Counters
 	// Wiring builds the subsystems (nil: Wire).
 	Wiring Wiring
+	// Walk makes every model walk what the kernel walks (hash chains,
+	// slot pages, linear table scans, every decode) instead of answering
+	// from the simulator's indexes and memos: the same counts, decisions
+	// and reasons, slower. The differential tests' reference.
+	Walk bool
+	// WrapTree, if set, wraps the kprobe registry's P4 tree when it is
+	// built (tests inject a model bug under the range iterators with it).
+	WrapTree func(kprobes.AddrTree) kprobes.AddrTree
 }
 
 // DefaultConfig is Debian 6.1's kprobes configuration with no switch on.
@@ -242,24 +268,19 @@ func New(k *image.Kernel, cfg Config) (*Machine, error) {
 	if cfg.Kprobes.CPUs == 0 {
 		cfg.Kprobes = kprobes.DefaultConfig()
 	}
-	deps, lateInit, err := cfg.Wiring(k, cfg.Switches, cfg.Counters, cfg.Faults)
+	w, err := cfg.Wiring(k, cfg.Switches, cfg.Counters, cfg.Faults, cfg.Walk)
 	if err != nil {
 		return nil, err
 	}
-	kp, err := kprobes.New(deps, cfg.Kprobes, cfg.Switches, cfg.Counters)
+	cfg.Kprobes.Sim = kprobes.SimOptions{Walk: cfg.Walk, WrapTree: cfg.WrapTree}
+	kp, err := kprobes.New(w.Deps, cfg.Kprobes, cfg.Switches, cfg.Counters)
 	if err != nil {
 		return nil, err
 	}
 	kp.Faults = cfg.Faults
-	m := &Machine{Kernel: k, Switches: cfg.Switches, C: cfg.Counters, Faults: cfg.Faults, Deps: deps, KP: kp, lateInit: lateInit}
-	m.Syms, _ = deps.Syms.(*kallsyms.Compressed)
-	m.Ftrace, _ = deps.Ftrace.(*ftrace.Ftrace)
-	m.JumpLabel, _ = deps.JumpLabel.(*jumplabel.Table)
-	m.StaticCall, _ = deps.StaticCall.(*staticcall.Table)
-	if b, ok := deps.Bugs.(bugAdapter); ok {
-		m.Bugs = b.t
-	}
-	m.Blacklist, _ = deps.Blacklist.(*blacklist.List)
+	m := &Machine{Kernel: k, Switches: cfg.Switches, C: cfg.Counters, Faults: cfg.Faults, Deps: w.Deps, KP: kp,
+		Syms: w.Syms, Ftrace: w.Ftrace, JumpLabel: w.JumpLabel, StaticCall: w.StaticCall, Bugs: w.Bugs, Blacklist: w.Blacklist,
+		lateInit: w.LateInit}
 	return m, nil
 }
 

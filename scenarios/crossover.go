@@ -58,11 +58,11 @@ func variantSwitches(v kallsyms.Variant) (sim.Switches, bool) {
 func variantKernel(k *image.Kernel, v kallsyms.Variant) (*kallsyms.Compressed, *ftrace.Ftrace, error) {
 	sw, _ := variantSwitches(v)
 	c := sim.NewCounters(false)
-	deps, _, err := DefaultWiring(k, sw, c, nil)
+	w, err := DefaultWiring(k, sw, c, nil, false)
 	if err != nil {
 		return nil, nil, err
 	}
-	syms := deps.Syms.(*kallsyms.Compressed)
+	syms := w.Syms
 	if syms.Variant() != v {
 		t, err := machine.KallsymsTables(k)
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/kpsim/kpsim/image/synth"
-	"github.com/kpsim/kpsim/internal/simpath"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -30,15 +29,17 @@ func fastPathSpecs() []RunSpec {
 }
 
 // runBothWays runs the specs on s with the simulator's fast paths and
-// again with the straightforward walks (simpath.Walk: the chain walks of
+// again with the straightforward walks (ManyOptions.Walk, i.e.
+// machine.Config.Walk: the chain walks of
 // get_kprobe, the slot-page walks, the linear table scans) and requires
 // the same full counter matrix (every op of every phase), kernel-memory
 // figures, decisions digest and reasons digest, run by run.
 func runBothWays(t *testing.T, s *ManySetup, specs []RunSpec) *ManyReport {
 	t.Helper()
 	run := func(walk bool) *ManyReport {
-		defer simpath.SetWalk(walk)()
-		rep, err := RunMany(s, specs, DefaultWiring, sim.DefaultCosts(), "", nil)
+		ws := *s
+		ws.Opts.Walk = walk
+		rep, err := RunMany(&ws, specs, DefaultWiring, sim.DefaultCosts(), "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}

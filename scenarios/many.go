@@ -109,6 +109,9 @@ type ManyOptions struct {
 	// Pool, when set, bounds the runs of several RunMany calls together
 	// (a sweep's points); Jobs is then ignored.
 	Pool *Pool
+	// Walk builds every run's machine with the simulator's straightforward
+	// walks (machine.Config.Walk): the fast-path differential tests.
+	Walk bool
 }
 
 // DefaultManyOptions mirrors the kernel's batch sample: 20,000 untraced
@@ -625,7 +628,7 @@ func runOne(s *ManySetup, spec RunSpec, wire Wiring, costs *sim.CostTable, fault
 	c := sim.NewCounters(true)
 	kcfg := kprobes.DefaultConfig()
 	kcfg.CPUs = s.Opts.CPUs
-	m, err := machine.New(s.Kernel, machine.Config{Switches: spec.Switches, Faults: faults, Kprobes: kcfg, Counters: c, Wiring: wire})
+	m, err := machine.New(s.Kernel, machine.Config{Switches: spec.Switches, Faults: faults, Kprobes: kcfg, Counters: c, Wiring: wire, Walk: s.Opts.Walk})
 	if err != nil {
 		return nil, err
 	}

@@ -47,11 +47,12 @@ func TestGetKprobeCallsPerRegistration(t *testing.T) {
 	o.N, o.Image = 3, smallImage(1)
 	s := mustSetup(t, o)
 	c := sim.NewCounters(false)
-	deps, lateInit, err := DefaultWiring(s.Kernel, 0, c, nil)
+	w, err := DefaultWiring(s.Kernel, 0, c, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lateInit(); err != nil {
+	deps := w.Deps
+	if err := w.LateInit(); err != nil {
 		t.Fatal(err)
 	}
 	kp, err := kprobes.New(deps, kprobes.DefaultConfig(), 0, c)
@@ -206,9 +207,9 @@ func TestOptimizedRegionSemantics(t *testing.T) {
 	s := mustSetup(t, o)
 	for _, sw := range []sim.Switches{0, sim.PresetAll.Set} {
 		c := sim.NewCounters(false)
-		deps, lateInit, _ := DefaultWiring(s.Kernel, sw, c, nil)
-		_ = lateInit()
-		kp, _ := kprobes.New(deps, kprobes.DefaultConfig(), sw, c)
+		w, _ := DefaultWiring(s.Kernel, sw, c, nil, false)
+		_ = w.LateInit()
+		kp, _ := kprobes.New(w.Deps, kprobes.DefaultConfig(), sw, c)
 		// Target layout (IBT): +0 endbr64, +4 mov X(%rip),%eax (6 bytes),
 		// +10 add $1,%eax (3), +13 mov %eax,X(%rip) (6), +19 ret, +20 int3.
 		// A probe at +10 copies two instructions: its jump covers +13.

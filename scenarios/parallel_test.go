@@ -11,7 +11,7 @@ import (
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
-	"github.com/kpsim/kpsim/kprobes"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -187,11 +187,11 @@ func TestRunManyParallelFirstError(t *testing.T) {
 	o.N, o.Image, o.Jobs = 50, tinyImage(6), 2
 	s := mustSetup(t, o)
 	boom := errors.New("boom")
-	wire := func(k *image.Kernel, sw sim.Switches, c *sim.Counters, f *sim.Faults) (kprobes.Deps, func() error, error) {
+	wire := func(k *image.Kernel, sw sim.Switches, c *sim.Counters, f *sim.Faults, walk bool) (*machine.Subsystems, error) {
 		if sw != 0 {
-			return kprobes.Deps{}, nil, boom
+			return nil, boom
 		}
-		return DefaultWiring(k, sw, c, f)
+		return DefaultWiring(k, sw, c, f, walk)
 	}
 	specs := []RunSpec{{Name: "none"}, {Name: "series", Switches: sim.PresetSeries.Set}, {Name: "none2"}, {Name: "all", Switches: sim.PresetAll.Set}}
 	_, err := RunMany(s, specs, wire, sim.DefaultCosts(), "", nil)

@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"github.com/kpsim/kpsim/image"
-	"github.com/kpsim/kpsim/kprobes"
 	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -21,6 +20,6 @@ var KallsymsBuildOptions = machine.KallsymsBuildOptions
 type Wiring = machine.Wiring
 
 // DefaultWiring is the real wiring (machine.Wire).
-func DefaultWiring(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults) (kprobes.Deps, func() error, error) {
-	return machine.Wire(k, sw, c, faults)
+func DefaultWiring(k *image.Kernel, sw sim.Switches, c *sim.Counters, faults *sim.Faults, walk bool) (*machine.Subsystems, error) {
+	return machine.Wire(k, sw, c, faults, walk)
 }

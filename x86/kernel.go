@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/kpsim/kpsim/internal/simpath"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -167,16 +166,13 @@ func JumpEntrySizeDecode(c *sim.Counters, code []byte) (int, error) {
 // encodings (eb rel8, e9 rel32, BYTES_NOP2, BYTES_NOP5, whole) are sized
 // from their bytes, because the full decoder gives each of them exactly
 // that length (TestJumpEntrySizeSimMatchesDecode); anything else is
-// decoded. The decode is most of a machine's boot otherwise. With
-// simpath.Walk it always decodes.
+// decoded. The decode is most of a machine's boot otherwise.
 //
 // Models arch/x86/kernel/jump_label.c:arch_jump_entry_size (6.1).
 func JumpEntrySizeSim(c *sim.Counters, code []byte) (int, error) {
-	if !simpath.Walk() {
-		if n := siteEncodingSize(code); n != 0 {
-			c.Inc(OpDecode)
-			return n, nil
-		}
+	if n := siteEncodingSize(code); n != 0 {
+		c.Inc(OpDecode)
+		return n, nil
 	}
 	return JumpEntrySizeDecode(c, code)
 }

@@ -224,7 +224,7 @@ func runStepsCov(img *Image, steps []Step, ms []Machine) ([]*Divergence, *covera
 	if len(ms) > 0 {
 		shared = ms[0].Shared
 	}
-	ref, err := newSUT(k, 0, shared)
+	ref, err := newSUT(k, 0, shared, img.wrapTree)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -233,7 +233,7 @@ func runStepsCov(img *Image, steps []Step, ms []Machine) ([]*Divergence, *covera
 		if m.Shared != shared {
 			return nil, nil, fmt.Errorf("machines of one run must share their shared fault plan")
 		}
-		if suts[i], err = newSUT(k, m.Set, joinPlans(m.Faults, m.Shared)); err != nil {
+		if suts[i], err = newSUT(k, m.Set, joinPlans(m.Faults, m.Shared), img.wrapTree); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", m.Name(), err)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kpsim/kpsim/internal/mutant"
+	"github.com/kpsim/kpsim/kprobes"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -154,9 +154,7 @@ func TestReplayTestdata(t *testing.T) {
 			// A reproducer of the injected bug must still find it when
 			// the bug is switched on (else the file proves nothing).
 			if strings.HasPrefix(filepath.Base(f), "mutant-") {
-				restore := mutant.SetTreeRangeOffByOne(true)
-				d, err := Replay(img, r.Steps, r.Machine)
-				restore()
+				d, err := Replay(withOffByOne(img), r.Steps, r.Machine)
 				if err != nil || d == nil || d.Step != len(r.Steps)-1 {
 					t.Fatalf("with the injected bug on: %v, %v (want a divergence at the last step)", d, err)
 				}
@@ -165,12 +163,30 @@ func TestReplayTestdata(t *testing.T) {
 	}
 }
 
+// treeRangeOffByOne is the soak's injected model bug: the P4 tree's floor
+// descent compares < where it should compare <=, so every descending range
+// (get_optimized_kprobe's window, __recover_optprobed_insn's) misses an
+// entry at its top address. It wraps the tree under the registry's range
+// iterators, so it reaches the model's own decisions.
+type treeRangeOffByOne struct{ kprobes.AddrTree }
+
+func (t treeRangeOffByOne) SeekLE(addr uint64, c *sim.Counters) kprobes.Cursor {
+	if addr == 0 {
+		return kprobes.Cursor{}
+	}
+	return t.AddrTree.SeekLE(addr-1, c)
+}
+
+// withOffByOne is img with the injected bug in every machine's tree.
+func withOffByOne(img *Image) *Image {
+	return img.WithWrapTree(func(t kprobes.AddrTree) kprobes.AddrTree { return treeRangeOffByOne{t} })
+}
+
 // TestInjectedOffByOneFoundAndShrunk: with the P4 range bound off by one
-// (internal/mutant), a campaign finds the bug and shrinks it to a couple
+// (treeRangeOffByOne), a campaign finds the bug and shrinks it to a couple
 // of steps; written out, the reproducer parses back and still diverges.
 func TestInjectedOffByOneFoundAndShrunk(t *testing.T) {
-	img := loadImage(t)
-	defer mutant.SetTreeRangeOffByOne(true)()
+	img := withOffByOne(loadImage(t))
 	s, err := Run(img, Options{Seed: 3, Steps: 300, CampaignSteps: 300, Patches: []sim.Switches{sim.PresetSeries.Set}, Workers: 1, Shrink: true}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -206,8 +222,7 @@ func TestInjectedOffByOneFoundAndShrunk(t *testing.T) {
 // the same injected bug still diverges, through the model's own decisions
 // (get_optimized_kprobe's P7 window decides whether a probe is optimized).
 func TestInjectedOffByOneReachesDecisions(t *testing.T) {
-	img := loadImage(t)
-	defer mutant.SetTreeRangeOffByOne(true)()
+	img := withOffByOne(loadImage(t))
 	var steps []Step
 	for _, s := range Plan(img, Options{Seed: 56, Steps: 300, CampaignSteps: 300}, 0).Steps {
 		if s.Kind < KRange {
@@ -308,7 +323,7 @@ func TestModuleGoing(t *testing.T) {
 		Step{Kind: KOptimize})
 	k := img.acquire()
 	defer img.release(k)
-	s, err := newSUT(k, 0, "")
+	s, err := newSUT(k, 0, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,14 +56,16 @@ type sut struct {
 }
 
 // newSUT builds a machine up to (not including) late init: the campaign
-// draws when late init runs.
-func newSUT(k *image.Kernel, sw sim.Switches, faults string) (*sut, error) {
+// draws when late init runs. wrapTree, if set, wraps the registry's P4
+// tree (Image.WithWrapTree).
+func newSUT(k *image.Kernel, sw sim.Switches, faults string, wrapTree func(kprobes.AddrTree) kprobes.AddrTree) (*sut, error) {
 	f, err := sim.ParseFaults(faults)
 	if err != nil {
 		return nil, err
 	}
 	cfg := machine.DefaultConfig()
 	cfg.Switches, cfg.Faults, cfg.Counters = sw, f, sim.NewCounters(false)
+	cfg.WrapTree = wrapTree
 	m, err := machine.New(k, cfg)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/kprobes"
 )
 
 // ImageConfig is the soak's kernel: a small synthetic image (boot in a few
@@ -44,6 +45,17 @@ type Image struct {
 	// per running campaign, reset and reused.
 	mu     sync.Mutex
 	copies []*image.Kernel
+
+	// wrapTree wraps every machine's P4 tree (WithWrapTree).
+	wrapTree func(kprobes.AddrTree) kprobes.AddrTree
+}
+
+// WithWrapTree returns img whose machines are built with wrap around the
+// kprobe registry's P4 tree (machine.Config.WrapTree): the soak's own
+// tests inject a model bug under the range iterators this way. img itself
+// is unchanged.
+func (img *Image) WithWrapTree(wrap func(kprobes.AddrTree) kprobes.AddrTree) *Image {
+	return &Image{K: img.K, Pool: img.Pool, Classes: img.Classes, wrapTree: wrap}
 }
 
 // acquire returns a copy of the image with fresh module states: the
