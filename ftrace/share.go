@@ -88,7 +88,7 @@ func (ft *Ftrace) clone(ksyms kallsyms.Resolver, f *sim.Faults) *Ftrace {
 		ver: ft.ver, flat: cloneCap(ft.flat), nonDis: ft.nonDis, initFreed: ft.initFreed,
 		LookupSymbolsModules: ft.LookupSymbolsModules, NoReplay: ft.NoReplay}
 	if !simpath.Walk() {
-		c.memo = make([]recMemo, recMemoSize)
+		c.recMemo = newRecMemo()
 	}
 	c.kprobeOps = &Ops{Name: "kprobe_ftrace_ops", ft: c}
 	c.ipmodifyOps = &Ops{Name: "kprobe_ipmodify_ops", IPModify: true, ft: c}

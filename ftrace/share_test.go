@@ -23,7 +23,7 @@ func bootState(ft *Ftrace) any {
 }
 
 func caps(ft *Ftrace) []int {
-	out := []int{cap(ft.pages), cap(ft.flat), len(ft.memo)}
+	out := []int{cap(ft.pages), cap(ft.flat), b2i(ft.recMemo != nil)}
 	for _, p := range ft.pages {
 		out = append(out, cap(p.Records))
 	}
