@@ -225,7 +225,7 @@ func (c *Compressed) Tables() *ktab.Tables { return c.t }
 
 // tally accumulates counts inside one call; flush adds them to the
 // counters once, so the Go time of a call stays the modelled loop's.
-// It is also where a memo replays a walk's counts (Add).
+// It is also where a memo replays a walk's counts (addTally).
 type tally struct {
 	hop, tok, chrOut, chrCmp, ld3, ld4, addr, cmp, visit, bytes uint64
 	addrProbe, aliasStep, modSym, modLookup                     uint64
@@ -252,6 +252,14 @@ func (tl *tally) addTo(dst sim.Adder) {
 		if x.n != 0 {
 			dst.Add(x.op, x.n)
 		}
+	}
+}
+
+// addTally adds a memo's stored counts (sim.Memo.Get).
+func (tl *tally) addTally(t *sim.Tally) {
+	for i := range t.Len() {
+		x := t.At(i)
+		tl.Add(x.Op, x.N)
 	}
 }
 

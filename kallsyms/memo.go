@@ -26,12 +26,14 @@ func (c *Compressed) findSymbolSpan(addr uint64, tl *tally) symSpan {
 	if c.posMemo == nil {
 		return c.symbolSpan(addr, tl)
 	}
-	return c.posMemo.Do(tl, 0, addr, func(t *sim.Tally) symSpan {
+	sp, t := c.posMemo.Get(0, addr, func(t *sim.Tally) symSpan {
 		var w tally
 		sp := c.symbolSpan(addr, &w)
 		w.addTo(t)
 		return sp
 	})
+	tl.addTally(t)
+	return sp
 }
 
 // nameKey is one node of kallsyms_lookup_names' bisection (root 1,
@@ -61,12 +63,13 @@ func (c *Compressed) compareAt(node, j int, name string, tl *tally) int {
 	if c.nameMemo == nil || node >= nameMemoSize || c.Stats != nil {
 		return c.compare(j, name, tl, false)
 	}
-	s := c.nameMemo.Do(tl, 0, nameKey{node, j}, func(t *sim.Tally) string {
+	s, t := c.nameMemo.Get(0, nameKey{node, j}, func(t *sim.Tally) string {
 		var w tally
 		s := c.fetchName(j, &w)
 		w.addTo(t)
 		return s
 	})
+	tl.addTally(t)
 	tl.cmp++
 	return strcmpCountString(name, s, tl)
 }

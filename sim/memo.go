@@ -65,6 +65,18 @@ func (t *Tally) AddTo(dst Adder) {
 	}
 }
 
+// Len is the number of distinct ops t holds.
+func (t *Tally) Len() int { return t.n + len(t.more) }
+
+// At returns t's i-th count (0 <= i < Len), in the order ops were first
+// added.
+func (t *Tally) At(i int) OpCount {
+	if i < t.n {
+		return t.c[i]
+	}
+	return t.more[i-t.n]
+}
+
 // Counts returns t's counts in the order their ops were first added.
 func (t *Tally) Counts() []OpCount {
 	return append(append([]OpCount(nil), t.c[:t.n]...), t.more...)
@@ -83,7 +95,8 @@ func (t *Tally) Reset() {
 // into a Tally; the memo stores the answer and the Tally and adds the
 // Tally to the caller. A hit adds the stored Tally to the caller — the
 // same ops and amounts, in the caller's current phase — and returns the
-// stored answer. Either way the caller sees exactly the walk's counts.
+// stored answer (Get hands the stored counts to a caller that keeps a
+// tally of its own). Either way the caller sees exactly the walk's counts.
 //
 // The table is direct-mapped: each key has one entry (its slot), and a
 // new answer evicts the old. A span memo (NewSpanMemo) has one entry whose
@@ -125,10 +138,26 @@ func NewSpanMemo[K comparable, V any](covers func(answer V, key K) bool) *Memo[K
 }
 
 // Do returns walk's answer to key at version ver and adds its counts to
-// dst (nil: counted nowhere), running walk only when no entry holds the
+// c (nil: counted nowhere), running walk only when no entry holds the
 // answer. walk must count everything it counts into t, must not change
-// phase, and must not call Do on the same memo.
-func (m *Memo[K, V]) Do(dst Adder, ver uint64, key K, walk func(t *Tally) V) V {
+// phase, and must not call the same memo.
+func (m *Memo[K, V]) Do(c *Counters, ver uint64, key K, walk func(t *Tally) V) V {
+	v, t := m.Get(ver, key, walk)
+	if c != nil {
+		for _, x := range t.c[:t.n] {
+			c.Add(x.Op, x.N)
+		}
+		for _, x := range t.more {
+			c.Add(x.Op, x.N)
+		}
+	}
+	return v
+}
+
+// Get is Do for a caller with a tally of its own: it returns the answer
+// and the counts the walk added (read them with Len and At before the
+// memo's next call), adding them nowhere.
+func (m *Memo[K, V]) Get(ver uint64, key K, walk func(t *Tally) V) (V, *Tally) {
 	var e *memoEntry[K, V]
 	if m.slot != nil {
 		e = &m.e[m.slot(key)&m.mask]
@@ -136,14 +165,12 @@ func (m *Memo[K, V]) Do(dst Adder, ver uint64, key K, walk func(t *Tally) V) V {
 		e = &m.e[0]
 	}
 	if e.ok && e.ver == ver && (m.covers == nil && e.key == key || m.covers != nil && m.covers(e.v, key)) {
-		e.t.AddTo(dst)
-		return e.v
+		return e.v, &e.t
 	}
 	e.ok = false
 	e.t.Reset()
 	v := walk(&e.t)
 	e.ver, e.key, e.v = ver, key, v
 	e.ok = m.covers == nil || m.covers(v, key)
-	e.t.AddTo(dst)
-	return v
+	return v, &e.t
 }

@@ -33,7 +33,8 @@ func memoWalk(key, ver uint64, c Adder) uint64 {
 // TestMemoMatchesWalk: for any sequence of questions, versions and phase
 // changes, a memo answers as the walk and adds exactly the walk's counts,
 // in the caller's phase, whatever the table size (collisions, evictions)
-// and whether the caller counts into Counters or its own Adder.
+// and whether the caller counts into Counters (Do) or a tally of its own
+// (Get).
 func TestMemoMatchesWalk(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		size := 1 << rapid.IntRange(0, 4).Draw(rt, "log2size")
@@ -51,11 +52,19 @@ func TestMemoMatchesWalk(t *testing.T) {
 				cw.Enter(ph)
 			default:
 				key := uint64(rapid.IntRange(0, 40).Draw(rt, "key"))
-				var dm, dw Adder = cm, cw
+				walk := func(t *Tally) uint64 { return memoWalk(key, ver, t) }
+				var got uint64
+				var dw Adder = cw
 				if rapid.Bool().Draw(rt, "tally") {
-					dm, dw = &tm, &tw
+					var t *Tally
+					got, t = m.Get(ver, key, walk)
+					for i := range t.Len() {
+						tm.Add(t.At(i).Op, t.At(i).N)
+					}
+					dw = &tw
+				} else {
+					got = m.Do(cm, ver, key, walk)
 				}
-				got := m.Do(dm, ver, key, func(t *Tally) uint64 { return memoWalk(key, ver, t) })
 				if want := memoWalk(key, ver, dw); got != want {
 					rt.Fatalf("key %d ver %d: memo %#x, walk %#x", key, ver, got, want)
 				}
