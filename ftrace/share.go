@@ -2,7 +2,6 @@ package ftrace
 
 import (
 	"slices"
-	"sync"
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/internal/simpath"
@@ -16,8 +15,11 @@ import (
 // run its own copy, since a run changes records' flags (arming) and the
 // list (module load, init free). Simulator work only: building the
 // records is boot work New does not count, so no count can depend on
-// where they came from (TestNewSharedMatchesNew).
-var shared sync.Map // *image.Kernel -> *bootRecords
+// where they came from (TestNewSharedMatchesNew). They live in the
+// image's Derived store.
+
+// bootRecordsKey is the boot records' key in the image's Derived store.
+type bootRecordsKey struct{}
 
 // bootRecords is New's result for one image and the inputs it was built
 // from. Never mutated after it is stored: safe for concurrent runs.
@@ -27,6 +29,7 @@ type bootRecords struct {
 	mcount []uint64
 	mods   []modKey
 	ft     *Ftrace // pages, flat, nonDis and ver are read only
+	err    error   // New's error: nothing to share
 }
 
 type modKey struct {
@@ -70,16 +73,19 @@ func NewShared(k *image.Kernel, ksyms kallsyms.Resolver, f *sim.Faults, src any)
 	if src == nil || f.String() != "" {
 		return New(k, ksyms, f)
 	}
-	if v, ok := shared.Load(k); ok && v.(*bootRecords).matches(k, src) {
-		return v.(*bootRecords).ft.clone(ksyms, f), nil
+	b := sim.DerivedValue(k.Derived(), bootRecordsKey{}, func() *bootRecords {
+		ft, err := New(k, ksyms, f)
+		if err != nil {
+			return &bootRecords{err: err}
+		}
+		return &bootRecords{src: src, ibt: k.Config.IBT, mcount: slices.Clone(k.McountLocs), mods: modKeys(k), ft: ft.clone(nil, nil)}
+	})
+	if b.err != nil || !b.matches(k, src) {
+		// Booting failed, or the image or the source changed since the
+		// records were built: a boot of its own.
+		return New(k, ksyms, f)
 	}
-	ft, err := New(k, ksyms, f)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := ft.clone(nil, nil)
-	shared.Store(k, &bootRecords{src: src, ibt: k.Config.IBT, mcount: slices.Clone(k.McountLocs), mods: modKeys(k), ft: tmpl})
-	return ft, nil
+	return b.ft.clone(ksyms, f), nil
 }
 
 // clone copies a freshly booted ftrace (no ops armed) for another kernel.
