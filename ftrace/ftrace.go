@@ -170,7 +170,7 @@ type Ftrace struct {
 	availReplay [2]kallsyms.Replay
 	foreign     map[uint64]bool // records owned by another IPMODIFY ops
 
-	memo []recMemo // recent single-address lookup_rec answers (nil: none)
+	recMemo *sim.Memo[uint64, *Record] // single-address lookup_rec answers (nil: walk every time)
 }
 
 type recRef struct {
@@ -192,7 +192,7 @@ func New(k *image.Kernel, ksyms kallsyms.Resolver, f *sim.Faults) (*Ftrace, erro
 		return nil, fmt.Errorf("ftrace: a kallsyms resolver is required")
 	}
 	ft := &Ftrace{k: k, ksyms: ksyms, f: f, ibt: k.Config.IBT, foreign: map[uint64]bool{}}
-	ft.memo = make([]recMemo, recMemoSize) // WalkRecords drops it
+	ft.recMemo = newRecMemo() // WalkRecords drops it
 	ft.kprobeOps = &Ops{Name: "kprobe_ftrace_ops", ft: ft}
 	ft.ipmodifyOps = &Ops{Name: "kprobe_ipmodify_ops", IPModify: true, ft: ft}
 	for i := 1; i < len(k.McountLocs); i++ {
@@ -542,28 +542,11 @@ func bsearchRecs(recs []Record, start, end uint64) (*Record, uint64) {
 // skip those that are empty or whose [records[0].ip, records[index-1].ip +
 // MCOUNT_INSN_SIZE) misses [start, end], bsearch the others until one
 // holds an overlapping record.
-func (ft *Ftrace) lookupRec(c *sim.Counters, start, end uint64) *Record {
-	var m *recMemo
-	if start == end {
-		if m = ft.memoSlot(start); m != nil && m.valid && m.ip == start && m.ver == ft.ver {
-			c.Add(OpGroup, m.groups)
-			c.Add(OpProbe, m.probes)
-			return m.rec
-		}
-	}
+func (ft *Ftrace) lookupRec(c sim.Adder, start, end uint64) *Record {
 	// The counts are kept locally and added once: this runs for every
 	// instruction a registration walks.
-	r, groups, probes := ft.walkRecs(start, end)
-	c.Add(OpGroup, groups)
-	c.Add(OpProbe, probes)
-	if m != nil {
-		*m = recMemo{valid: true, ver: ft.ver, ip: start, rec: r, groups: groups, probes: probes}
-	}
-	return r
-}
-
-// walkRecs is lookup_rec's walk; it returns the record and its counts.
-func (ft *Ftrace) walkRecs(start, end uint64) (rec *Record, groups, probes uint64) {
+	var groups, probes uint64
+	var rec *Record
 	for _, pg := range ft.pages {
 		groups++
 		n := len(pg.Records)
@@ -573,10 +556,13 @@ func (ft *Ftrace) walkRecs(start, end uint64) (rec *Record, groups, probes uint6
 		r, k := bsearchRecs(pg.Records, start, end)
 		probes += k
 		if r != nil {
-			return r, groups, probes
+			rec = r
+			break
 		}
 	}
-	return nil, groups, probes
+	c.Add(OpGroup, groups)
+	c.Add(OpProbe, probes)
+	return rec
 }
 
 // LocationRange models kernel/trace/ftrace.c:ftrace_location_range: the
@@ -584,7 +570,7 @@ func (ft *Ftrace) walkRecs(start, end uint64) (rec *Record, groups, probes uint6
 // or 0.
 func (ft *Ftrace) LocationRange(c *sim.Counters, start, end uint64) uint64 {
 	c.Inc(OpLocationCall)
-	if r := ft.lookupRec(c, start, end); r != nil {
+	if r := ft.findRec(c, start, end); r != nil {
 		return r.IP
 	}
 	return 0

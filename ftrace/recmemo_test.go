@@ -25,8 +25,8 @@ func TestRecMemoMatchesWalk(t *testing.T) {
 			t.Fatal(err)
 		}
 		walk, _ := New(base, ks, nil)
-		walk.memo = nil
-		if fast.memo == nil {
+		walk.recMemo = nil
+		if fast.recMemo == nil {
 			t.Fatal("no memo by default (only WalkRecords drops it)")
 		}
 		cf, cw := sim.NewCounters(false), sim.NewCounters(false)

@@ -2,7 +2,6 @@ package ftrace
 
 import (
 	"slices"
-	"sync"
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kallsyms"
@@ -15,8 +14,11 @@ import (
 // run its own copy, since a run changes records' flags (arming) and the
 // list (module load, init free). Simulator work only: building the
 // records is boot work New does not count, so no count can depend on
-// where they came from (TestNewSharedMatchesNew).
-var shared sync.Map // *image.Kernel -> *bootRecords
+// where they came from (TestNewSharedMatchesNew). They live in the
+// image's Derived store.
+
+// bootRecordsKey is the boot records' key in the image's Derived store.
+type bootRecordsKey struct{}
 
 // bootRecords is New's result for one image and the inputs it was built
 // from. Never mutated after it is stored: safe for concurrent runs.
@@ -26,6 +28,7 @@ type bootRecords struct {
 	mcount []uint64
 	mods   []modKey
 	ft     *Ftrace // pages, flat, nonDis and ver are read only
+	err    error   // New's error: nothing to share
 }
 
 type modKey struct {
@@ -69,16 +72,19 @@ func NewShared(k *image.Kernel, ksyms kallsyms.Resolver, f *sim.Faults, src any)
 	if src == nil || f.String() != "" {
 		return New(k, ksyms, f)
 	}
-	if v, ok := shared.Load(k); ok && v.(*bootRecords).matches(k, src) {
-		return v.(*bootRecords).ft.clone(ksyms, f), nil
+	b := sim.DerivedValue(k.Derived(), bootRecordsKey{}, func() *bootRecords {
+		ft, err := New(k, ksyms, f)
+		if err != nil {
+			return &bootRecords{err: err}
+		}
+		return &bootRecords{src: src, ibt: k.Config.IBT, mcount: slices.Clone(k.McountLocs), mods: modKeys(k), ft: ft.clone(nil, nil)}
+	})
+	if b.err != nil || !b.matches(k, src) {
+		// Booting failed, or the image or the source changed since the
+		// records were built: a boot of its own.
+		return New(k, ksyms, f)
 	}
-	ft, err := New(k, ksyms, f)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := ft.clone(nil, nil)
-	shared.Store(k, &bootRecords{src: src, ibt: k.Config.IBT, mcount: slices.Clone(k.McountLocs), mods: modKeys(k), ft: tmpl})
-	return ft, nil
+	return b.ft.clone(ksyms, f), nil
 }
 
 // clone copies a freshly booted ftrace (no ops armed) for another kernel.
@@ -86,7 +92,7 @@ func (ft *Ftrace) clone(ksyms kallsyms.Resolver, f *sim.Faults) *Ftrace {
 	c := &Ftrace{k: ft.k, ksyms: ksyms, f: f, ibt: ft.ibt, foreign: map[uint64]bool{},
 		ver: ft.ver, flat: cloneCap(ft.flat), nonDis: ft.nonDis, initFreed: ft.initFreed,
 		LookupSymbolsModules: ft.LookupSymbolsModules, NoReplay: ft.NoReplay}
-	c.memo = make([]recMemo, recMemoSize) // WalkRecords drops it
+	c.recMemo = newRecMemo() // WalkRecords drops it
 	c.kprobeOps = &Ops{Name: "kprobe_ftrace_ops", ft: c}
 	c.ipmodifyOps = &Ops{Name: "kprobe_ipmodify_ops", IPModify: true, ft: c}
 	c.pages = make([]*Page, len(ft.pages), cap(ft.pages))

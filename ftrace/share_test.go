@@ -23,7 +23,7 @@ func bootState(ft *Ftrace) any {
 }
 
 func caps(ft *Ftrace) []int {
-	out := []int{cap(ft.pages), cap(ft.flat), len(ft.memo)}
+	out := []int{cap(ft.pages), cap(ft.flat), b2i(ft.recMemo != nil)}
 	for _, p := range ft.pages {
 		out = append(out, cap(p.Records))
 	}
@@ -70,7 +70,7 @@ func TestNewSharedMatchesNew(t *testing.T) {
 	// A changed image: one module fewer.
 	k2 := *k
 	k2.Modules = k.Modules[:len(k.Modules)-1]
-	shared.Store(&k2, mustLoad(t, k))
+	sim.DerivedValue(k2.Derived(), bootRecordsKey{}, func() *bootRecords { return mustLoad(t, k) })
 	want2, _ := New(&k2, kallsyms.NewSorted(&k2), nil)
 	if ft, _ := NewShared(&k2, kallsyms.NewSorted(&k2), nil, src); !reflect.DeepEqual(bootState(ft), bootState(want2)) {
 		t.Fatal("a changed image was answered from the old records")
@@ -85,12 +85,13 @@ func TestNewSharedMatchesNew(t *testing.T) {
 	}
 }
 
-func mustLoad(t *testing.T, k *image.Kernel) any {
-	v, ok := shared.Load(k)
-	if !ok {
+func mustLoad(t *testing.T, k *image.Kernel) *bootRecords {
+	stored := true
+	b := sim.DerivedValue(k.Derived(), bootRecordsKey{}, func() *bootRecords { stored = false; return nil })
+	if !stored || b == nil {
 		t.Fatal("nothing stored")
 	}
-	return v
+	return b
 }
 
 // TestNewSharedConcurrent: concurrent boots of one image (run with -race).

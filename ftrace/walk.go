@@ -4,4 +4,4 @@ package ftrace
 // repeated questions from the memo (the same answers and counts): the
 // walking reference the differential tests compare against
 // (machine.Config.Walk).
-func (ft *Ftrace) WalkRecords() { ft.memo = nil }
+func (ft *Ftrace) WalkRecords() { ft.recMemo = nil }

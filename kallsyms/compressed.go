@@ -66,10 +66,10 @@ type Compressed struct {
 	// TestMarkerWalkShortcutCounts proves it; nil (the default) means walk,
 	// which is what Measure must time.
 	simOffs []uint32
-	posMemo *symPosMemo // nil: no memo (the default; EnableFastScan)
+	posMemo *sim.Memo[uint64, symSpan] // nil: no memo (the default; EnableFastScan)
 	// nameMemo holds the names at the top levels of the name bisection
 	// (nil: expand every time; EnableFastScan turns it on).
-	nameMemo []nameMemoEntry
+	nameMemo *sim.Memo[nameKey, string]
 
 	// Stats, when non-nil, accumulates per-comparison statistics of the
 	// name lookups (simulator-side; not kernel work).
@@ -225,40 +225,21 @@ func (c *Compressed) Tables() *ktab.Tables { return c.t }
 
 // tally accumulates counts inside one call; flush adds them to the
 // counters once, so the Go time of a call stays the modelled loop's.
+// It is also where a memo replays a walk's counts (addTally).
 type tally struct {
 	hop, tok, chrOut, chrCmp, ld3, ld4, addr, cmp, visit, bytes uint64
 	addrProbe, aliasStep, modSym, modLookup                     uint64
-}
-
-// plus adds d's counts.
-func (tl *tally) plus(d *tally) {
-	tl.hop += d.hop
-	tl.tok += d.tok
-	tl.chrOut += d.chrOut
-	tl.chrCmp += d.chrCmp
-	tl.ld3 += d.ld3
-	tl.ld4 += d.ld4
-	tl.addr += d.addr
-	tl.cmp += d.cmp
-	tl.visit += d.visit
-	tl.bytes += d.bytes
-	tl.addrProbe += d.addrProbe
-	tl.aliasStep += d.aliasStep
-	tl.modSym += d.modSym
-	tl.modLookup += d.modLookup
-}
-
-// minus returns tl's counts less b's.
-func (tl tally) minus(b *tally) tally {
-	return tally{tl.hop - b.hop, tl.tok - b.tok, tl.chrOut - b.chrOut, tl.chrCmp - b.chrCmp,
-		tl.ld3 - b.ld3, tl.ld4 - b.ld4, tl.addr - b.addr, tl.cmp - b.cmp, tl.visit - b.visit, tl.bytes - b.bytes,
-		tl.addrProbe - b.addrProbe, tl.aliasStep - b.aliasStep, tl.modSym - b.modSym, tl.modLookup - b.modLookup}
 }
 
 func (tl *tally) flush(c *sim.Counters) {
 	if c == nil {
 		return
 	}
+	tl.addTo(c)
+}
+
+// addTo adds tl's counts to dst.
+func (tl *tally) addTo(dst sim.Adder) {
 	for _, x := range [...]struct {
 		op sim.Op
 		n  uint64
@@ -269,8 +250,52 @@ func (tl *tally) flush(c *sim.Counters) {
 		{OpAliasStep, tl.aliasStep}, {OpModSym, tl.modSym}, {OpModLookup, tl.modLookup},
 	} {
 		if x.n != 0 {
-			c.Add(x.op, x.n)
+			dst.Add(x.op, x.n)
 		}
+	}
+}
+
+// addTally adds a memo's stored counts (sim.Memo.Get).
+func (tl *tally) addTally(t *sim.Tally) {
+	for i := range t.Len() {
+		x := t.At(i)
+		tl.Add(x.Op, x.N)
+	}
+}
+
+// Add adds n occurrences of op, one of the ops a tally holds.
+func (tl *tally) Add(op sim.Op, n uint64) {
+	switch op {
+	case OpHop:
+		tl.hop += n
+	case OpTok:
+		tl.tok += n
+	case OpChrOut:
+		tl.chrOut += n
+	case OpChrCmp:
+		tl.chrCmp += n
+	case OpLd3:
+		tl.ld3 += n
+	case OpLd4:
+		tl.ld4 += n
+	case OpAddr:
+		tl.addr += n
+	case OpCmp:
+		tl.cmp += n
+	case OpVisit:
+		tl.visit += n
+	case OpBytes:
+		tl.bytes += n
+	case OpAddrProbe:
+		tl.addrProbe += n
+	case OpAliasStep:
+		tl.aliasStep += n
+	case OpModSym:
+		tl.modSym += n
+	case OpModLookup:
+		tl.modLookup += n
+	default:
+		panic("kallsyms: tally of a foreign op " + op.Name())
 	}
 }
 
@@ -292,54 +317,19 @@ func (c *Compressed) hop(p int, tl *tally) int {
 // Go timings of the lookups themselves (Measure, test_kallsyms_perf), which
 // must run the walk.
 //
-// It also turns on the get_symbol_pos memo (symPosMemo) when the address
-// table is sorted, as kallsyms_offsets always is.
+// It also turns on the get_symbol_pos memo (newSymPosMemo) when the
+// address table is sorted, as kallsyms_offsets always is, and the name
+// memo (newNameMemo) for the variants whose name fetch is a table read.
 func (c *Compressed) EnableFastScan() {
 	sh := c.scanShare()
 	c.simOffs = sh.offs
 	if !sh.sorted {
 		return
 	}
-	c.posMemo = &symPosMemo{}
+	c.posMemo = newSymPosMemo()
 	if !c.v.TokenCmp && c.v.Index != IndexDynamic32 {
-		c.nameMemo = make([]nameMemoEntry, 1<<nameMemoDepth)
+		c.nameMemo = newNameMemo()
 	}
-}
-
-// nameMemoEntry is the name at one node of the top nameMemoDepth levels
-// of kallsyms_lookup_names' bisection, and the counts of fetching it
-// (get_symbol_seq, get_symbol_offset, kallsyms_expand_symbol). Every
-// lookup's bisection visits the same nodes at the top (the node is a
-// function of the path, the path of the comparisons), and fetching the
-// name at a position reads only immutable tables, so a node's name and
-// fetch counts never change: the memo adds the same counts the fetch
-// would. The comparison itself (strcmp, its chrCmp) always runs.
-// Variants whose fetch is not a pure table read (the dynamic offset
-// table, the token comparison) are not memoized. TestNameMemoMatchesWalk
-// proves it.
-type nameMemoEntry struct {
-	valid bool
-	j     int
-	name  string
-	fetch tally
-}
-
-// nameMemoDepth: 2^11 entries cover the top 11 levels of the bisection.
-const nameMemoDepth = 11
-
-// symPosMemo is the last get_symbol_pos answer whose symbol has a higher
-// neighbour, for the simulator: the registration checks ask it for every
-// instruction of a function in turn. With the addresses sorted, every
-// address in [start, end) (start the symbol's address, end the next
-// higher one) compares the same way with every kallsyms_offsets entry
-// (none lies strictly between), so the bisection takes the same path and
-// the alias walks the same steps: the same position, size and counts,
-// offset addr - start. TestSymPosMemoMatchesWalk proves it.
-type symPosMemo struct {
-	valid                      bool
-	start, end                 uint64
-	pos                        int
-	addrProbe, aliasStep, byts uint64
 }
 
 // markerWalk is upstream get_symbol_offset.
@@ -549,20 +539,13 @@ func (c *Compressed) compare(j int, name string, tl *tally, walk bool) int {
 	return r
 }
 
-// compareMemo is compare for bisection node node (see nameMemoEntry).
-func (c *Compressed) compareMemo(node, j int, name string, tl *tally) int {
-	e := &c.nameMemo[node]
-	if !e.valid || e.j != j {
-		before := *tl
-		off := c.symbolOffset(c.seq(j, tl), tl)
-		var buf [KsymNameLen]byte
-		n, _ := c.expand(off, &buf, tl)
-		*e = nameMemoEntry{valid: true, j: j, name: string(buf[:n]), fetch: tl.minus(&before)}
-	} else {
-		tl.plus(&e.fetch)
-	}
-	tl.cmp++
-	return strcmpCountString(name, e.name, tl)
+// fetchName is the name at name-order position j: get_symbol_seq +
+// get_symbol_offset + kallsyms_expand_symbol, as compare fetches it.
+func (c *Compressed) fetchName(j int, tl *tally) string {
+	off := c.symbolOffset(c.seq(j, tl), tl)
+	var buf [KsymNameLen]byte
+	n, _ := c.expand(off, &buf, tl)
+	return string(buf[:n])
 }
 
 // strcmpCountString is strcmpCount on a string.
@@ -604,15 +587,10 @@ func (c *Compressed) lookupNames(name string, wantEnd bool, tl *tally) (start, e
 	}
 	low, high, mid := 0, c.n-1, 0
 	found := false
-	node := 1 // the bisection node (root 1, children 2h and 2h+1): nameMemo's index
+	node := 1 // the bisection node (root 1, children 2h and 2h+1): the name memo's slot
 	for low <= high {
 		mid = low + (high-low)/2
-		var r int
-		if c.nameMemo != nil && node < len(c.nameMemo) && c.Stats == nil {
-			r = c.compareMemo(node, mid, name, tl)
-		} else {
-			r = c.compare(mid, name, tl, false)
-		}
+		r := c.compareAt(node, mid, name, tl)
 		node *= 2
 		if r > 0 {
 			low = mid + 1
@@ -734,19 +712,35 @@ func (c *Compressed) IsKsymAddr(addr uint64) bool {
 	return addr >= c.b.Stext && addr < c.b.Etext || c.isInitText(addr)
 }
 
-// getSymbolPos models kernel/kallsyms.c:get_symbol_pos.
+// getSymbolPos models kernel/kallsyms.c:get_symbol_pos: the binary
+// search and the alias walks (symbolSpan), then, with no higher address,
+// the end of the section.
 func (c *Compressed) getSymbolPos(addr uint64, tl *tally) (pos int, size, offset uint64) {
-	m := c.posMemo
-	if m != nil && m.valid && addr >= m.start && addr < m.end {
-		tl.addrProbe += m.addrProbe
-		tl.aliasStep += m.aliasStep
-		tl.bytes += m.byts
-		return m.pos, m.end - m.start, addr - m.start
+	sp := c.findSymbolSpan(addr, tl)
+	end := sp.end
+	if end == 0 {
+		switch {
+		case c.isInitText(addr):
+			end = c.b.Einittext
+		case c.t.AllSymbols:
+			end = c.b.End
+		default:
+			end = c.b.Etext
+		}
 	}
-	var before tally
-	if m != nil {
-		before = *tl
-	}
+	return sp.pos, end - sp.start, addr - sp.start
+}
+
+// symSpan is where get_symbol_pos's walks end: the first alias at or
+// below the address, its address, and the next higher address (0: none).
+type symSpan struct {
+	pos        int
+	start, end uint64
+}
+
+// symbolSpan is get_symbol_pos's binary search over the addresses, the
+// walk down to the first alias and the walk up to the next higher address.
+func (c *Compressed) symbolSpan(addr uint64, tl *tally) symSpan {
 	t := c.t
 	low, high := 0, c.n
 	for high-low > 1 {
@@ -777,22 +771,7 @@ func (c *Compressed) getSymbolPos(addr uint64, tl *tally) (pos int, size, offset
 			break
 		}
 	}
-	if m != nil {
-		// The fallback end below depends on addr itself: not memoized.
-		*m = symPosMemo{valid: end != 0, start: start, end: end, pos: low,
-			addrProbe: tl.addrProbe - before.addrProbe, aliasStep: tl.aliasStep - before.aliasStep, byts: tl.bytes - before.bytes}
-	}
-	if end == 0 {
-		switch {
-		case c.isInitText(addr):
-			end = c.b.Einittext
-		case t.AllSymbols:
-			end = c.b.End
-		default:
-			end = c.b.Etext
-		}
-	}
-	return low, end - start, addr - start
+	return symSpan{pos: low, start: start, end: end}
 }
 
 // GetSymbolPos models get_symbol_pos: the kallsyms index of the first

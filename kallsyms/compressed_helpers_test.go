@@ -1,6 +1,7 @@
 package kallsyms
 
 import (
+	"compress/gzip"
 	"os"
 	"sort"
 	"sync"
@@ -10,8 +11,9 @@ import (
 	"github.com/kpsim/kpsim/kallsyms/ktab"
 )
 
-// Table sources for the tests: the default synthetic image and, when
-// readable with real addresses, this machine's /proc/kallsyms.
+// Table sources for the tests: the default synthetic image, the pinned
+// Debian kernel's symbols and, when readable with real addresses, this
+// machine's /proc/kallsyms.
 
 var (
 	synthOnce sync.Once
@@ -20,7 +22,45 @@ var (
 	procOnce  sync.Once
 	procTab   *ktab.Tables
 	procSkip  string
+	debOnce   sync.Once
+	debTab    *ktab.Tables
+	debErr    error
 )
+
+// debianSymbols is the pinned Debian 6.1.0-57-amd64 kernel's vmlinux
+// symbol list (addr, type, name; as the image loader reads it from the
+// kernel in .cache), committed so that what the tests reach does not
+// depend on the host.
+const debianSymbols = "testdata/debian-6.1.0-57-amd64.syms.gz"
+
+// debianTables builds the table from debianSymbols as scripts/kallsyms
+// builds it for that kernel (all symbols, absolute percpu, base-relative).
+func debianTables(tb testing.TB) *ktab.Tables {
+	tb.Helper()
+	debOnce.Do(func() {
+		f, err := os.Open(debianSymbols)
+		if err != nil {
+			debErr = err
+			return
+		}
+		defer f.Close()
+		z, err := gzip.NewReader(f)
+		if err != nil {
+			debErr = err
+			return
+		}
+		syms, err := ktab.ParseSymbols(debianSymbols, z)
+		if err != nil {
+			debErr = err
+			return
+		}
+		debTab, debErr = ktab.Build(syms, ktab.Options{BaseRelative: true, AllSymbols: true, AbsolutePercpu: true})
+	})
+	if debErr != nil {
+		tb.Fatal(debErr)
+	}
+	return debTab
+}
 
 func synthTables(tb testing.TB) *ktab.Tables {
 	tb.Helper()

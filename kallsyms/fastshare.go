@@ -1,20 +1,18 @@
 package kallsyms
 
 import (
-	"sync"
-
 	"github.com/kpsim/kpsim/kallsyms/ktab"
+	"github.com/kpsim/kpsim/sim"
 )
 
 // EnableFastScan's simulator data is a pure function of the tables (the
 // offset of every record in kallsyms_names, and whether kallsyms_offsets
 // is sorted), and every run on an image reads the same tables: it is
 // built once per tables and shared, read-only, by every Compressed over
-// them. (Tables are never changed once built: machine.KallsymsTables
-// caches them per image.) Simulator work only.
-var sharedScan sync.Map // *ktab.Tables -> *scanShare
-
-// scanShare is never mutated after it is stored: safe for concurrent runs.
+// them, in the tables' Derived store. (Tables are never changed once
+// built: machine.KallsymsTables keeps them per image.) Simulator work only.
+//
+// A scanShare is never mutated after it is stored: safe for concurrent runs.
 type scanShare struct {
 	n      int
 	names  int // len(Names): a cheap check that the tables did not change
@@ -22,22 +20,28 @@ type scanShare struct {
 	sorted bool
 }
 
+// scanShareKey is the scan share's key in the tables' Derived store.
+type scanShareKey struct{}
+
 func (c *Compressed) scanShare() *scanShare {
-	if v, ok := sharedScan.Load(c.t); ok {
-		if sh := v.(*scanShare); sh.n == c.n && sh.names == len(c.t.Names) {
-			return sh
-		}
+	sh := sim.DerivedValue(c.t.Derived(), scanShareKey{}, func() *scanShare { return buildScanShare(c.t) })
+	if sh.n != c.n || sh.names != len(c.t.Names) {
+		// The tables changed after the share was built: one of their own.
+		return buildScanShare(c.t)
 	}
-	sh := &scanShare{n: c.n, names: len(c.t.Names), sorted: true}
-	if offs, _, err := ktab.BuildOffsets32(c.t.Names, c.t.NumSyms, 1); err == nil {
+	return sh
+}
+
+func buildScanShare(t *ktab.Tables) *scanShare {
+	sh := &scanShare{n: t.NumSyms, names: len(t.Names), sorted: true}
+	if offs, _, err := ktab.BuildOffsets32(t.Names, t.NumSyms, 1); err == nil {
 		sh.offs = offs
 	}
-	for i := 1; i < c.n; i++ {
-		if c.t.SymAddress(i) < c.t.SymAddress(i-1) {
+	for i := 1; i < t.NumSyms; i++ {
+		if t.SymAddress(i) < t.SymAddress(i-1) {
 			sh.sorted = false
 			break
 		}
 	}
-	sharedScan.Store(c.t, sh)
 	return sh
 }

@@ -1,8 +1,6 @@
 package kprobes
 
 import (
-	"bytes"
-
 	"github.com/kpsim/kpsim/boot"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kallsyms"
@@ -95,7 +93,7 @@ type Kprobes struct {
 	recoverers []*recoverer // free recoverers (newWalkRecoverer)
 	// decodes remembers recent decodes of the image text (nil with
 	// Sim.Walk: decode every time).
-	decodes []decodeMemoEntry
+	decodes *sim.Memo[decodeKey, decoded]
 	Cfg     Config
 	Reg     *Registry
 	Sw      sim.Switches
@@ -143,7 +141,7 @@ func New(d Deps, cfg Config, sw sim.Switches, c *sim.Counters) (*Kprobes, error)
 	}
 	kp.Reg.Faults = func() *sim.Faults { return kp.Faults }
 	if !cfg.Sim.Walk {
-		kp.decodes = make([]decodeMemoEntry, 64)
+		kp.decodes = newDecodeMemo()
 	}
 	kp.entryText, _ = d.Image.Range(image.RangeEntryText)
 	kp.thunks, kp.hasThunks = d.Image.Range(image.RangeIndirectThunk)
@@ -160,29 +158,43 @@ func (kp *Kprobes) decodeAt(addr uint64, ftraceSite bool) (x86.Insn, error) {
 		return x86.DecodeKernel(kp.C, x86.NOP5[:])
 	}
 	code := kp.Image.Text(addr, x86.MaxInsnSize)
-	if m := kp.decodes; m != nil {
-		// The same bytes decode the same way, and a registration decodes
-		// its first instructions again (prepare, can_optimize, the copy):
-		// keyed by the bytes themselves, so a module loaded where another
-		// was cannot be answered from the old text. Counted as the decode
-		// it stands for.
-		e := &m[(addr^addr>>5)%uint64(len(m))]
-		if !e.valid || e.n != len(code) || !bytes.Equal(e.code[:e.n], code) {
-			e.insn, e.err = x86.DecodeKernel(nil, code)
-			e.n = copy(e.code[:], code)
-			e.valid = true
-		}
-		kp.C.Inc(x86.OpDecode)
-		return e.insn, e.err
+	if kp.decodes != nil {
+		return kp.decodeMemo(addr, code)
 	}
 	return x86.DecodeKernel(kp.C, code)
 }
 
-// decodeMemoEntry is one remembered decode (decodeAt).
-type decodeMemoEntry struct {
-	valid bool
-	n     int
-	code  [x86.MaxInsnSize]byte
-	insn  x86.Insn
-	err   error
+// decodeKey is a decode's question: the bytes at an address. Keyed by the
+// bytes themselves, so a module loaded where another was cannot be
+// answered from the old text.
+type decodeKey struct {
+	addr uint64
+	n    int
+	code [x86.MaxInsnSize]byte
+}
+
+// decoded is a decode's answer.
+type decoded struct {
+	insn x86.Insn
+	err  error
+}
+
+// newDecodeMemo remembers recent decodes of the image text: the same bytes
+// decode the same way, and a registration decodes its first instructions
+// again (prepare, can_optimize, the copy).
+func newDecodeMemo() *sim.Memo[decodeKey, decoded] {
+	return sim.NewMemo[decodeKey, decoded](64, func(k decodeKey) uint64 { return k.addr ^ k.addr>>5 })
+}
+
+// decodeMemo is insn_decode_kernel(code) answered from the memo, counted
+// as the decode it stands for.
+func (kp *Kprobes) decodeMemo(addr uint64, code []byte) (x86.Insn, error) {
+	k := decodeKey{addr: addr, n: len(code)}
+	copy(k.code[:], code)
+	d := kp.decodes.Do(kp.C, 0, k, func(t *sim.Tally) decoded {
+		insn, err := x86.DecodeKernel(nil, code)
+		t.Inc(x86.OpDecode) // DecodeKernel's one count
+		return decoded{insn, err}
+	})
+	return d.insn, d.err
 }

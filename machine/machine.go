@@ -42,36 +42,54 @@ var PhaseLateInit = sim.NewPhase("late_init", "late_initcall: building the addre
 var KallsymsBuildOptions = ktab.Options{AllSymbols: true, AbsolutePercpu: true, BaseRelative: true}
 
 // The kallsyms tables the build would embed in this image: built once per
-// image (simulator cache; the tables never change).
-var ksymsCache sync.Map // *image.Kernel -> *ktab.Tables
+// image, in its Derived store (simulator data; the tables never change).
+type ksymsKey struct{}
+
+// ksymsSlot holds an image's tables once built or given (UseKallsymsTables).
+type ksymsSlot struct {
+	mu sync.Mutex
+	t  *ktab.Tables
+}
+
+func ksymsOf(k *image.Kernel) *ksymsSlot {
+	return sim.DerivedValue(k.Derived(), ksymsKey{}, func() *ksymsSlot { return &ksymsSlot{} })
+}
 
 // KallsymsTables returns the compressed kallsyms tables of k, built as
 // scripts/kallsyms builds them for a Debian 6.1 x86-64 kernel.
 func KallsymsTables(k *image.Kernel) (*ktab.Tables, error) {
-	if t, ok := ksymsCache.Load(k); ok {
-		return t.(*ktab.Tables), nil
+	s := ksymsOf(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.t != nil {
+		return s.t, nil
 	}
 	t, err := ktab.Build(SymbolsOf(k), KallsymsBuildOptions)
 	if err != nil {
 		return nil, fmt.Errorf("kallsyms tables of %s: %w", k.Name, err)
 	}
-	ksymsCache.Store(k, t)
+	s.t = t
 	return t, nil
 }
 
 // BuiltKallsymsTables returns k's tables if KallsymsTables built (or was
 // given) them, else nil.
 func BuiltKallsymsTables(k *image.Kernel) *ktab.Tables {
-	if t, ok := ksymsCache.Load(k); ok {
-		return t.(*ktab.Tables)
-	}
-	return nil
+	s := ksymsOf(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.t
 }
 
 // UseKallsymsTables makes t the tables KallsymsTables returns for k (a
 // cache read them back; they must be what ktab.Build makes of
 // SymbolsOf(k) with KallsymsBuildOptions).
-func UseKallsymsTables(k *image.Kernel, t *ktab.Tables) { ksymsCache.Store(k, t) }
+func UseKallsymsTables(k *image.Kernel, t *ktab.Tables) {
+	s := ksymsOf(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.t = t
+}
 
 // SymbolsOf lists k's vmlinux symbols as scripts/kallsyms reads them from
 // `nm -n` (address order, the image's own types).

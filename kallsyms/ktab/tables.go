@@ -6,6 +6,8 @@
 // kallsyms runs the lookups over it.
 package ktab
 
+import "github.com/kpsim/kpsim/sim"
+
 // Symbol is one input symbol (a System.map or /proc/kallsyms line).
 type Symbol struct {
 	Addr   uint64
@@ -62,6 +64,12 @@ type Tables struct {
 	// Warnings are the tool's non-fatal messages (6.1 skips names of
 	// KSYM_NAME_LEN bytes or more with a message on stderr).
 	Warnings []string
+
+	// derived is the simulator's store of data derived from these
+	// tables (see Derived); derivedOf is the Tables it was made for, so
+	// a copy of the struct gets a store of its own.
+	derived   *sim.Derived
+	derivedOf *Tables
 }
 
 // SymAddress decodes kallsyms_offsets[i] as kernel/kallsyms.c:
