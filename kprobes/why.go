@@ -17,13 +17,6 @@ import (
 // counter), so a Reason costs no count and reads the same under every
 // switch set.
 
-// refuse records why a check failed (read by the caller that knows which
-// probe it concerns) and returns err.
-func (kp *Kprobes) refuse(err error, check, detail string) error {
-	kp.why = Reason{Check: check, Detail: detail}
-	return err
-}
-
 // symbolOf returns the symbol holding addr as the reasons name it: the
 // vmlinux or module text symbol whose [start, next symbol) contains addr,
 // preferring a sized function among aliases.
@@ -322,94 +315,4 @@ func (kp *Kprobes) blacklistClass(addr uint64) string {
 		return "entry text"
 	}
 	return ""
-}
-
-// tracing reports whether a decision trail is being recorded.
-func (kp *Kprobes) tracing() bool { return kp.Trail != nil }
-
-// note records one step at the current depth (call only when tracing).
-func (kp *Kprobes) note(check, args, result string) {
-	kp.Trail.Record(Step{Depth: kp.depth, Check: check, Args: args, Result: result})
-}
-
-// open records a step and nests the following ones under it; close ends
-// the nesting (call both only when tracing).
-func (kp *Kprobes) open(check, args, result string) {
-	kp.note(check, args, result)
-	kp.depth++
-}
-
-func (kp *Kprobes) close() { kp.depth-- }
-
-// noteSub records a step one level below the current one: what a check
-// looked at on its way (call only when tracing).
-func (kp *Kprobes) noteSub(check, args, result string) {
-	kp.Trail.Record(Step{Depth: kp.depth + 1, Check: check, Args: args, Result: result})
-}
-
-// HoldTrail is hold for front doors: the steps recorded until flush runs
-// are written with those at the current depth first, the deeper ones
-// after, so a caller can note its summary of a call after making it and
-// still have it lead the call's own steps. A no-op without a trail.
-func (kp *Kprobes) HoldTrail() (flush func()) {
-	if !kp.tracing() {
-		return func() {}
-	}
-	return kp.hold()
-}
-
-// hold buffers the steps recorded until the returned flush runs, then
-// writes the check's own steps (at the current depth) before the ones
-// nested under them: a walk's summary, known only at its end, comes
-// before what it met on the way (call only when tracing).
-func (kp *Kprobes) hold() (flush func()) {
-	saved, base := kp.Trail, kp.depth
-	buf := &Trail{}
-	kp.Trail = buf
-	done := false
-	return func() {
-		if done {
-			return
-		}
-		done = true
-		kp.Trail = saved
-		for _, s := range buf.Steps {
-			if s.Depth <= base {
-				saved.Record(s)
-			}
-		}
-		for _, s := range buf.Steps {
-			if s.Depth > base {
-				saved.Record(s)
-			}
-		}
-	}
-}
-
-// errName is an errno's kernel spelling for the trail: "-EINVAL".
-func errName(err error) string {
-	if err == nil {
-		return "0"
-	}
-	return err.Error()
-}
-
-// Indent returns a Recorder that records to r with every step nested d
-// levels deeper: a front door records its own steps at depth 0 and hands
-// Indent(r, 1) to the kprobes core.
-func Indent(r Recorder, d int) Recorder { return indent{r, d} }
-
-type indent struct {
-	r Recorder
-	d int
-}
-
-func (i indent) Record(s Step) { s.Depth += i.d; i.r.Record(s) }
-
-// insns spells an instruction count: "1 instruction", "14 instructions".
-func insns(n int) string {
-	if n == 1 {
-		return "1 instruction"
-	}
-	return fmt.Sprintf("%d instructions", n)
 }
