@@ -229,20 +229,9 @@ func (kp *Kprobes) checkKprobeAddressSafe(p *Kprobe) (*image.Module, error) {
 	defer x.close(x.open(rec{ev: evCheckKprobeAddressSafe, addr: addr}))
 
 	c.Enter(PhaseFtrace)
-	// check_ftrace_location
-	var loc uint64
-	if kp.Ftrace != nil {
-		loc = kp.Ftrace.Location(c, addr)
+	if err := kp.checkFtraceLocation(p); err != nil {
+		return nil, err
 	}
-	onFtrace := kp.Ftrace != nil && loc == addr
-	if onFtrace {
-		if !kp.Image.Config.KprobesOnFtrace {
-			return nil, x.refuse(EINVAL, rec{ev: evFtraceLocation, addr: addr, at: loc})
-		}
-		p.Flags |= KprobeFlagFtrace
-	}
-	x.step(rec{ev: evFtraceLocation, addr: addr, at: loc, flag: onFtrace})
-
 	c.Enter(PhaseText)
 	var mod *image.Module
 	if !kp.coreKernelText(addr) {
@@ -296,6 +285,24 @@ func (kp *Kprobes) checkKprobeAddressSafe(p *Kprobe) (*image.Module, error) {
 		x.step(rec{ev: evTryModuleGet, mod: mod})
 	}
 	return mod, nil
+}
+
+// checkFtraceLocation models kernel/kprobes.c:check_ftrace_location: a
+// probe on the __fentry__ call goes through ftrace (KPROBE_FLAG_FTRACE).
+func (kp *Kprobes) checkFtraceLocation(p *Kprobe) error {
+	var loc uint64
+	if kp.Ftrace != nil {
+		loc = kp.Ftrace.Location(kp.C, p.Addr)
+	}
+	onFtrace := kp.Ftrace != nil && loc == p.Addr
+	if onFtrace {
+		if !kp.Image.Config.KprobesOnFtrace {
+			return kp.ex().refuse(EINVAL, rec{ev: evFtraceLocation, addr: p.Addr, at: loc})
+		}
+		p.Flags |= KprobeFlagFtrace
+	}
+	kp.ex().step(rec{ev: evFtraceLocation, addr: p.Addr, at: loc, flag: onFtrace})
+	return nil
 }
 
 func reserved(r TextReserver, c *sim.Counters, start, end uint64) (bool, error) {

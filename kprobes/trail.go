@@ -35,7 +35,7 @@ type rec struct {
 	mod  *image.Module
 	name string
 	flag bool // a yes or no the check found
-	insn *x86.Insn
+	insn x86.Insn
 	err  error // an error the check met (not the errno it returns)
 }
 

@@ -478,7 +478,7 @@ func (kp *Kprobes) words(r rec, err error, failed bool) Reason {
 		if tr {
 			note("can_probe", kp.symPlus(r.addr), fmt.Sprintf("false: walked %s from %s to %s, past %s", insns(r.n), kp.symPlus(fn), kp.rel(fn, r.end), kp.rel(fn, r.addr)))
 		}
-		return why("arch_prepare_kprobe: can_probe", fmt.Sprintf("%s is not an instruction boundary: the %d-byte %s at %s spans it", kp.rel(fn, r.addr), last.Len, kp.insnName(*last, start), kp.rel(fn, start)))
+		return why("arch_prepare_kprobe: can_probe", fmt.Sprintf("%s is not an instruction boundary: the %d-byte %s at %s spans it", kp.rel(fn, r.addr), last.Len, kp.insnName(last, start), kp.rel(fn, start)))
 	case evCanProbe:
 		if tr {
 			note("can_probe", kp.symPlus(r.addr), fmt.Sprintf("true: walked %s from %s, %s is an instruction boundary", insns(r.n), kp.symPlus(r.at), kp.rel(r.at, r.addr)))
@@ -505,17 +505,17 @@ func (kp *Kprobes) words(r rec, err error, failed bool) Reason {
 			return why("arch_copy_kprobe: __copy_instruction", fmt.Sprintf("the instruction at %s %s", kp.rel(kp.fnOf(r.addr), r.addr), r.name))
 		}
 		if tr {
-			note("__copy_instruction", kp.symPlus(r.addr), fmt.Sprintf("%d (%s)", r.n, kp.insnName(*r.insn, r.addr)))
+			note("__copy_instruction", kp.symPlus(r.addr), fmt.Sprintf("%d (%s)", r.n, kp.insnName(r.insn, r.addr)))
 		}
 	case evPrepareEmulation:
 		if failed {
 			if tr {
-				note("prepare_emulation", kp.insnName(*r.insn, r.addr), r.name+": "+errName(err))
+				note("prepare_emulation", kp.insnName(r.insn, r.addr), r.name+": "+errName(err))
 			}
 			return why("arch_copy_kprobe: prepare_emulation", r.name)
 		}
 		if tr {
-			note("prepare_emulation", kp.insnName(*r.insn, r.addr), "0")
+			note("prepare_emulation", kp.insnName(r.insn, r.addr), "0")
 		}
 	case evPrepareSinglestepBoost:
 		note("prepare_singlestep", "", "boosted: a jmp back follows the copy")
@@ -563,9 +563,9 @@ func (kp *Kprobes) words(r rec, err error, failed bool) Reason {
 		check := ck + ": __copy_instruction"
 		if r.ev == evCopyOptNotBoostable {
 			check = ck
-			d = fmt.Sprintf("%s at %s is not boostable", kp.insnName(*r.insn, r.end), kp.rel(fn, r.end))
+			d = fmt.Sprintf("%s at %s is not boostable", kp.insnName(r.insn, r.end), kp.rel(fn, r.end))
 			if kp.Extable != nil && kp.Extable.SearchExceptionTables(nil, r.end) {
-				d = fmt.Sprintf("%s at %s is not boostable (exception-table entry)", kp.insnName(*r.insn, r.end), kp.rel(fn, r.end))
+				d = fmt.Sprintf("%s at %s is not boostable (exception-table entry)", kp.insnName(r.insn, r.end), kp.rel(fn, r.end))
 			}
 		}
 		if tr {
@@ -694,7 +694,7 @@ func (kp *Kprobes) canOptimizeDetail(r rec) string {
 		return fmt.Sprintf("jump into the indirect thunks at %s (CONFIG_RETPOLINE)", kp.rel(start, r.end))
 	}
 	t := r.end + uint64(r.insn.Len) + uint64(r.insn.Imm)
-	return fmt.Sprintf("jump into the probed bytes at %s (%s to %s)", kp.rel(start, r.end), kp.insnName(*r.insn, r.end), kp.rel(start, t))
+	return fmt.Sprintf("jump into the probed bytes at %s (%s to %s)", kp.rel(start, r.end), kp.insnName(r.insn, r.end), kp.rel(start, t))
 }
 
 // copyOptimizedWords words copy_optimized_instructions' reserved-range

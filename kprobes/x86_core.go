@@ -157,7 +157,7 @@ func (kp *Kprobes) canProbe(paddr uint64) bool {
 		n++
 	}
 	if addr != paddr {
-		x.refuse(nil, rec{ev: evCanProbeBoundary, addr: paddr, at: fn, end: addr, n: n, insn: &last})
+		x.refuse(nil, rec{ev: evCanProbeBoundary, addr: paddr, at: fn, end: addr, n: n, insn: last})
 		return false
 	}
 	x.step(rec{ev: evCanProbe, addr: paddr, at: fn, n: n})
@@ -277,12 +277,12 @@ func (kp *Kprobes) archCopyKprobe(p *Kprobe) error {
 		flush()
 		return err
 	}
-	x.step(rec{ev: evCopyInstruction, addr: p.Addr, n: n, insn: &insn})
+	x.step(rec{ev: evCopyInstruction, addr: p.Addr, n: n, insn: insn})
 	flush()
 	if why, err := prepareEmulation(insn); err != nil {
-		return x.refuse(err, rec{ev: evPrepareEmulation, addr: p.Addr, insn: &insn, name: why})
+		return x.refuse(err, rec{ev: evPrepareEmulation, addr: p.Addr, insn: insn, name: why})
 	}
-	x.step(rec{ev: evPrepareEmulation, addr: p.Addr, insn: &insn})
+	x.step(rec{ev: evPrepareEmulation, addr: p.Addr, insn: insn})
 	p.ainsn.size = insn.Len
 	// prepare_singlestep: boost only without CONFIG_PREEMPTION (and no
 	// post handler, can_boost, room for a JMP32); else append an int3.
@@ -293,7 +293,7 @@ func (kp *Kprobes) archCopyKprobe(p *Kprobe) error {
 		x.step(rec{ev: evPrepareSinglestepBoost})
 	} else {
 		if x86.MaxInsnSize-n < x86.INT3InsnSize {
-			return x.refuse(ENOSPC, rec{ev: evPrepareSinglestepRoom, addr: p.Addr, insn: &insn})
+			return x.refuse(ENOSPC, rec{ev: evPrepareSinglestepRoom, addr: p.Addr, insn: insn})
 		}
 		n += x86.INT3InsnSize
 		x.step(rec{ev: evPrepareSinglestepInt3, p: p})

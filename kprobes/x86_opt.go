@@ -35,7 +35,7 @@ func (kp *Kprobes) canOptimize(paddr uint64) bool {
 	n := 0
 	var insn x86.Insn
 	fail := func(e ev, addr uint64, err error) bool {
-		x.refuse(nil, rec{ev: e, addr: paddr, at: start, end: addr, n: n, insn: &insn, err: err})
+		x.refuse(nil, rec{ev: e, addr: paddr, at: start, end: addr, n: n, insn: insn, err: err})
 		return false
 	}
 	for addr := start; addr < start+size; {
@@ -96,7 +96,7 @@ func (kp *Kprobes) copyOptimizedInstructions(src, real uint64) (int, error) {
 			return 0, x.refuse(EINVAL, rec{ev: evCopyOptInstruction, addr: src, end: at, name: why})
 		}
 		if !kp.canBoost(insn, at) {
-			return 0, x.refuse(EINVAL, rec{ev: evCopyOptNotBoostable, addr: src, end: at, insn: &insn})
+			return 0, x.refuse(EINVAL, rec{ev: evCopyOptNotBoostable, addr: src, end: at, insn: insn})
 		}
 		n += ret
 		k++
