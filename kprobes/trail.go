@@ -97,9 +97,6 @@ func (kp *Kprobes) refuse(err error, check, detail string) error {
 	return err
 }
 
-// tracing reports whether a decision trail is being recorded.
-func (kp *Kprobes) tracing() bool { return kp.Trail != nil }
-
 // note records one step at the current depth (call only when tracing).
 func (kp *Kprobes) note(check, args, result string) {
 	kp.Trail.Record(Step{Depth: kp.depth, Check: check, Args: args, Result: result})

@@ -3,19 +3,23 @@ package kprobes
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 
+	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/x86"
 )
 
 // This file words what the model reports through kp.ex(): for each ev,
 // the trail steps it records and, when the check refused, its Reason
 // (the kernel call chain that decided, and what it found). Nothing here
-// counts or decides; it reads the image through the helpers of why.go.
+// counts or decides; it reads the image directly and through the lookups
+// of why.go.
 
 // The events, in the order the register path meets them.
 const (
-	evNone ev = iota
+	_ ev = iota // a rec without an ev has no wording
 
 	// register_kprobe (register.go)
 	evRegisterKprobe          // open; p: the caller's struct kprobe
@@ -784,4 +788,149 @@ func insns(n int) string {
 		return "1 instruction"
 	}
 	return fmt.Sprintf("%d instructions", n)
+}
+
+// The phrases the wording is made of, read from the image.
+
+// symPlus formats addr as the kernel's %pS does: name+0xoff.
+func (kp *Kprobes) symPlus(addr uint64) string {
+	name, start, ok := kp.symbolOf(addr)
+	if !ok {
+		return fmt.Sprintf("%#x", addr)
+	}
+	return fmt.Sprintf("%s+%#x", name, addr-start)
+}
+
+// rel formats addr relative to the symbol start fn as "+N" (decimal, as
+// kprobe_events offsets are usually written), or as name+N when addr lies
+// in another symbol.
+func (kp *Kprobes) rel(fn, addr uint64) string {
+	name, start, ok := kp.symbolOf(addr)
+	switch {
+	case ok && start == fn:
+		return fmt.Sprintf("+%d", addr-fn)
+	case ok:
+		return fmt.Sprintf("%s+%d", name, addr-start)
+	}
+	return fmt.Sprintf("%#x", addr)
+}
+
+// insnName names an instruction in a reason: its kprobes class when it
+// has one (jcc, jmp, call, ret, ...), else its mnemonic.
+func (kp *Kprobes) insnName(i x86.Insn, addr uint64) string {
+	locs := kp.Image.McountLocs
+	if m := kp.Image.ModuleAt(addr); m != nil {
+		locs = m.McountLocs
+	}
+	if j, ok := slices.BinarySearch(locs, addr); ok && locs[j] == addr {
+		// Recovered as the ideal NOP5 (__recover_probed_insn).
+		return "__fentry__ call (an ftrace NOP5)"
+	}
+	switch i.Kind {
+	case x86.KindOther:
+	case x86.KindJmpIndirect:
+		return "indirect jmp"
+	case x86.KindCallIndirect:
+		return "indirect call"
+	default:
+		return i.Kind.String()
+	}
+	if full, err := x86.Decode(nil, kp.Image.Text(addr, x86.MaxInsnSize)); err == nil && full.Mnemonic != "" {
+		return full.Mnemonic
+	}
+	return fmt.Sprintf("opcode %#02x", i.Opcode[0])
+}
+
+// jumpLabelDetail describes the jump-label site that reserves a byte of
+// [start, end], relative to symbol fn: "NOP5 site at +5".
+func (kp *Kprobes) jumpLabelDetail(fn, start, end uint64) string {
+	var tables [][]image.JumpEntry
+	tables = append(tables, kp.jumpEntries(nil))
+	if m := kp.Image.ModuleAt(start); m != nil {
+		tables = append(tables, kp.jumpEntries(m))
+	}
+	for _, t := range tables {
+		i := sort.Search(len(t), func(i int) bool { return t[i].Code+x86.JMP32InsnSize > start })
+		for ; i < len(t) && t[i].Code <= end; i++ {
+			kind, size := jumpSiteKind(kp.Image.Text(t[i].Code, 5))
+			if t[i].Code+uint64(size) > start {
+				d := fmt.Sprintf("%s site at %s", kind, kp.rel(fn, t[i].Code))
+				if key := kp.dataName(t[i].Key); key != "" {
+					d += " (key " + key + ")"
+				}
+				return d
+			}
+		}
+	}
+	return fmt.Sprintf("a jump-label site overlaps [%s, %s]", kp.rel(fn, start), kp.rel(fn, end))
+}
+
+// staticCallDetail describes the static-call site that reserves a byte
+// of [start, end]: "call site of static call foo at +12".
+func (kp *Kprobes) staticCallDetail(fn, start, end uint64) string {
+	sites := kp.Image.StaticCallSites
+	if m := kp.Image.ModuleAt(start); m != nil {
+		sites = append(slices.Clip(sites), m.StaticCallSites...)
+	}
+	var best *image.StaticCallSite
+	for i := range sites {
+		s := &sites[i]
+		if s.Addr <= end && s.Addr+x86.CALLInsnSize > start && (best == nil || s.Addr < best.Addr) {
+			best = s
+		}
+	}
+	if best == nil {
+		return fmt.Sprintf("a static-call site overlaps [%s, %s]", kp.rel(fn, start), kp.rel(fn, end))
+	}
+	kind := "call"
+	if best.Tail {
+		kind = "tail-call (jmp)"
+	}
+	d := fmt.Sprintf("%s site at %s", kind, kp.rel(fn, best.Addr))
+	if key := kp.dataName(best.Key); key != "" {
+		d += " of static call " + strings.TrimPrefix(key, "__SCK__")
+	}
+	return d
+}
+
+// bugDetail describes the bug entry at addr: "WARN at +14 (fs/read_write.c:450)".
+func (kp *Kprobes) bugDetail(fn, addr uint64) string {
+	entries := kp.Image.BugEntries
+	if m := kp.Image.ModuleAt(addr); m != nil {
+		entries = m.BugEntries
+	}
+	for _, b := range entries {
+		if b.Addr != addr {
+			continue
+		}
+		kind := "BUG"
+		if b.Flags&1 != 0 { // BUGFLAG_WARNING
+			kind = "WARN"
+		}
+		d := fmt.Sprintf("%s at %s (ud2 with a __bug_table entry)", kind, kp.rel(fn, addr))
+		if b.File != "" {
+			d = fmt.Sprintf("%s at %s (%s:%d)", kind, kp.rel(fn, addr), b.File, b.Line)
+		}
+		return d
+	}
+	return fmt.Sprintf("__bug_table entry at %s", kp.rel(fn, addr))
+}
+
+// blacklistDetail says which part of populate_kprobe_blacklist covers
+// addr: "blacklisted (entry text)", or for a compiler clone whose base
+// name is blacklisted, "blacklisted (NOKPROBE_SYMBOL) via its base name foo".
+func (kp *Kprobes) blacklistDetail(addr uint64) string {
+	if why := kp.blacklistClass(addr); why != "" {
+		return "blacklisted (" + why + ")"
+	}
+	name, _, ok := kp.symbolOf(addr)
+	if i := strings.IndexByte(name, '.'); ok && i > 0 {
+		base := name[:i]
+		if a, ok := kp.firstByName(base); ok {
+			if why := kp.blacklistClass(a); why != "" {
+				return fmt.Sprintf("blacklisted (%s) via its base name %s (%s cut at '.')", why, base, name)
+			}
+		}
+	}
+	return "blacklisted"
 }
