@@ -1,8 +1,6 @@
 package kprobes
 
 import (
-	"fmt"
-
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -21,23 +19,20 @@ var (
 // optimize_kprobe, which queues a prepared aggregator for the optimizer:
 // this is where a probe registered disabled (tracefs, perf) gets optimized.
 func (kp *Kprobes) EnableKprobe(p *Kprobe) error {
-	c := kp.C
+	c, x := kp.C, kp.ex()
 	prev := c.Enter(PhaseEnable)
 	defer c.Enter(prev)
 	p.refused = Reason{}
 	ap := kp.Reg.GetValidKprobe(p, c)
 	if ap == nil {
-		p.refused = Reason{Check: "enable_kprobe: __get_valid_kprobe", Detail: "the probe is not registered"}
+		p.refused = x.reason(rec{ev: evEnableNotRegistered})
 		return EINVAL
 	}
 	if p.Gone() {
-		p.refused = Reason{Check: "enable_kprobe", Detail: "the probe is gone (KPROBE_FLAG_GONE: its module went away)"}
+		p.refused = x.reason(rec{ev: evEnableGone})
 		return EINVAL
 	}
-	if kp.tracing() {
-		kp.open("enable_kprobe", kp.symPlus(p.Addr), "")
-		defer kp.close()
-	}
+	defer x.close(x.open(rec{ev: evEnableKprobe, addr: p.Addr}))
 	if p != ap {
 		p.Flags &^= KprobeFlagDisabled
 	}
@@ -126,26 +121,26 @@ func (kp *Kprobes) RegisterKretprobe(rp *Kretprobe) error {
 	if err != nil && p.refused.IsZero() {
 		p.refused = kp.why
 		if p.refused.IsZero() {
-			p.refused = Reason{Check: "register_kretprobe", Detail: "failed with " + errName(err)}
+			p.refused = kp.ex().reason(rec{ev: evRegisterKretprobeFailed, err: err})
 		}
 	}
 	return err
 }
 
 func (kp *Kprobes) registerKretprobe(rp *Kretprobe) error {
-	c := kp.C
+	c, x := kp.C, kp.ex()
 	prev := c.Enter(PhaseNameLookup)
 	defer c.Enter(prev)
 	p := &rp.Kp
 	if _, onEntry, err := kp.kprobeAddr(&Kprobe{Addr: p.Addr, SymbolName: p.SymbolName, Offset: p.Offset}); err != nil {
 		return err
 	} else if !onEntry {
-		return kp.refuse(EINVAL, "register_kretprobe: kprobe_on_func_entry", "not a function entry: "+kp.probeArgs(p))
+		return x.refuse(EINVAL, rec{ev: evKretprobeNotEntry, p: p})
 	}
 	if p.Addr != 0 {
 		c.Enter(PhaseRereg)
 		if kp.Reg.GetValidKprobe(p, c) != nil {
-			return kp.refuse(EINVAL, "register_kretprobe: warn_kprobe_rereg", "this kretprobe is already registered")
+			return x.refuse(EINVAL, rec{ev: evKretprobeRereg})
 		}
 		c.Enter(PhaseNameLookup)
 	}
@@ -157,10 +152,10 @@ func (kp *Kprobes) registerKretprobe(rp *Kretprobe) error {
 	}
 	c.Inc(opConst)
 	if sw := kp.switchTo(); sw != 0 && addr == sw {
-		return kp.refuse(EINVAL, "register_kretprobe: kretprobe_blacklist", "__switch_to switches stacks")
+		return x.refuse(EINVAL, rec{ev: evKretprobeBlacklist})
 	}
 	if rp.DataSize > KretprobeMaxDataSize {
-		return kp.refuse(E2BIG, "register_kretprobe", fmt.Sprintf("data_size %d is above KRETPROBE_MAX_DATA_SIZE", rp.DataSize))
+		return x.refuse(E2BIG, rec{ev: evKretprobeDataSize, n: rp.DataSize})
 	}
 	p.HasPostHandler = false
 	if rp.MaxActive <= 0 {

@@ -11,16 +11,12 @@ import (
 // instructions prepared unless p is on ftrace. nil when kzalloc fails.
 func (kp *Kprobes) allocAggrKprobe(p *Kprobe) *Kprobe {
 	kp.C.Inc(opKmalloc)
+	x := kp.ex()
 	if kp.Faults.Fail(FaultAggrAlloc) {
-		if kp.tracing() {
-			kp.note("alloc_aggr_kprobe", kp.symPlus(p.Addr), "NULL (kzalloc failed)")
-		}
+		x.step(rec{ev: evAllocAggrKprobeFailed, addr: p.Addr})
 		return nil
 	}
-	if kp.tracing() {
-		kp.open("alloc_aggr_kprobe", kp.symPlus(p.Addr), "")
-		defer kp.close()
-	}
+	defer x.close(x.open(rec{ev: evAllocAggrKprobe, addr: p.Addr}))
 	op := &Kprobe{Addr: p.Addr}
 	kp.prepareOptimizedKprobe(op, p)
 	return op
@@ -30,7 +26,7 @@ func (kp *Kprobes) allocAggrKprobe(p *Kprobe) *Kprobe {
 // A failure leaves Opt.Size 0 and its reason in op.why.
 func (kp *Kprobes) prepareOptimizedKprobe(op, p *Kprobe) {
 	if p.Ftrace() {
-		op.why = ftraceReason
+		op.why = kp.ex().reason(rec{ev: evPrepareOptFtrace})
 		return
 	}
 	saved := kp.why // a registration's pending refusal, if any
@@ -38,7 +34,7 @@ func (kp *Kprobes) prepareOptimizedKprobe(op, p *Kprobe) {
 	if err := kp.archPrepareOptimizedKprobe(op); err != nil {
 		op.why = kp.why
 		if op.why.IsZero() {
-			op.why = Reason{Check: "arch_prepare_optimized_kprobe", Detail: "failed with " + errName(err)}
+			op.why = kp.ex().reason(rec{ev: evArchPrepareOptFailed, err: err})
 		}
 	} else {
 		op.why = Reason{}
@@ -46,43 +42,32 @@ func (kp *Kprobes) prepareOptimizedKprobe(op, p *Kprobe) {
 	kp.why = saved
 }
 
-// ftraceReason: a kprobe on an ftrace site is never jump-optimized.
-var ftraceReason = Reason{Check: "try_to_optimize_kprobe", Detail: "a kprobe on ftrace (KPROBE_FLAG_FTRACE): the __fentry__ call site is patched by ftrace, not jump-optimized"}
-
 // tryToOptimizeKprobe models kernel/kprobes.c:try_to_optimize_kprobe.
 func (kp *Kprobes) tryToOptimizeKprobe(p *Kprobe) {
+	x := kp.ex()
 	if p.Ftrace() {
-		p.why = ftraceReason
-		if kp.tracing() {
-			kp.note("try_to_optimize_kprobe", kp.symPlus(p.Addr), "skipped: kprobe_ftrace(p)")
-		}
+		// A kprobe on an ftrace site is never jump-optimized.
+		p.why = x.reason(rec{ev: evTryOptimizeFtrace, addr: p.Addr})
 		return
 	}
-	if kp.tracing() {
-		kp.open("try_to_optimize_kprobe", kp.symPlus(p.Addr), "")
-		defer kp.close()
-	}
+	defer x.close(x.open(rec{ev: evTryToOptimize, addr: p.Addr}))
 	ap := kp.allocAggrKprobe(p)
 	if ap == nil {
-		p.why = Reason{Check: "try_to_optimize_kprobe: alloc_aggr_kprobe", Detail: "kzalloc of the optimized_kprobe failed"}
+		p.why = x.reason(rec{ev: evTryOptimizeNoAggr})
 		return
 	}
 	if ap.Opt.Size == 0 { // !arch_prepared_optinsn(&op->optinsn)
 		kp.archRemoveOptimizedKprobe(ap, true)
 		kp.C.Inc(opKmalloc) // kfree(op)
 		p.why = ap.why
-		if kp.tracing() {
-			kp.note("try_to_optimize_kprobe", "", "not prepared: the optimized_kprobe is freed, the probe stays int3")
-		}
+		x.step(rec{ev: evTryOptimizeUnprepared})
 		return
 	}
 	ap.ainsn = p.ainsn
 	if err := kp.Reg.InitAggrKprobe(ap, p, kp.C); err != nil {
 		panic(fmt.Sprintf("kprobes: init_aggr_kprobe on a probe just registered: %v", err))
 	}
-	if kp.tracing() {
-		kp.note("init_aggr_kprobe", kp.symPlus(ap.Addr), "the optimized_kprobe replaces the probe in kprobe_table")
-	}
+	x.step(rec{ev: evInitOptKprobe, addr: ap.Addr})
 	kp.optimizeKprobe(ap)
 }
 
@@ -90,35 +75,24 @@ func (kp *Kprobes) tryToOptimizeKprobe(p *Kprobe) {
 // aggregator on optimizing_list (the jump is written by the optimizer).
 // Each refusal leaves its reason in p.why (unless p is not an optprobe).
 func (kp *Kprobes) optimizeKprobe(p *Kprobe) {
-	const ck = "optimize_kprobe"
-	refuse := func(detail string) {
-		p.why = Reason{Check: ck, Detail: detail}
-		if kp.tracing() {
-			kp.note(ck, kp.symPlus(p.Addr), "not queued: "+detail)
-		}
-	}
+	x := kp.ex()
 	switch {
 	case !p.OptReady():
 		// A plain probe (its try_to_optimize_kprobe follows) or an
 		// aggregator whose preparation failed: p.why already says why.
-		if kp.tracing() && p.IsAggr() {
-			kp.note(ck, kp.symPlus(p.Addr), "not queued: not optimization-ready ("+p.why.String()+")")
-		}
+		x.step(rec{ev: evOptimizeNotReady, addr: p.Addr, p: p})
 		return
 	case !kp.Cfg.AllowOptimization:
-		refuse("kprobes_allow_optimization is false (sysctl debug.kprobes-optimization = 0)")
+		p.why = x.reason(rec{ev: evOptimizeNoSysctl, addr: p.Addr})
 		return
 	case p.Disabled():
-		refuse("the probe is disabled (KPROBE_FLAG_DISABLED)")
+		p.why = x.reason(rec{ev: evOptimizeDisabled, addr: p.Addr})
 		return
 	case kp.Reg.AllDisarmed:
-		refuse("kprobes_all_disarmed (debugfs kprobes/enabled = 0)")
+		p.why = x.reason(rec{ev: evOptimizeAllDisarmed, addr: p.Addr})
 		return
 	case p.HasPostHandler:
-		p.why = postHandlerReason
-		if kp.tracing() {
-			kp.note(ck, kp.symPlus(p.Addr), "not queued: "+postHandlerReason.Detail)
-		}
+		p.why = x.reason(rec{ev: evOptimizePostHandler, addr: p.Addr})
 		return
 	}
 	saved := kp.why
@@ -132,9 +106,7 @@ func (kp *Kprobes) optimizeKprobe(p *Kprobe) {
 	if p.Optimized() {
 		if kp.optprobeQueuedUnopt(p) {
 			kp.listDel(p)
-			if kp.tracing() {
-				kp.note(ck, kp.symPlus(p.Addr), "taken off unoptimizing_list: the jump stays")
-			}
+			x.step(rec{ev: evOptimizeKeptJump, addr: p.Addr})
 		}
 		return
 	}
@@ -144,9 +116,7 @@ func (kp *Kprobes) optimizeKprobe(p *Kprobe) {
 	}
 	kp.listAdd(p, QueueOptimizing)
 	kp.kicked = true
-	if kp.tracing() {
-		kp.note(ck, kp.symPlus(p.Addr), "queued on optimizing_list (KPROBE_FLAG_OPTIMIZED), kick_kprobe_optimizer")
-	}
+	x.step(rec{ev: evOptimizeQueued, addr: p.Addr})
 }
 
 // unoptimizeKprobe models kernel/kprobes.c:unoptimize_kprobe. why is the
@@ -159,9 +129,7 @@ func (kp *Kprobes) unoptimizeKprobe(p *Kprobe, force bool, why Reason) {
 		return
 	}
 	p.why = why
-	if kp.tracing() {
-		kp.note("unoptimize_kprobe", kp.symPlus(p.Addr), why.Detail)
-	}
+	kp.ex().step(rec{ev: evUnoptimizeKprobe, addr: p.Addr, name: why.Detail})
 	if p.Queue != QueueNone {
 		if kp.optprobeQueuedUnopt(p) {
 			if force {
@@ -317,10 +285,7 @@ func (kp *Kprobes) RunOptimizer() {
 			op := kp.optimizing[i]
 			kp.archOptimizeKprobe(op)
 			op.Queue = QueueNone
-			if kp.tracing() {
-				kp.note("do_optimize_kprobes: arch_optimize_kprobes", kp.symPlus(op.Addr),
-					fmt.Sprintf("JMP32 to the detour buffer written over %d bytes (text_poke_bp)", op.Opt.Size))
-			}
+			kp.ex().step(rec{ev: evArchOptimizeKprobes, addr: op.Addr, n: op.Opt.Size})
 		}
 		kp.optimizing = kp.optimizing[:0]
 	}
@@ -356,7 +321,7 @@ func (kp *Kprobes) disarmKprobe(p *Kprobe, reopt bool) error {
 		return kp.Ftrace.DisarmKprobeFtrace(kp.C, p.Addr, p.HasPostHandler)
 	}
 	// __disarm_kprobe
-	kp.unoptimizeKprobe(p, kp.Reg.AllDisarmed, Reason{Check: "__disarm_kprobe: unoptimize_kprobe", Detail: "unoptimized: the probe is being disarmed"})
+	kp.unoptimizeKprobe(p, kp.Reg.AllDisarmed, kp.ex().reason(rec{ev: evDisarmUnoptimize}))
 	if !p.Queued() {
 		kp.archDisarmKprobe(p)
 		if q := kp.getOptimizedKprobe(p.Addr); q != nil && reopt {

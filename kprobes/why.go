@@ -2,27 +2,19 @@ package kprobes
 
 import (
 	"bytes"
-	"fmt"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/x86"
 )
 
-// This file derives the details of a Reason and the wording of trail
-// steps. It is simulator work: it reads the image model directly (never
-// the kernel services the pipeline counts through, and never with a
-// counter), so a Reason costs no count and reads the same under every
-// switch set.
-
-// refuse records why a check failed (read by the caller that knows which
-// probe it concerns) and returns err.
-func (kp *Kprobes) refuse(err error, check, detail string) error {
-	kp.why = Reason{Check: check, Detail: detail}
-	return err
-}
+// This file looks up what the wording of reasons and trail steps
+// (trail_text.go) names: the symbol holding an address, the jump-label
+// entries, the blacklist source. It is simulator work: it reads the image
+// model directly (never the kernel services the pipeline counts through,
+// and never with a counter), so a Reason costs no count and reads the
+// same under every switch set.
 
 // symbolOf returns the symbol holding addr as the reasons name it: the
 // vmlinux or module text symbol whose [start, next symbol) contains addr,
@@ -69,61 +61,12 @@ func (kp *Kprobes) moduleSymbols(m *image.Module) []image.Symbol {
 	return s
 }
 
-// symPlus formats addr as the kernel's %pS does: name+0xoff.
-func (kp *Kprobes) symPlus(addr uint64) string {
-	name, start, ok := kp.symbolOf(addr)
-	if !ok {
-		return fmt.Sprintf("%#x", addr)
-	}
-	return fmt.Sprintf("%s+%#x", name, addr-start)
-}
-
-// rel formats addr relative to the symbol start fn as "+N" (decimal, as
-// kprobe_events offsets are usually written), or as name+N when addr lies
-// in another symbol.
-func (kp *Kprobes) rel(fn, addr uint64) string {
-	name, start, ok := kp.symbolOf(addr)
-	switch {
-	case ok && start == fn:
-		return fmt.Sprintf("+%d", addr-fn)
-	case ok:
-		return fmt.Sprintf("%s+%d", name, addr-start)
-	}
-	return fmt.Sprintf("%#x", addr)
-}
-
 // fnOf returns the start of the symbol holding addr (addr itself if none).
 func (kp *Kprobes) fnOf(addr uint64) uint64 {
 	if _, start, ok := kp.symbolOf(addr); ok {
 		return start
 	}
 	return addr
-}
-
-// insnName names an instruction in a reason: its kprobes class when it
-// has one (jcc, jmp, call, ret, ...), else its mnemonic.
-func (kp *Kprobes) insnName(i x86.Insn, addr uint64) string {
-	locs := kp.Image.McountLocs
-	if m := kp.Image.ModuleAt(addr); m != nil {
-		locs = m.McountLocs
-	}
-	if j, ok := slices.BinarySearch(locs, addr); ok && locs[j] == addr {
-		// Recovered as the ideal NOP5 (__recover_probed_insn).
-		return "__fentry__ call (an ftrace NOP5)"
-	}
-	switch i.Kind {
-	case x86.KindOther:
-	case x86.KindJmpIndirect:
-		return "indirect jmp"
-	case x86.KindCallIndirect:
-		return "indirect call"
-	default:
-		return i.Kind.String()
-	}
-	if full, err := x86.Decode(nil, kp.Image.Text(addr, x86.MaxInsnSize)); err == nil && full.Mnemonic != "" {
-		return full.Mnemonic
-	}
-	return fmt.Sprintf("opcode %#02x", i.Opcode[0])
 }
 
 // whyCache holds the simulator's sorted views of the tables reasons name.
@@ -174,30 +117,6 @@ func (kp *Kprobes) jumpEntries(m *image.Module) []image.JumpEntry {
 	return s
 }
 
-// jumpLabelDetail describes the jump-label site that reserves a byte of
-// [start, end], relative to symbol fn: "NOP5 site at +5".
-func (kp *Kprobes) jumpLabelDetail(fn, start, end uint64) string {
-	var tables [][]image.JumpEntry
-	tables = append(tables, kp.jumpEntries(nil))
-	if m := kp.Image.ModuleAt(start); m != nil {
-		tables = append(tables, kp.jumpEntries(m))
-	}
-	for _, t := range tables {
-		i := sort.Search(len(t), func(i int) bool { return t[i].Code+x86.JMP32InsnSize > start })
-		for ; i < len(t) && t[i].Code <= end; i++ {
-			kind, size := jumpSiteKind(kp.Image.Text(t[i].Code, 5))
-			if t[i].Code+uint64(size) > start {
-				d := fmt.Sprintf("%s site at %s", kind, kp.rel(fn, t[i].Code))
-				if key := kp.dataName(t[i].Key); key != "" {
-					d += " (key " + key + ")"
-				}
-				return d
-			}
-		}
-	}
-	return fmt.Sprintf("a jump-label site overlaps [%s, %s]", kp.rel(fn, start), kp.rel(fn, end))
-}
-
 // dataName names a data address by its vmlinux symbol, or "".
 func (kp *Kprobes) dataName(addr uint64) string {
 	syms := kp.Image.Symbols
@@ -206,76 +125,6 @@ func (kp *Kprobes) dataName(addr uint64) string {
 		return syms[i].Name
 	}
 	return ""
-}
-
-// staticCallDetail describes the static-call site that reserves a byte
-// of [start, end]: "call site of static call foo at +12".
-func (kp *Kprobes) staticCallDetail(fn, start, end uint64) string {
-	sites := kp.Image.StaticCallSites
-	if m := kp.Image.ModuleAt(start); m != nil {
-		sites = append(slices.Clip(sites), m.StaticCallSites...)
-	}
-	var best *image.StaticCallSite
-	for i := range sites {
-		s := &sites[i]
-		if s.Addr <= end && s.Addr+x86.CALLInsnSize > start && (best == nil || s.Addr < best.Addr) {
-			best = s
-		}
-	}
-	if best == nil {
-		return fmt.Sprintf("a static-call site overlaps [%s, %s]", kp.rel(fn, start), kp.rel(fn, end))
-	}
-	kind := "call"
-	if best.Tail {
-		kind = "tail-call (jmp)"
-	}
-	d := fmt.Sprintf("%s site at %s", kind, kp.rel(fn, best.Addr))
-	if key := kp.dataName(best.Key); key != "" {
-		d += " of static call " + strings.TrimPrefix(key, "__SCK__")
-	}
-	return d
-}
-
-// bugDetail describes the bug entry at addr: "WARN at +14 (fs/read_write.c:450)".
-func (kp *Kprobes) bugDetail(fn, addr uint64) string {
-	entries := kp.Image.BugEntries
-	if m := kp.Image.ModuleAt(addr); m != nil {
-		entries = m.BugEntries
-	}
-	for _, b := range entries {
-		if b.Addr != addr {
-			continue
-		}
-		kind := "BUG"
-		if b.Flags&1 != 0 { // BUGFLAG_WARNING
-			kind = "WARN"
-		}
-		d := fmt.Sprintf("%s at %s (ud2 with a __bug_table entry)", kind, kp.rel(fn, addr))
-		if b.File != "" {
-			d = fmt.Sprintf("%s at %s (%s:%d)", kind, kp.rel(fn, addr), b.File, b.Line)
-		}
-		return d
-	}
-	return fmt.Sprintf("__bug_table entry at %s", kp.rel(fn, addr))
-}
-
-// blacklistDetail says which part of populate_kprobe_blacklist covers
-// addr: "blacklisted (entry text)", or for a compiler clone whose base
-// name is blacklisted, "blacklisted (NOKPROBE_SYMBOL) via its base name foo".
-func (kp *Kprobes) blacklistDetail(addr uint64) string {
-	if why := kp.blacklistClass(addr); why != "" {
-		return "blacklisted (" + why + ")"
-	}
-	name, _, ok := kp.symbolOf(addr)
-	if i := strings.IndexByte(name, '.'); ok && i > 0 {
-		base := name[:i]
-		if a, ok := kp.firstByName(base); ok {
-			if why := kp.blacklistClass(a); why != "" {
-				return fmt.Sprintf("blacklisted (%s) via its base name %s (%s cut at '.')", why, base, name)
-			}
-		}
-	}
-	return "blacklisted"
 }
 
 // firstByName is kallsyms_lookup_name's answer for name (the lowest
@@ -322,94 +171,4 @@ func (kp *Kprobes) blacklistClass(addr uint64) string {
 		return "entry text"
 	}
 	return ""
-}
-
-// tracing reports whether a decision trail is being recorded.
-func (kp *Kprobes) tracing() bool { return kp.Trail != nil }
-
-// note records one step at the current depth (call only when tracing).
-func (kp *Kprobes) note(check, args, result string) {
-	kp.Trail.Record(Step{Depth: kp.depth, Check: check, Args: args, Result: result})
-}
-
-// open records a step and nests the following ones under it; close ends
-// the nesting (call both only when tracing).
-func (kp *Kprobes) open(check, args, result string) {
-	kp.note(check, args, result)
-	kp.depth++
-}
-
-func (kp *Kprobes) close() { kp.depth-- }
-
-// noteSub records a step one level below the current one: what a check
-// looked at on its way (call only when tracing).
-func (kp *Kprobes) noteSub(check, args, result string) {
-	kp.Trail.Record(Step{Depth: kp.depth + 1, Check: check, Args: args, Result: result})
-}
-
-// HoldTrail is hold for front doors: the steps recorded until flush runs
-// are written with those at the current depth first, the deeper ones
-// after, so a caller can note its summary of a call after making it and
-// still have it lead the call's own steps. A no-op without a trail.
-func (kp *Kprobes) HoldTrail() (flush func()) {
-	if !kp.tracing() {
-		return func() {}
-	}
-	return kp.hold()
-}
-
-// hold buffers the steps recorded until the returned flush runs, then
-// writes the check's own steps (at the current depth) before the ones
-// nested under them: a walk's summary, known only at its end, comes
-// before what it met on the way (call only when tracing).
-func (kp *Kprobes) hold() (flush func()) {
-	saved, base := kp.Trail, kp.depth
-	buf := &Trail{}
-	kp.Trail = buf
-	done := false
-	return func() {
-		if done {
-			return
-		}
-		done = true
-		kp.Trail = saved
-		for _, s := range buf.Steps {
-			if s.Depth <= base {
-				saved.Record(s)
-			}
-		}
-		for _, s := range buf.Steps {
-			if s.Depth > base {
-				saved.Record(s)
-			}
-		}
-	}
-}
-
-// errName is an errno's kernel spelling for the trail: "-EINVAL".
-func errName(err error) string {
-	if err == nil {
-		return "0"
-	}
-	return err.Error()
-}
-
-// Indent returns a Recorder that records to r with every step nested d
-// levels deeper: a front door records its own steps at depth 0 and hands
-// Indent(r, 1) to the kprobes core.
-func Indent(r Recorder, d int) Recorder { return indent{r, d} }
-
-type indent struct {
-	r Recorder
-	d int
-}
-
-func (i indent) Record(s Step) { s.Depth += i.d; i.r.Record(s) }
-
-// insns spells an instruction count: "1 instruction", "14 instructions".
-func insns(n int) string {
-	if n == 1 {
-		return "1 instruction"
-	}
-	return fmt.Sprintf("%d instructions", n)
 }

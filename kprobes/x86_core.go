@@ -1,8 +1,6 @@
 package kprobes
 
 import (
-	"fmt"
-
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/x86"
 )
@@ -95,9 +93,7 @@ func (r *recoverer) recoverProbedInstruction(addr uint64) (ftraceSite bool, err 
 	}
 	if found {
 		c.Inc(opCopyInsn)
-		if kp.tracing() {
-			kp.noteSub("__recover_optprobed_insn", kp.symPlus(addr), "the original bytes under an optprobe's jump")
-		}
+		kp.ex().step(rec{ev: evRecoverOptprobed, addr: addr})
 		return false, nil
 	}
 	// __recover_probed_insn: get_kprobe(addr) (served by the iterator or
@@ -108,13 +104,7 @@ func (r *recoverer) recoverProbedInstruction(addr uint64) (ftraceSite bool, err 
 	faddr := kp.Ftrace != nil && kp.Ftrace.Location(c, addr) == addr
 	if at != nil || faddr {
 		c.Inc(opCopyInsn)
-		if kp.tracing() {
-			what := "an ftrace site: decoded as the ideal NOP5"
-			if !faddr {
-				what = "the original byte under a kprobe's int3"
-			}
-			kp.noteSub("__recover_probed_insn", kp.symPlus(addr), what)
-		}
+		kp.ex().step(rec{ev: evRecoverProbed, addr: addr, flag: faddr})
 	}
 	return faddr, nil
 }
@@ -138,16 +128,13 @@ func (kp *Kprobes) jumpPatched(q *Kprobe) bool {
 // true when the walk lands exactly on paddr (6.1 does not decode the
 // instruction at paddr itself). On false, kp.why says why.
 func (kp *Kprobes) canProbe(paddr uint64) bool {
-	c := kp.C
-	const ck = "arch_prepare_kprobe: can_probe"
+	c, x := kp.C, kp.ex()
 	_, off, ok := kp.Syms.LookupSizeOffset(c, paddr)
 	if !ok {
-		kp.refuse(nil, ck, fmt.Sprintf("%#x is in no kallsyms symbol", paddr))
+		x.refuse(nil, rec{ev: evCanProbeNoSymbol, addr: paddr})
 		return false
 	}
-	if kp.tracing() {
-		defer kp.hold()()
-	}
+	defer x.hold()()
 	r := kp.newWalkRecoverer(kp.Sw.Has(sim.IterCanProbe))
 	defer kp.putRecoverer(r)
 	fn := paddr - off
@@ -157,15 +144,12 @@ func (kp *Kprobes) canProbe(paddr uint64) bool {
 	for addr < paddr {
 		ftraceSite, err := r.recoverProbedInstruction(addr)
 		if err != nil {
-			kp.refuse(nil, ck, "model error: "+err.Error())
+			x.refuse(nil, rec{ev: evCanProbeModelError, err: err})
 			return false
 		}
 		insn, derr := kp.decodeAt(addr, ftraceSite)
 		if derr != nil {
-			kp.refuse(nil, ck, fmt.Sprintf("the instruction at %s does not decode", kp.rel(fn, addr)))
-			if kp.tracing() {
-				kp.note("can_probe", kp.symPlus(paddr), fmt.Sprintf("false: walked %s, %s does not decode", insns(n), kp.rel(fn, addr)))
-			}
+			x.refuse(nil, rec{ev: evCanProbeNoDecode, addr: paddr, at: fn, end: addr, n: n})
 			return false
 		}
 		last = insn
@@ -173,44 +157,28 @@ func (kp *Kprobes) canProbe(paddr uint64) bool {
 		n++
 	}
 	if addr != paddr {
-		start := addr - uint64(last.Len)
-		kp.refuse(nil, ck, fmt.Sprintf("%s is not an instruction boundary: the %d-byte %s at %s spans it", kp.rel(fn, paddr), last.Len, kp.insnName(last, start), kp.rel(fn, start)))
-		if kp.tracing() {
-			kp.note("can_probe", kp.symPlus(paddr), fmt.Sprintf("false: walked %s from %s to %s, past %s", insns(n), kp.symPlus(fn), kp.rel(fn, addr), kp.rel(fn, paddr)))
-		}
+		x.refuse(nil, rec{ev: evCanProbeBoundary, addr: paddr, at: fn, end: addr, n: n, insn: last})
 		return false
 	}
-	if kp.tracing() {
-		kp.note("can_probe", kp.symPlus(paddr), fmt.Sprintf("true: walked %s from %s, %s is an instruction boundary", insns(n), kp.symPlus(fn), kp.rel(fn, paddr)))
-	}
+	x.step(rec{ev: evCanProbe, addr: paddr, at: fn, n: n})
 	return true
 }
 
 // archPrepareKprobe models arch/x86/kernel/kprobes/core.c:arch_prepare_kprobe.
 func (kp *Kprobes) archPrepareKprobe(p *Kprobe) error {
-	c := kp.C
-	if kp.tracing() {
-		kp.open("arch_prepare_kprobe", kp.symPlus(p.Addr), "")
-		defer kp.close()
-	}
+	c, x := kp.C, kp.ex()
+	defer x.close(x.open(rec{ev: evArchPrepareKprobe, addr: p.Addr}))
 	c.Inc(opConst) // alternatives_text_reserved: smp_alt_modules empty on SMP
-	if kp.tracing() {
-		kp.note("alternatives_text_reserved", kp.symPlus(p.Addr), "false (SMP: smp_alt_modules is empty)")
-	}
+	x.step(rec{ev: evAlternativesReserved, addr: p.Addr})
 	if !kp.canProbe(p.Addr) {
 		return EILSEQ
 	}
 	p.ainsn = archInsn{}
 	slot, ok := kp.insnSlots.getInsnSlot(c, kp.Faults, FaultInsnSlot)
 	if !ok {
-		if kp.tracing() {
-			kp.note("get_insn_slot", "", "NULL: -ENOMEM")
-		}
-		return kp.refuse(ENOMEM, "arch_prepare_kprobe: get_insn_slot", "no insn slot: allocating a new kprobe_insn_page failed")
+		return x.refuse(ENOMEM, rec{ev: evGetInsnSlot})
 	}
-	if kp.tracing() {
-		kp.note("get_insn_slot", "", fmt.Sprintf("%#x", slot))
-	}
+	x.step(rec{ev: evGetInsnSlot, at: slot})
 	p.ainsn.slot = slot
 	if err := kp.archCopyKprobe(p); err != nil {
 		kp.insnSlots.freeInsnSlot(c, slot, false)
@@ -300,34 +268,21 @@ func prepareEmulation(i x86.Insn) (string, error) {
 // archCopyKprobe models arch/x86/kernel/kprobes/core.c:arch_copy_kprobe
 // with prepare_singlestep.
 func (kp *Kprobes) archCopyKprobe(p *Kprobe) error {
-	c := kp.C
+	c, x := kp.C, kp.ex()
 	r := &recoverer{kp: kp}
-	flush := func() {}
-	if kp.tracing() {
-		flush = kp.hold()
-	}
+	flush := x.hold()
 	insn, n, why := kp.copyInstruction(r, p.Addr, p.ainsn.slot)
-	fn := func() uint64 { return kp.fnOf(p.Addr) }
 	if n == 0 {
-		if kp.tracing() {
-			kp.note("__copy_instruction", kp.symPlus(p.Addr), "0: the instruction "+why+": -EINVAL")
-			flush()
-		}
-		return kp.refuse(EINVAL, "arch_copy_kprobe: __copy_instruction", fmt.Sprintf("the instruction at %s %s", kp.rel(fn(), p.Addr), why))
-	}
-	if kp.tracing() {
-		kp.note("__copy_instruction", kp.symPlus(p.Addr), fmt.Sprintf("%d (%s)", n, kp.insnName(insn, p.Addr)))
+		err := x.refuse(EINVAL, rec{ev: evCopyInstruction, addr: p.Addr, name: why})
 		flush()
+		return err
 	}
+	x.step(rec{ev: evCopyInstruction, addr: p.Addr, n: n, insn: insn})
+	flush()
 	if why, err := prepareEmulation(insn); err != nil {
-		if kp.tracing() {
-			kp.note("prepare_emulation", kp.insnName(insn, p.Addr), why+": "+errName(err))
-		}
-		return kp.refuse(err, "arch_copy_kprobe: prepare_emulation", why)
+		return x.refuse(err, rec{ev: evPrepareEmulation, addr: p.Addr, insn: insn, name: why})
 	}
-	if kp.tracing() {
-		kp.note("prepare_emulation", kp.insnName(insn, p.Addr), "0")
-	}
+	x.step(rec{ev: evPrepareEmulation, addr: p.Addr, insn: insn})
 	p.ainsn.size = insn.Len
 	// prepare_singlestep: boost only without CONFIG_PREEMPTION (and no
 	// post handler, can_boost, room for a JMP32); else append an int3.
@@ -335,27 +290,13 @@ func (kp *Kprobes) archCopyKprobe(p *Kprobe) error {
 	if !kp.Cfg.Preemption && !p.HasPostHandler && kp.canBoost(insn, p.Addr) && x86.MaxInsnSize-n >= x86.JMP32InsnSize {
 		n += x86.JMP32InsnSize
 		p.ainsn.boostable = true
-		if kp.tracing() {
-			kp.note("prepare_singlestep", "", "boosted: a jmp back follows the copy")
-		}
+		x.step(rec{ev: evPrepareSinglestepBoost})
 	} else {
 		if x86.MaxInsnSize-n < x86.INT3InsnSize {
-			if kp.tracing() {
-				kp.note("prepare_singlestep", "", "no room for the int3: -ENOSPC")
-			}
-			return kp.refuse(ENOSPC, "arch_copy_kprobe: prepare_singlestep", fmt.Sprintf("no room for an int3 after the %d-byte instruction at %s", insn.Len, kp.rel(fn(), p.Addr)))
+			return x.refuse(ENOSPC, rec{ev: evPrepareSinglestepRoom, addr: p.Addr, insn: insn})
 		}
 		n += x86.INT3InsnSize
-		if kp.tracing() {
-			why := "CONFIG_PREEMPTION"
-			switch {
-			case !kp.Cfg.Preemption && p.HasPostHandler:
-				why = "post_handler"
-			case !kp.Cfg.Preemption:
-				why = "not boostable, or no room for the jmp back"
-			}
-			kp.note("prepare_singlestep", "", "single-step: an int3 follows the copy (not boosted: "+why+")")
-		}
+		x.step(rec{ev: evPrepareSinglestepInt3, p: p})
 	}
 	p.Opcode = kp.Image.Text(p.Addr, 1)[0]
 	p.ainsn.tpLen = n

@@ -2,7 +2,6 @@ package kprobes
 
 import (
 	"encoding/binary"
-	"fmt"
 
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/x86"
@@ -14,72 +13,56 @@ import (
 // CONFIG_RETPOLINE also jumps into the thunk range) and branches into the
 // 4 bytes after the int3. Every refusal returns at once; kp.why says why.
 func (kp *Kprobes) canOptimize(paddr uint64) bool {
-	c := kp.C
-	const ck = "can_optimize"
+	c, x := kp.C, kp.ex()
 	size, off, ok := kp.Syms.LookupSizeOffset(c, paddr)
 	if !ok {
-		kp.refuse(nil, ck, fmt.Sprintf("%#x is in no kallsyms symbol", paddr))
+		x.refuse(nil, rec{ev: evCanOptimizeNoSymbol, addr: paddr})
 		return false
 	}
 	start := paddr - off
-	tr := kp.tracing()
 	c.Inc(opConst)
 	if kp.entryText.End > 0 && kp.entryText.Contains(paddr) {
-		kp.refuse(nil, ck, "in the entry text (__entry_text_start..__entry_text_end)")
-		if tr {
-			kp.note(ck, kp.symPlus(paddr), "false: in the entry text")
-		}
+		x.refuse(nil, rec{ev: evCanOptimizeEntryText, addr: paddr})
 		return false
 	}
 	if size-off < x86.JMP32InsnSize {
-		kp.refuse(nil, ck, fmt.Sprintf("%d bytes from %s to the end of the symbol, a jmp needs 5", size-off, kp.rel(start, paddr)))
-		if tr {
-			kp.note(ck, kp.symPlus(paddr), fmt.Sprintf("false: only %d bytes to the next symbol", size-off))
-		}
+		x.refuse(nil, rec{ev: evCanOptimizeTooShort, addr: paddr, size: size, off: off})
 		return false
 	}
-	if tr {
-		defer kp.hold()()
-	}
+	defer x.hold()()
 	r := kp.newWalkRecoverer(kp.Sw.Has(sim.IterCanOptimize))
 	defer kp.putRecoverer(r)
 	n := 0
-	fail := func(detail string) bool {
-		kp.refuse(nil, ck, detail)
-		if tr {
-			kp.note(ck, kp.symPlus(paddr), fmt.Sprintf("false: walked %s of %s: %s", insns(n), kp.symPlus(start), detail))
-		}
+	var insn x86.Insn
+	fail := func(e ev, addr uint64, err error) bool {
+		x.refuse(nil, rec{ev: e, addr: paddr, at: start, end: addr, n: n, insn: insn, err: err})
 		return false
 	}
 	for addr := start; addr < start+size; {
 		if kp.Extable != nil && kp.Extable.SearchExceptionTables(c, addr) {
-			return fail(fmt.Sprintf("the instruction at %s has an exception-table entry (it may fault and be fixed up)", kp.rel(start, addr)))
+			return fail(evCanOptimizeExtable, addr, nil)
 		}
 		ftraceSite, err := r.recoverProbedInstruction(addr)
 		if err != nil {
-			return fail("model error: " + err.Error())
+			return fail(evCanOptimizeModelError, addr, err)
 		}
-		insn, derr := kp.decodeAt(addr, ftraceSite)
-		if derr != nil {
-			return fail(fmt.Sprintf("the instruction at %s does not decode", kp.rel(start, addr)))
+		var derr error
+		if insn, derr = kp.decodeAt(addr, ftraceSite); derr != nil {
+			return fail(evCanOptimizeNoDecode, addr, nil)
 		}
 		n++
 		if x86.IsIndirectJump(insn) {
-			return fail(fmt.Sprintf("indirect jump at %s", kp.rel(start, addr)))
+			return fail(evCanOptimizeIndirectJump, addr, nil)
 		}
 		if kp.insnIsIndirectJump(insn, addr) {
-			return fail(fmt.Sprintf("jump into the indirect thunks at %s (CONFIG_RETPOLINE)", kp.rel(start, addr)))
+			return fail(evCanOptimizeThunk, addr, nil)
 		}
 		if x86.InsnJumpIntoRange(insn, addr, paddr+x86.INT3InsnSize, x86.DISP32Size) {
-			t := addr + uint64(insn.Len) + uint64(insn.Imm)
-			return fail(fmt.Sprintf("jump into the probed bytes at %s (%s to %s)", kp.rel(start, addr), kp.insnName(insn, addr), kp.rel(start, t)))
+			return fail(evCanOptimizeJumpInto, addr, nil)
 		}
 		addr += uint64(insn.Len)
 	}
-	if tr {
-		kp.note(ck, kp.symPlus(paddr), fmt.Sprintf("true: walked %s of %s (to %s): no exception-table entry, no indirect jump, no jump into [%s, %s]",
-			insns(n), kp.symPlus(start), fmt.Sprintf("+%d", size), kp.rel(start, paddr+1), kp.rel(start, paddr+1+x86.DISP32Size)))
-	}
+	x.step(rec{ev: evCanOptimize, addr: paddr, at: start, size: size, n: n})
 	return true
 }
 
@@ -101,12 +84,8 @@ func (kp *Kprobes) insnIsIndirectJump(i x86.Insn, addr uint64) bool {
 // boostable, then refuse a range that ftrace, alternatives, jump labels or
 // static calls reserve. It returns the length copied or an Errno.
 func (kp *Kprobes) copyOptimizedInstructions(src, real uint64) (int, error) {
-	c := kp.C
-	const ck = "copy_optimized_instructions"
-	fn := func() uint64 { return kp.fnOf(src) }
-	if kp.tracing() {
-		defer kp.hold()()
-	}
+	c, x := kp.C, kp.ex()
+	defer x.hold()()
 	r := kp.newWalkRecoverer(kp.Sw.Has(sim.IterCopyOptimized))
 	defer kp.putRecoverer(r)
 	n, k := 0, 0
@@ -114,56 +93,34 @@ func (kp *Kprobes) copyOptimizedInstructions(src, real uint64) (int, error) {
 		at := src + uint64(n)
 		insn, ret, why := kp.copyInstruction(r, at, real+uint64(n))
 		if ret == 0 {
-			d := fmt.Sprintf("the instruction at %s %s", kp.rel(fn(), at), why)
-			if kp.tracing() {
-				kp.note(ck, kp.symPlus(src), "-EINVAL: "+d)
-			}
-			return 0, kp.refuse(EINVAL, ck+": __copy_instruction", d)
+			return 0, x.refuse(EINVAL, rec{ev: evCopyOptInstruction, addr: src, end: at, name: why})
 		}
 		if !kp.canBoost(insn, at) {
-			d := fmt.Sprintf("%s at %s is not boostable", kp.insnName(insn, at), kp.rel(fn(), at))
-			if kp.Extable != nil && kp.Extable.SearchExceptionTables(nil, at) {
-				d = fmt.Sprintf("%s at %s is not boostable (exception-table entry)", kp.insnName(insn, at), kp.rel(fn(), at))
-			}
-			if kp.tracing() {
-				kp.note(ck, kp.symPlus(src), "-EINVAL: "+d)
-			}
-			return 0, kp.refuse(EINVAL, ck, d)
+			return 0, x.refuse(EINVAL, rec{ev: evCopyOptNotBoostable, addr: src, end: at, insn: insn})
 		}
 		n += ret
 		k++
 	}
 	end := src + uint64(n) - 1
-	rng := func() string { return fmt.Sprintf("[%s, %s]", kp.rel(fn(), src), kp.rel(fn(), end)) }
-	busy := func(check, detail string) (int, error) {
-		d := detail + " in the copied bytes " + rng()
-		if kp.tracing() {
-			kp.note(ck, kp.symPlus(src), fmt.Sprintf("-EBUSY: %s: %s", check, d))
-		}
-		return 0, kp.refuse(EBUSY, ck+": "+check, d)
-	}
 	if kp.Ftrace != nil && kp.Ftrace.TextReserved(c, src, end) {
-		return busy("ftrace_text_reserved", "an ftrace site")
+		return 0, x.refuse(EBUSY, rec{ev: evCopyOptFtraceReserved, addr: src, end: end})
 	}
 	c.Inc(opConst) // alternatives_text_reserved
 	if r, err := reserved(kp.JumpLabel, c, src, end); err != nil || r {
-		if err != nil {
-			kp.refuse(err, ck+": jump_label_text_reserved", "BUG: "+kp.jumpLabelDetail(fn(), src, end)+" is not a 2- or 5-byte JMP or NOP")
-			return 0, err
-		}
-		return busy("jump_label_text_reserved", kp.jumpLabelDetail(fn(), src, end))
+		return 0, x.refuse(orEBUSY(err), rec{ev: evCopyOptJumpLabelReserved, addr: src, end: end})
 	}
 	if r, err := reserved(kp.StaticCall, c, src, end); err != nil || r {
-		if err != nil {
-			kp.refuse(err, ck+": static_call_text_reserved", "model error: "+err.Error())
-			return 0, err
-		}
-		return busy("static_call_text_reserved", kp.staticCallDetail(fn(), src, end))
+		return 0, x.refuse(orEBUSY(err), rec{ev: evCopyOptStaticCall, addr: src, end: end})
 	}
-	if kp.tracing() {
-		kp.note(ck, kp.symPlus(src), fmt.Sprintf("%d bytes: %d boostable instructions %s, no ftrace, jump-label or static-call site in them", n, k, rng()))
-	}
+	x.step(rec{ev: evCopyOptimized, addr: src, end: end, n: n, k: k})
 	return n, nil
+}
+
+func orEBUSY(err error) error {
+	if err != nil {
+		return err
+	}
+	return EBUSY
 }
 
 // archCheckOptimizedKprobe models opt.c:arch_check_optimized_kprobe: an
@@ -188,20 +145,10 @@ func (kp *Kprobes) archCheckOptimizedKprobe(op *Kprobe) error {
 			}
 		}
 	}
-	fn := func() uint64 { return kp.fnOf(op.Addr) }
-	rng := func() string {
-		return fmt.Sprintf("(%s, %s)", kp.rel(fn(), op.Addr), kp.rel(fn(), op.Addr+uint64(op.Opt.Size)))
-	}
 	if blocker != nil {
-		d := fmt.Sprintf("armed probe at %s inside the jump's bytes %s", kp.rel(fn(), blocker.Addr), rng())
-		if kp.tracing() {
-			kp.note("arch_check_optimized_kprobe", kp.symPlus(op.Addr), "-EEXIST: "+d)
-		}
-		return kp.refuse(EEXIST, "optimize_kprobe: arch_check_optimized_kprobe", d)
+		return kp.ex().refuse(EEXIST, rec{ev: evArchCheckOptimized, addr: op.Addr, n: op.Opt.Size, p: blocker})
 	}
-	if kp.tracing() {
-		kp.note("arch_check_optimized_kprobe", kp.symPlus(op.Addr), "0: no armed probe in "+rng())
-	}
+	kp.ex().step(rec{ev: evArchCheckOptimized, addr: op.Addr, n: op.Opt.Size})
 	return nil
 }
 
@@ -209,34 +156,26 @@ func (kp *Kprobes) archCheckOptimizedKprobe(op *Kprobe) error {
 // On failure op.Opt.Size stays 0 (arch_prepared_optinsn false) and kp.why
 // says why.
 func (kp *Kprobes) archPrepareOptimizedKprobe(op *Kprobe) error {
-	c := kp.C
-	if kp.tracing() {
-		kp.open("arch_prepare_optimized_kprobe", kp.symPlus(op.Addr), "")
-		defer kp.close()
-	}
+	c, x := kp.C, kp.ex()
+	defer x.close(x.open(rec{ev: evArchPrepareOptimized, addr: op.Addr}))
 	if !kp.canOptimize(op.Addr) {
 		return EILSEQ
 	}
 	c.Inc(opKmalloc) // buf = kzalloc(MAX_OPTINSN_SIZE)
 	if kp.Faults.Fail(FaultOptinsnBuf) {
-		return kp.refuse(ENOMEM, "arch_prepare_optimized_kprobe: kzalloc", "the MAX_OPTINSN_SIZE staging buffer could not be allocated")
+		return x.refuse(ENOMEM, rec{ev: evOptinsnBuf})
 	}
 	defer c.Inc(opKmalloc)
 	slot, ok := kp.optSlots.getInsnSlot(c, kp.Faults, FaultOptinsnSlot)
 	if !ok {
-		if kp.tracing() {
-			kp.note("get_optinsn_slot", "", "NULL: -ENOMEM")
-		}
-		return kp.refuse(ENOMEM, "arch_prepare_optimized_kprobe: get_optinsn_slot", "no optinsn slot: allocating a new kprobe_insn_page failed")
+		return x.refuse(ENOMEM, rec{ev: evGetOptinsnSlot})
 	}
-	if kp.tracing() {
-		kp.note("get_optinsn_slot", "", fmt.Sprintf("%#x", slot))
-	}
+	x.step(rec{ev: evGetOptinsnSlot, at: slot})
 	op.optSlot = slot
 	rel := int64(slot) - int64(op.Addr) + x86.JMP32InsnSize
 	if rel > 0x7fffffff || rel < -0x7fffffff {
 		kp.archRemoveOptimizedKprobe(op, false)
-		return kp.refuse(ERANGE, "arch_prepare_optimized_kprobe", fmt.Sprintf("the detour buffer at %#x is out of rel32 reach", slot))
+		return x.refuse(ERANGE, rec{ev: evOptinsnSlotRange, at: slot})
 	}
 	n, err := kp.copyOptimizedInstructions(op.Addr, slot+tmplEndIdx)
 	if err != nil {
