@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kpsim/kpsim/alternative"
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/bzimage"
@@ -69,7 +70,7 @@ func TestRealKernelParavirtNotRefused(t *testing.T) {
 	run := func(cpu string) (*image.Kernel, *RunResult) {
 		k := booted[cpu].Kernel
 		o := DefaultManyOptions()
-		o.Targets, o.ByAddress, o.Via = TargetsAllFunctions, true, ViaRegisterKprobe // one by one, by address
+		o.Targets, o.ByAddress, o.Via = TargetsAllFunctions, true, doors.ViaRegisterKprobe // one by one, by address
 		s := &ManySetup{Opts: o, Kernel: k, Targets: probes}
 		s.Opts.N = len(probes)
 		rep, err := RunMany(s, []RunSpec{{"none", 0}}, DefaultWiring, sim.DefaultCosts(), "", nil)

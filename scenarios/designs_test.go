@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/maple"
 	"github.com/kpsim/kpsim/rhashtable"
 	"github.com/kpsim/kpsim/sim"
@@ -36,7 +37,7 @@ func allocFaults(t *testing.T) string {
 // allocation failing once and the rhashtable's growth failing.
 func TestCompareDesignsSameDecisions(t *testing.T) {
 	o := DefaultManyOptions()
-	o.N, o.ImageProbes, o.Mixed, o.Via, o.Seed, o.OptimizeEvery = 150, 450, true, ViaRegisterKprobe, 2, 17
+	o.N, o.ImageProbes, o.Mixed, o.Via, o.Seed, o.OptimizeEvery = 150, 450, true, doors.ViaRegisterKprobe, 2, 17
 	o.Image = smallImage(2)
 	s := mustSetup(t, o)
 	specs := CompareDesignSpecs()
@@ -69,7 +70,7 @@ func TestCompareDesignsSameDecisions(t *testing.T) {
 // names the first probe that differs, and it is that -ENOMEM.
 func TestDesignOnlyAllocationSaysWhich(t *testing.T) {
 	o := DefaultManyOptions()
-	o.N, o.Via, o.Image = 300, ViaRegisterKprobe, smallImage(3)
+	o.N, o.Via, o.Image = 300, doors.ViaRegisterKprobe, smallImage(3)
 	s := mustSetup(t, o)
 	for _, tc := range []struct {
 		spec  RunSpec

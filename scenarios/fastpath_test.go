@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image/synth"
 	"github.com/kpsim/kpsim/internal/simpath"
 	"github.com/kpsim/kpsim/sim"
@@ -84,15 +85,15 @@ func TestFastPathsMatchWalk(t *testing.T) {
 	}{
 		{"register_kprobes", func(o *ManyOptions) {}},
 		{"register_kprobe/mixed", func(o *ManyOptions) {
-			o.N, o.ImageProbes, o.Mixed, o.Via, o.OptimizeEvery = n/5, n/2, true, ViaRegisterKprobe, 17
+			o.N, o.ImageProbes, o.Mixed, o.Via, o.OptimizeEvery = n/5, n/2, true, doors.ViaRegisterKprobe, 17
 		}},
 		// The event doors take traceable functions (as TestFrontDoorsSameDecisions).
 		{"kprobe_events/each", func(o *ManyOptions) {
-			o.Via, o.Enable, o.LinesPerWrite = ViaKprobeEvents, EnableEach, 7
+			o.Via, o.Enable, o.LinesPerWrite = doors.ViaKprobeEvents, doors.EnableEach, 7
 			o.Targets, o.Placement, o.Offset, o.OptimizeEvery = TargetsTraceable, PlaceOffset, 5, 13
 		}},
 		{"perf_kprobe", func(o *ManyOptions) {
-			o.Via = ViaPerfKprobe
+			o.Via = doors.ViaPerfKprobe
 			o.Targets, o.Placement, o.Offset, o.OptimizeEvery = TargetsTraceable, PlaceOffset, 5, 13
 		}},
 	}

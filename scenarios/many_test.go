@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image/synth"
 	"github.com/kpsim/kpsim/kprobes"
 	"github.com/kpsim/kpsim/sim"
@@ -155,7 +156,7 @@ func TestAblationSameDecisionsMixed(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			o := DefaultManyOptions()
-			o.N, o.ImageProbes, o.Mixed, o.Via, o.Seed, o.OptimizeEvery = 150, 450, true, ViaRegisterKprobe, seed, 17
+			o.N, o.ImageProbes, o.Mixed, o.Via, o.Seed, o.OptimizeEvery = 150, 450, true, doors.ViaRegisterKprobe, seed, 17
 			o.Image = smallImage(seed)
 			s := mustSetup(t, o)
 			rep := checkSameDecisions(t, s, allSpecs(), "")
@@ -260,7 +261,7 @@ func TestAblationSameDecisionsDefaultImage(t *testing.T) {
 	if r := rep.Runs[0]; r.Registered != 2000 || r.Optimized != 2000 {
 		t.Fatalf("default batch: registered %d optimized %d, want 2000 and 2000", r.Registered, r.Optimized)
 	}
-	o.ImageProbes, o.Mixed, o.Via = 500, true, ViaRegisterKprobe
+	o.ImageProbes, o.Mixed, o.Via = 500, true, doors.ViaRegisterKprobe
 	s = mustSetupOn(t, s, o)
 	checkSameDecisions(t, s, noDesigns(allSpecs()), "")
 }
@@ -286,7 +287,7 @@ func TestAllFunctionsSameDecisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := DefaultManyOptions()
-	o.Targets, o.Via = TargetsAllFunctions, ViaRegisterKprobe
+	o.Targets, o.Via = TargetsAllFunctions, doors.ViaRegisterKprobe
 	s, err := PrepareManyFor(k, o)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
 	"github.com/kpsim/kpsim/kprobes"
@@ -60,7 +61,7 @@ func sameRuns(t *testing.T, what string, a, b *ManyReport) {
 func TestRunManyParallelMatchesSerial(t *testing.T) {
 	o := DefaultManyOptions()
 	o.N, o.Image, o.ImageProbes, o.Mixed = 400, tinyImage(3), 150, true
-	o.Via = ViaRegisterKprobe
+	o.Via = doors.ViaRegisterKprobe
 	specs := parallelSpecs(t)
 	var reps []*ManyReport
 	for _, jobs := range []int{1, 3} {
@@ -207,10 +208,10 @@ func TestRunManyParallelFirstError(t *testing.T) {
 // refusals and rollbacks into the teardown.
 func TestRetainedPeakAtAttach(t *testing.T) {
 	specs := []RunSpec{{"none", 0}, {"series", sim.PresetSeries.Set}, {"all", sim.PresetAll.Set}}
-	for _, via := range []Via{ViaRegisterKprobes, ViaRegisterKprobe} {
+	for _, via := range []doors.Via{doors.ViaRegisterKprobes, doors.ViaRegisterKprobe} {
 		o := DefaultManyOptions()
 		o.N, o.Image, o.Via = 300, tinyImage(7), via
-		if via == ViaRegisterKprobe {
+		if via == doors.ViaRegisterKprobe {
 			o.ImageProbes, o.Mixed = 200, true
 		}
 		s := mustSetup(t, o)

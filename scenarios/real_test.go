@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/load"
 	"github.com/kpsim/kpsim/image/synth"
@@ -41,7 +42,7 @@ func TestRealKernelSameDecisions(t *testing.T) {
 		t.Fatalf("targets on the real kernel: registered %d optimized %d", r.Registered, r.Optimized)
 	}
 	k = realKernel(t)
-	o.Targets, o.Via = TargetsAllFunctions, ViaRegisterKprobe
+	o.Targets, o.Via = TargetsAllFunctions, doors.ViaRegisterKprobe
 	all, err := PrepareManyFor(k, o)
 	if err != nil {
 		t.Fatal(err)

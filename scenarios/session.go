@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kpsim/kpsim/bpf"
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/libbpf"
@@ -163,7 +164,7 @@ func errName(err error) (name, why string) {
 	if !errors.As(err, &e) {
 		return err.Error(), ""
 	}
-	var r *Refusal
+	var r *doors.Refusal
 	if errors.As(err, &r) {
 		why = r.Reason
 	}

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image/synth"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -30,7 +31,7 @@ func TestConcurrentRunsShareImage(t *testing.T) {
 	}
 	o := DefaultManyOptions()
 	o.N, o.Image = n, cfg
-	o.ImageProbes, o.Mixed, o.Via, o.OptimizeEvery = n/2, true, ViaRegisterKprobe, 17
+	o.ImageProbes, o.Mixed, o.Via, o.OptimizeEvery = n/2, true, doors.ViaRegisterKprobe, 17
 	s, err := PrepareManyOn(k, o)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/scenarios"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -107,13 +108,13 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 	}
 	o.Placement = scenarios.Placement(*placement)
 	o.Order = scenarios.Order(*order)
-	o.Enable = scenarios.EnableMode(*enable)
-	o.Via = scenarios.Via(*via)
+	o.Enable = doors.EnableMode(*enable)
+	o.Via = doors.Via(*via)
 	if *single {
-		if o.Via != "" && o.Via != scenarios.ViaRegisterKprobe {
+		if o.Via != "" && o.Via != doors.ViaRegisterKprobe {
 			return usagef("--single: conflicts with --via %s", o.Via)
 		}
-		o.Via = scenarios.ViaRegisterKprobe
+		o.Via = doors.ViaRegisterKprobe
 	}
 	kind, path := scenarios.ParseTargetKind(*targets)
 	o.Targets = kind
@@ -128,7 +129,7 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 	if set["offset"] && o.Placement != scenarios.PlaceOffset {
 		return usagef("--offset: applies with --placement offset only")
 	}
-	if set["lines-per-write"] && o.FrontDoor() != scenarios.ViaKprobeEvents {
+	if set["lines-per-write"] && o.FrontDoor() != doors.ViaKprobeEvents {
 		return usagef("--lines-per-write: applies to --via kprobe_events only")
 	}
 	switch *format {
