@@ -14,6 +14,7 @@ import (
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/sizer"
 	"github.com/kpsim/kpsim/kallsyms/ktab"
 	"github.com/kpsim/kpsim/kprobes"
 	"github.com/kpsim/kpsim/machine"
@@ -208,7 +209,7 @@ type RunResult struct {
 	EstCycles  float64           `json:"est_cycles"`
 	WallNS     int64             `json:"wall_ns"`
 	// RetainedBytes is the most the run's simulator structures held
-	// (retainedSizer), sampled at the end of the attach (the optimizer
+	// (internal/sizer), sampled at the end of the attach (the optimizer
 	// drained), before a failed batch rolls back, and after the teardown
 	// (the tracing layer keeps a little after its events are gone).
 	// Registration only adds state until the end of the attach (apart
@@ -600,12 +601,12 @@ func runOne(s *ManySetup, spec RunSpec, wire Wiring, costs *sim.CostTable, fault
 	// from its roots (the shared image and kallsyms tables excluded), so
 	// overlapping runs do not see each other's heap.
 	// Typed nils name types whose values are shared without walking any.
-	sizer := newRetainedSizer(s, s.Kernel, machine.BuiltKallsymsTables(s.Kernel), costs,
+	sz := sizer.New(s, s.Kernel, machine.BuiltKallsymsTables(s.Kernel), costs,
 		(*image.Module)(nil), (*image.Region)(nil), (*ktab.Tables)(nil), (*time.Location)(nil))
 	var r *run
 	var peak uint64
 	sample := func() {
-		peak = max(peak, sizer.Measure(m, r.d, r.at, r.growth))
+		peak = max(peak, sz.Measure(m, r.d, r.at, r.growth))
 	}
 	start := time.Now()
 	// Late init: the indexes of the series are built here (before it the
