@@ -12,6 +12,7 @@ import (
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/bzimage"
 	"github.com/kpsim/kpsim/image/load"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/x86"
 )
@@ -73,7 +74,7 @@ func TestRealKernelParavirtNotRefused(t *testing.T) {
 		o.Targets, o.ByAddress, o.Via = TargetsAllFunctions, true, doors.ViaRegisterKprobe // one by one, by address
 		s := &ManySetup{Opts: o, Kernel: k, Targets: probes}
 		s.Opts.N = len(probes)
-		rep, err := RunMany(s, []RunSpec{{"none", 0}}, DefaultWiring, sim.DefaultCosts(), "", nil)
+		rep, err := RunMany(s, []RunSpec{{"none", 0}}, machine.Wire, sim.DefaultCosts(), "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kpsim/kpsim/doors"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/maple"
 	"github.com/kpsim/kpsim/rhashtable"
 	"github.com/kpsim/kpsim/sim"
@@ -79,7 +80,7 @@ func TestDesignOnlyAllocationSaysWhich(t *testing.T) {
 		{RunSpec{"series+kprobe-btree", sim.PresetSeries.Set.With(sim.KprobeBtree)}, maple.FaultNodeAlloc.Name() + "@3"},
 		{RunSpec{"kprobe-rhashtable", sim.Switches(0).With(sim.KprobeRhashtable)}, rhashtable.FaultTableAlloc.Name()},
 	} {
-		rep, err := RunMany(s, []RunSpec{{"none", 0}, tc.spec}, DefaultWiring, sim.DefaultCosts(), tc.fault, nil)
+		rep, err := RunMany(s, []RunSpec{{"none", 0}, tc.spec}, machine.Wire, sim.DefaultCosts(), tc.fault, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +99,7 @@ func TestDesignMemoryReported(t *testing.T) {
 	o := DefaultManyOptions()
 	o.N, o.Image = 500, smallImage(4)
 	s := mustSetup(t, o)
-	rep, err := RunMany(s, CompareDesignSpecs(), DefaultWiring, sim.DefaultCosts(), "", nil)
+	rep, err := RunMany(s, CompareDesignSpecs(), machine.Wire, sim.DefaultCosts(), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

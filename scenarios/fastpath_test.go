@@ -7,6 +7,7 @@ import (
 	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image/synth"
 	"github.com/kpsim/kpsim/internal/simpath"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -39,7 +40,7 @@ func runBothWays(t *testing.T, s *ManySetup, specs []RunSpec) *ManyReport {
 	t.Helper()
 	run := func(walk bool) *ManyReport {
 		defer simpath.SetWalk(walk)()
-		rep, err := RunMany(s, specs, DefaultWiring, sim.DefaultCosts(), "", nil)
+		rep, err := RunMany(s, specs, machine.Wire, sim.DefaultCosts(), "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/load"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -49,7 +50,7 @@ func benchEvents(b *testing.B, sw sim.Switches) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		rep, err := RunMany(s, []RunSpec{{sw.Name(), sw}}, DefaultWiring, sim.DefaultCosts(), "", nil)
+		rep, err := RunMany(s, []RunSpec{{sw.Name(), sw}}, machine.Wire, sim.DefaultCosts(), "", nil)
 		if err != nil {
 			b.Fatal(err)
 		}

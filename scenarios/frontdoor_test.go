@@ -9,6 +9,7 @@ import (
 
 	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -190,7 +191,7 @@ func TestPlacementEveryKind(t *testing.T) {
 						s.Targets = some
 					}
 					s.Opts.Via = doors.ViaRegisterKprobe
-					rep, err := RunMany(s, []RunSpec{{"none", 0}}, DefaultWiring, sim.DefaultCosts(), "", nil)
+					rep, err := RunMany(s, []RunSpec{{"none", 0}}, machine.Wire, sim.DefaultCosts(), "", nil)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -277,7 +278,7 @@ func TestLinesPerWrite(t *testing.T) {
 	}
 	o.Targets, o.FileTargets, o.Via, o.LinesPerWrite = TargetsFile, ts, doors.ViaKprobeEvents, 5
 	s := mustSetup(t, o)
-	rep, err := RunMany(s, []RunSpec{{"none", 0}}, DefaultWiring, sim.DefaultCosts(), "", nil)
+	rep, err := RunMany(s, []RunSpec{{"none", 0}}, machine.Wire, sim.DefaultCosts(), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,10 +22,6 @@ import (
 	"github.com/kpsim/kpsim/x86"
 )
 
-func init() {
-	Register(Info{Name: "many", Doc: "the batch kprobe sample: N generated functions, one kprobe each, register_kprobes then unregister_kprobes"})
-}
-
 // Placement says where on each target function the probe sits.
 type Placement string
 
@@ -474,7 +470,7 @@ func imageProbes(k *image.Kernel, o ManyOptions) []Target {
 // read-only setup), so they run s.Opts.Jobs at a time (s.Opts.Pool's
 // bound when set); the report lists them in spec order whatever order
 // they finished in, and the first failing spec's error is returned.
-func RunMany(s *ManySetup, specs []RunSpec, wire Wiring, costs *sim.CostTable, faults string, prog Progress) (*ManyReport, error) {
+func RunMany(s *ManySetup, specs []RunSpec, wire machine.Wiring, costs *sim.CostTable, faults string, prog Progress) (*ManyReport, error) {
 	rep := &ManyReport{Scenario: "many", Kernel: s.Kernel.Name, CPU: s.Kernel.BootCPU(), N: s.Opts.N, Weights: costs.Describe(), Via: s.Opts.FrontDoor(), Params: s.params(), Targets: s.Targets}
 	pool := s.Opts.Pool
 	if pool == nil {
@@ -585,7 +581,7 @@ type run struct {
 // that on mixed images. The walk is ~20 ms at 20k probes, a tenth of a run.
 var sampleTeardown bool
 
-func runOne(s *ManySetup, spec RunSpec, wire Wiring, costs *sim.CostTable, faultSpec string, prog Progress) (*RunResult, error) {
+func runOne(s *ManySetup, spec RunSpec, wire machine.Wiring, costs *sim.CostTable, faultSpec string, prog Progress) (*RunResult, error) {
 	faults, err := sim.ParseFaults(faultSpec)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image/synth"
 	"github.com/kpsim/kpsim/kprobes"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/x86"
 )
@@ -48,7 +49,7 @@ func TestGetKprobeCallsPerRegistration(t *testing.T) {
 	o.N, o.Image = 3, smallImage(1)
 	s := mustSetup(t, o)
 	c := sim.NewCounters(false)
-	deps, lateInit, err := DefaultWiring(s.Kernel, 0, c, nil)
+	deps, lateInit, err := machine.Wire(s.Kernel, 0, c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestGetKprobeCallsPerRegistration(t *testing.T) {
 // runSpecs runs every spec and checks that all reach the first's decisions.
 func checkSameDecisions(t *testing.T, s *ManySetup, specs []RunSpec, faults string) *ManyReport {
 	t.Helper()
-	rep, err := RunMany(s, specs, DefaultWiring, sim.DefaultCosts(), faults, nil)
+	rep, err := RunMany(s, specs, machine.Wire, sim.DefaultCosts(), faults, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ func TestOptimizedRegionSemantics(t *testing.T) {
 	s := mustSetup(t, o)
 	for _, sw := range []sim.Switches{0, sim.PresetAll.Set} {
 		c := sim.NewCounters(false)
-		deps, lateInit, _ := DefaultWiring(s.Kernel, sw, c, nil)
+		deps, lateInit, _ := machine.Wire(s.Kernel, sw, c, nil)
 		_ = lateInit()
 		kp, _ := kprobes.New(deps, kprobes.DefaultConfig(), sw, c)
 		// Target layout (IBT): +0 endbr64, +4 mov X(%rip),%eax (6 bytes),

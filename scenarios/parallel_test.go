@@ -13,6 +13,7 @@ import (
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
 	"github.com/kpsim/kpsim/kprobes"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -67,7 +68,7 @@ func TestRunManyParallelMatchesSerial(t *testing.T) {
 	for _, jobs := range []int{1, 3} {
 		o.Jobs = jobs
 		s := mustSetup(t, o) // a fresh image each time: nothing carried over
-		rep, err := RunMany(s, specs, DefaultWiring, sim.DefaultCosts(), "", nil)
+		rep, err := RunMany(s, specs, machine.Wire, sim.DefaultCosts(), "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +90,7 @@ func TestRetainedBytesRepeatable(t *testing.T) {
 	spec := RunSpec{Name: "series", Switches: sim.PresetSeries.Set}
 	var want uint64
 	for round := 0; round < 2; round++ {
-		rep, err := RunMany(s, []RunSpec{spec, spec, spec}, DefaultWiring, sim.DefaultCosts(), "", nil)
+		rep, err := RunMany(s, []RunSpec{spec, spec, spec}, machine.Wire, sim.DefaultCosts(), "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +126,7 @@ func TestRunManyParallelSharedSetup(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			reps[i], errs[i] = RunMany(s, specs, DefaultWiring, sim.DefaultCosts(), "", nil)
+			reps[i], errs[i] = RunMany(s, specs, machine.Wire, sim.DefaultCosts(), "", nil)
 		}()
 	}
 	wg.Wait()
@@ -173,7 +174,7 @@ func TestRunManyParallelProgress(t *testing.T) {
 	o.N, o.Image, o.OptimizeEvery, o.Jobs = 600, tinyImage(5), 64, 2
 	s := mustSetup(t, o)
 	p := &countingProgress{}
-	if _, err := RunMany(s, parallelSpecs(t)[:3], DefaultWiring, sim.DefaultCosts(), "", p); err != nil {
+	if _, err := RunMany(s, parallelSpecs(t)[:3], machine.Wire, sim.DefaultCosts(), "", p); err != nil {
 		t.Fatal(err)
 	}
 	if p.starts != 1 || p.dones != 1 || p.total != 3*600 || p.last != p.total || p.backwards {
@@ -192,7 +193,7 @@ func TestRunManyParallelFirstError(t *testing.T) {
 		if sw != 0 {
 			return kprobes.Deps{}, nil, boom
 		}
-		return DefaultWiring(k, sw, c, f)
+		return machine.Wire(k, sw, c, f)
 	}
 	specs := []RunSpec{{Name: "none"}, {Name: "series", Switches: sim.PresetSeries.Set}, {Name: "none2"}, {Name: "all", Switches: sim.PresetAll.Set}}
 	_, err := RunMany(s, specs, wire, sim.DefaultCosts(), "", nil)
@@ -218,7 +219,7 @@ func TestRetainedPeakAtAttach(t *testing.T) {
 		run := func(force bool) []uint64 {
 			sampleTeardown = force
 			defer func() { sampleTeardown = false }()
-			rep, err := RunMany(s, specs, DefaultWiring, sim.DefaultCosts(), "", nil)
+			rep, err := RunMany(s, specs, machine.Wire, sim.DefaultCosts(), "", nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -44,7 +45,7 @@ func TestConcurrentRunsShareImage(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rep, err := RunMany(s, []RunSpec{sp}, DefaultWiring, sim.DefaultCosts(), "", nil)
+			rep, err := RunMany(s, []RunSpec{sp}, machine.Wire, sim.DefaultCosts(), "", nil)
 			if err != nil {
 				errs[i] = err
 				return
@@ -58,7 +59,7 @@ func TestConcurrentRunsShareImage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	serial, err := RunMany(s, specs, DefaultWiring, sim.DefaultCosts(), "", nil)
+	serial, err := RunMany(s, specs, machine.Wire, sim.DefaultCosts(), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
