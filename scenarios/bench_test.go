@@ -3,6 +3,7 @@ package scenarios
 import (
 	"testing"
 
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -19,7 +20,7 @@ func benchMany(b *testing.B, n int, sw sim.Switches) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		rep, err := RunMany(s, []RunSpec{{sw.Name(), sw}}, DefaultWiring, sim.DefaultCosts(), "", nil)
+		rep, err := RunMany(s, []RunSpec{{sw.Name(), sw}}, machine.Wire, sim.DefaultCosts(), "", nil)
 		if err != nil {
 			b.Fatal(err)
 		}

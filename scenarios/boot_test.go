@@ -7,10 +7,12 @@ import (
 	"testing"
 
 	"github.com/kpsim/kpsim/alternative"
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/bzimage"
 	"github.com/kpsim/kpsim/image/load"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/x86"
 )
@@ -69,10 +71,10 @@ func TestRealKernelParavirtNotRefused(t *testing.T) {
 	run := func(cpu string) (*image.Kernel, *RunResult) {
 		k := booted[cpu].Kernel
 		o := DefaultManyOptions()
-		o.Targets, o.ByAddress, o.Via = TargetsAllFunctions, true, ViaRegisterKprobe // one by one, by address
+		o.Targets, o.ByAddress, o.Via = TargetsAllFunctions, true, doors.ViaRegisterKprobe // one by one, by address
 		s := &ManySetup{Opts: o, Kernel: k, Targets: probes}
 		s.Opts.N = len(probes)
-		rep, err := RunMany(s, []RunSpec{{"none", 0}}, DefaultWiring, sim.DefaultCosts(), "", nil)
+		rep, err := RunMany(s, []RunSpec{{"none", 0}}, machine.Wire, sim.DefaultCosts(), "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}

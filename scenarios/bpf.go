@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/kpsim/kpsim/bpf"
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/ftrace"
-	"github.com/kpsim/kpsim/ftrace/fprobe"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/kprobes"
@@ -83,7 +83,7 @@ type bpfRun struct {
 	lib  *libbpf.Lib
 	syms *kallsyms.Compressed
 	ft   *ftrace.Ftrace
-	perf *PerfKprobes
+	perf *doors.PerfKprobes
 }
 
 // bootBPF boots a run's kernel (machine.Boot: the wiring, kprobes, late
@@ -97,7 +97,6 @@ func bootBPF(k *image.Kernel, sw sim.Switches, o BPFOptions, c *sim.Counters) (*
 	if syms == nil || ft == nil {
 		return nil, "", fmt.Errorf("bpf scenarios need the compressed kallsyms and ftrace models")
 	}
-	ft.LookupSymbolsModules = o.Gen >= bpf.Gen610
 	fp, why := FprobeFromImage(k)
 	if v, set := o.Kconfig["FPROBE"]; set {
 		if v != fp {
@@ -105,10 +104,9 @@ func bootBPF(k *image.Kernel, sw sim.Switches, o BPFOptions, c *sim.Counters) (*
 		}
 		fp = v
 	}
-	kern := &bpf.Kernel{Gen: o.Gen, Kconfig: bpf.Kconfig{FPROBE: fp}, Ftrace: ft,
-		Fprobe: &fprobe.Env{Ftrace: ft, PossibleCPUs: o.PossibleCPUs}, Syms: syms, Modules: k.Modules,
-		Lookup: ftrace.LookupModeOf(sw)}
-	perf := NewPerfKprobes(m)
+	d := doors.New(m)
+	kern := d.BPF(o.Gen, fp, o.PossibleCPUs)
+	perf := d.PerfKprobes()
 	sys := bpf.NewSystem(kern, syms, perf)
 	r := &bpfRun{c: c, kern: kern, sys: sys, lib: libbpf.New(sys, sw), syms: syms, ft: ft, perf: perf}
 	return r, why, nil

@@ -13,11 +13,6 @@ import (
 	"github.com/kpsim/kpsim/sim"
 )
 
-func init() {
-	Register(Info{Name: "crossover", Doc: "resolving K names: K kallsyms_lookup_name binary searches vs one ftrace_lookup_symbols walk, per kallsyms variant"})
-	Register(Info{Name: "tracing-multi", Doc: "fentry/fexit multi attach by BTF id: one kallsyms_lookup_name per function, per kallsyms variant, beside the ftrace registration"})
-}
-
 // CrossoverRow is one (variant, K) point.
 type CrossoverRow struct {
 	Variant     string  `json:"variant"`
@@ -58,7 +53,7 @@ func variantSwitches(v kallsyms.Variant) (sim.Switches, bool) {
 func variantKernel(k *image.Kernel, v kallsyms.Variant) (*kallsyms.Compressed, *ftrace.Ftrace, error) {
 	sw, _ := variantSwitches(v)
 	c := sim.NewCounters(false)
-	w, err := DefaultWiring(k, sw, c, nil, false)
+	w, err := machine.Wire(k, sw, c, nil, false)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kpsim/kpsim/doors"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/maple"
 	"github.com/kpsim/kpsim/rhashtable"
 	"github.com/kpsim/kpsim/sim"
@@ -36,7 +38,7 @@ func allocFaults(t *testing.T) string {
 // allocation failing once and the rhashtable's growth failing.
 func TestCompareDesignsSameDecisions(t *testing.T) {
 	o := DefaultManyOptions()
-	o.N, o.ImageProbes, o.Mixed, o.Via, o.Seed, o.OptimizeEvery = 150, 450, true, ViaRegisterKprobe, 2, 17
+	o.N, o.ImageProbes, o.Mixed, o.Via, o.Seed, o.OptimizeEvery = 150, 450, true, doors.ViaRegisterKprobe, 2, 17
 	o.Image = smallImage(2)
 	s := mustSetup(t, o)
 	specs := CompareDesignSpecs()
@@ -69,7 +71,7 @@ func TestCompareDesignsSameDecisions(t *testing.T) {
 // names the first probe that differs, and it is that -ENOMEM.
 func TestDesignOnlyAllocationSaysWhich(t *testing.T) {
 	o := DefaultManyOptions()
-	o.N, o.Via, o.Image = 300, ViaRegisterKprobe, smallImage(3)
+	o.N, o.Via, o.Image = 300, doors.ViaRegisterKprobe, smallImage(3)
 	s := mustSetup(t, o)
 	for _, tc := range []struct {
 		spec  RunSpec
@@ -78,7 +80,7 @@ func TestDesignOnlyAllocationSaysWhich(t *testing.T) {
 		{RunSpec{"series+kprobe-btree", sim.PresetSeries.Set.With(sim.KprobeBtree)}, maple.FaultNodeAlloc.Name() + "@3"},
 		{RunSpec{"kprobe-rhashtable", sim.Switches(0).With(sim.KprobeRhashtable)}, rhashtable.FaultTableAlloc.Name()},
 	} {
-		rep, err := RunMany(s, []RunSpec{{"none", 0}, tc.spec}, DefaultWiring, sim.DefaultCosts(), tc.fault, nil)
+		rep, err := RunMany(s, []RunSpec{{"none", 0}, tc.spec}, machine.Wire, sim.DefaultCosts(), tc.fault, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +99,7 @@ func TestDesignMemoryReported(t *testing.T) {
 	o := DefaultManyOptions()
 	o.N, o.Image = 500, smallImage(4)
 	s := mustSetup(t, o)
-	rep, err := RunMany(s, CompareDesignSpecs(), DefaultWiring, sim.DefaultCosts(), "", nil)
+	rep, err := RunMany(s, CompareDesignSpecs(), machine.Wire, sim.DefaultCosts(), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kprobes"
 	"github.com/kpsim/kpsim/machine"
@@ -21,31 +22,6 @@ func Boot(k *image.Kernel, sw sim.Switches, cpus int, faults *sim.Faults) (*mach
 	}
 	cfg.Counters = sim.NewCounters(false)
 	return machine.Boot(k, cfg)
-}
-
-// FrontDoor is a way a probe reaches register_kprobe: directly (the
-// default), or through tracefs kprobe_events or the perf kprobe PMU,
-// which add checks of their own. Register records its own steps to
-// kp.Trail when it is set (kprobes.Indent nests the core's steps under
-// them) and returns the kprobe it registered, or nil with the error and
-// the Reason of a refusal made before register_kprobe was reached.
-type FrontDoor interface {
-	Name() string
-	Register(kp *kprobes.Kprobes, t Target) (*kprobes.Kprobe, kprobes.Reason, error)
-}
-
-// DirectDoor calls register_kprobe with the target as the kprobe's
-// symbol_name+offset or addr, as a module would.
-type DirectDoor struct{}
-
-// Name implements FrontDoor.
-func (DirectDoor) Name() string { return "register_kprobe" }
-
-// Register implements FrontDoor.
-func (DirectDoor) Register(kp *kprobes.Kprobes, t Target) (*kprobes.Kprobe, kprobes.Reason, error) {
-	p := &kprobes.Kprobe{SymbolName: t.Symbol, Offset: t.Offset, Addr: t.Addr, HasPostHandler: t.Post}
-	err := kp.RegisterKprobe(p)
-	return p, p.Why(), err
 }
 
 // Explanation is what happened to one probe on a booted kernel.
@@ -69,12 +45,12 @@ type Explanation struct {
 }
 
 // Explain registers the one target t on m's kernel through door (nil:
-// DirectDoor), runs the deferred optimizer until it is idle, and returns
+// register_kprobe's, doors.Doors.Door), runs the deferred optimizer until it is idle, and returns
 // the decision trail and the outcome. It counts on a fresh counter set,
 // so Explanation.Counters is the cost of this probe alone.
-func Explain(m *machine.Machine, t Target, door FrontDoor) (*Explanation, error) {
+func Explain(m *machine.Machine, t Target, door doors.Door) (*Explanation, error) {
 	if door == nil {
-		door = DirectDoor{}
+		door = doors.New(m).Door(doors.ViaRegisterKprobe, false)
 	}
 	kp := m.KP
 	trail := &kprobes.Trail{}
@@ -83,7 +59,7 @@ func Explain(m *machine.Machine, t Target, door FrontDoor) (*Explanation, error)
 	kp.C, kp.Trail = c, trail
 	defer func() { kp.C, kp.Trail = saved, nil }()
 
-	p, why, err := door.Register(kp, t)
+	p, why, err := door.Register(t.Probe())
 	var e kprobes.Errno
 	code := 0
 	switch {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image/synth"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -23,12 +24,12 @@ func TestExplainThroughFrontDoors(t *testing.T) {
 	target := Target{Raw: synth.ProbeTargetName(2) + "+5", Symbol: synth.ProbeTargetName(2), Offset: 5, OwnOffset: true}
 	var want string
 	for _, spec := range append([]RunSpec{{"none", 0}, {"all", sim.PresetAll.Set}}, AblationSpecs()...) {
-		for _, via := range []Via{ViaKprobeEvents, ViaPerfKprobe} {
+		for _, via := range []doors.Via{doors.ViaKprobeEvents, doors.ViaPerfKprobe} {
 			m, err := Boot(k, spec.Switches, 8, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			x, err := Explain(m, target, DoorFor(m, via, true))
+			x, err := Explain(m, target, doors.New(m).Door(via, true))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -40,21 +41,21 @@ func TestExplainThroughFrontDoors(t *testing.T) {
 			}
 			first := strings.SplitN(trail, "\n", 2)[0]
 			switch via {
-			case ViaKprobeEvents:
+			case doors.ViaKprobeEvents:
 				if !strings.HasPrefix(first, "trace_kprobe_create(") || !strings.Contains(trail, "number_of_same_symbols") ||
 					!strings.Contains(trail, "find_trace_kprobe") || !strings.Contains(trail, "  register_kprobe(") ||
 					!strings.Contains(trail, "event_enable_write") {
 					t.Fatalf("kprobe_events trail lacks the event layer or the nested core:\n%s", trail)
 				}
-			case ViaPerfKprobe:
+			case doors.ViaPerfKprobe:
 				if !strings.HasPrefix(first, "perf_event_open(") || strings.Contains(trail, "find_trace_kprobe") {
 					t.Fatalf("perf trail:\n%s", trail)
 				}
 			}
 			key := string(via) + "\n" + trail + x.State.String() + x.Why.String()
-			if spec.Name == "none" && via == ViaKprobeEvents {
+			if spec.Name == "none" && via == doors.ViaKprobeEvents {
 				want = key
-			} else if via == ViaKprobeEvents && key != want {
+			} else if via == doors.ViaKprobeEvents && key != want {
 				t.Fatalf("%s: trail differs from none:\n%s\nvs\n%s", spec.Name, key, want)
 			}
 		}

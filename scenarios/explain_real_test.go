@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -43,7 +44,7 @@ func TestRealKernelReasons(t *testing.T) {
 	}
 
 	o := DefaultManyOptions()
-	o.Targets, o.ByAddress, o.Via, o.CPUs, o.OptimizeEvery = TargetsAllFunctions, true, ViaRegisterKprobe, 8, 256
+	o.Targets, o.ByAddress, o.Via, o.CPUs, o.OptimizeEvery = TargetsAllFunctions, true, doors.ViaRegisterKprobe, 8, 256
 	all, err := PrepareManyFor(k, o)
 	if err != nil {
 		t.Fatal(err)

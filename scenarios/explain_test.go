@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image/synth"
 	"github.com/kpsim/kpsim/kprobes"
 	"github.com/kpsim/kpsim/sim"
@@ -87,7 +88,7 @@ func registerEachFaults(t tb, s *ManySetup, sw sim.Switches, trail bool, faults 
 func mixedSetup(t tb, seed uint64, n, extra int) *ManySetup {
 	t.Helper()
 	o := DefaultManyOptions()
-	o.N, o.ImageProbes, o.Mixed, o.Via, o.Seed, o.OptimizeEvery = n, extra, true, ViaRegisterKprobe, seed, 13
+	o.N, o.ImageProbes, o.Mixed, o.Via, o.Seed, o.OptimizeEvery = n, extra, true, doors.ViaRegisterKprobe, seed, 13
 	o.Image = smallImage(seed)
 	s, err := PrepareMany(o)
 	if err != nil {

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -39,7 +41,7 @@ func runBothWays(t *testing.T, s *ManySetup, specs []RunSpec) *ManyReport {
 	run := func(walk bool) *ManyReport {
 		ws := *s
 		ws.Opts.Walk = walk
-		rep, err := RunMany(&ws, specs, DefaultWiring, sim.DefaultCosts(), "", nil)
+		rep, err := RunMany(&ws, specs, machine.Wire, sim.DefaultCosts(), "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,15 +87,15 @@ func TestFastPathsMatchWalk(t *testing.T) {
 	}{
 		{"register_kprobes", func(o *ManyOptions) {}},
 		{"register_kprobe/mixed", func(o *ManyOptions) {
-			o.N, o.ImageProbes, o.Mixed, o.Via, o.OptimizeEvery = n/5, n/2, true, ViaRegisterKprobe, 17
+			o.N, o.ImageProbes, o.Mixed, o.Via, o.OptimizeEvery = n/5, n/2, true, doors.ViaRegisterKprobe, 17
 		}},
 		// The event doors take traceable functions (as TestFrontDoorsSameDecisions).
 		{"kprobe_events/each", func(o *ManyOptions) {
-			o.Via, o.Enable, o.LinesPerWrite = ViaKprobeEvents, EnableEach, 7
+			o.Via, o.Enable, o.LinesPerWrite = doors.ViaKprobeEvents, doors.EnableEach, 7
 			o.Targets, o.Placement, o.Offset, o.OptimizeEvery = TargetsTraceable, PlaceOffset, 5, 13
 		}},
 		{"perf_kprobe", func(o *ManyOptions) {
-			o.Via = ViaPerfKprobe
+			o.Via = doors.ViaPerfKprobe
 			o.Targets, o.Placement, o.Offset, o.OptimizeEvery = TargetsTraceable, PlaceOffset, 5, 13
 		}},
 	}

@@ -107,7 +107,7 @@ func floorOnce(b *testing.B, fs *floorSetup) int {
 
 // registerOnce is one run of the registration work (RunMany, one spec).
 func registerOnce(b *testing.B, fs *floorSetup, sw sim.Switches) *RunResult {
-	rep, err := RunMany(fs.s, []RunSpec{{sw.Name(), sw}}, DefaultWiring, sim.DefaultCosts(), "", nil)
+	rep, err := RunMany(fs.s, []RunSpec{{sw.Name(), sw}}, machine.Wire, sim.DefaultCosts(), "", nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func BenchmarkAblation20k(b *testing.B) {
 	cpu0 := processCPU()
 	var ops uint64
 	for i := 0; i < b.N; i++ {
-		rep, err := RunMany(fs.s, specs, DefaultWiring, sim.DefaultCosts(), "", nil)
+		rep, err := RunMany(fs.s, specs, machine.Wire, sim.DefaultCosts(), "", nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -5,8 +5,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/load"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -42,13 +44,13 @@ func benchEvents(b *testing.B, sw sim.Switches) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		o := DefaultManyOptions()
-		o.Targets, o.Via, o.Enable, o.LinesPerWrite = TargetsTraceable, ViaKprobeEvents, EnableEach, 1
+		o.Targets, o.Via, o.Enable, o.LinesPerWrite = TargetsTraceable, doors.ViaKprobeEvents, doors.EnableEach, 1
 		o.Placement, o.Offset = PlaceOffset, 5
 		s, err := PrepareManyFor(k, o)
 		if err != nil {
 			b.Fatal(err)
 		}
-		rep, err := RunMany(s, []RunSpec{{sw.Name(), sw}}, DefaultWiring, sim.DefaultCosts(), "", nil)
+		rep, err := RunMany(s, []RunSpec{{sw.Name(), sw}}, machine.Wire, sim.DefaultCosts(), "", nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -188,8 +190,8 @@ func TestPlacementEveryKind(t *testing.T) {
 						}
 						s.Targets = some
 					}
-					s.Opts.Via = ViaRegisterKprobe
-					rep, err := RunMany(s, []RunSpec{{"none", 0}}, DefaultWiring, sim.DefaultCosts(), "", nil)
+					s.Opts.Via = doors.ViaRegisterKprobe
+					rep, err := RunMany(s, []RunSpec{{"none", 0}}, machine.Wire, sim.DefaultCosts(), "", nil)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -232,16 +234,16 @@ func TestFrontDoorsSameDecisions(t *testing.T) {
 	if len(base.Targets) > 700 {
 		base.Targets = base.Targets[:700]
 	}
-	for _, via := range []Via{ViaKprobeEvents, ViaPerfKprobe, ViaRegisterKprobe} {
-		for _, en := range []EnableMode{EnableEach, EnableGroup} {
-			if via != ViaKprobeEvents && en != EnableEach {
+	for _, via := range []doors.Via{doors.ViaKprobeEvents, doors.ViaPerfKprobe, doors.ViaRegisterKprobe} {
+		for _, en := range []doors.EnableMode{doors.EnableEach, doors.EnableGroup} {
+			if via != doors.ViaKprobeEvents && en != doors.EnableEach {
 				continue
 			}
 			t.Run(fmt.Sprintf("%s/%s", via, en), func(t *testing.T) {
 				s := *base
 				s.Opts.Via = via
 				s.Opts.LinesPerWrite = 7
-				if via == ViaKprobeEvents {
+				if via == doors.ViaKprobeEvents {
 					s.Opts.Enable = en
 				}
 				rep := checkSameDecisions(t, &s, allSpecs(), "")
@@ -274,9 +276,9 @@ func TestLinesPerWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Targets, o.FileTargets, o.Via, o.LinesPerWrite = TargetsFile, ts, ViaKprobeEvents, 5
+	o.Targets, o.FileTargets, o.Via, o.LinesPerWrite = TargetsFile, ts, doors.ViaKprobeEvents, 5
 	s := mustSetup(t, o)
-	rep, err := RunMany(s, []RunSpec{{"none", 0}}, DefaultWiring, sim.DefaultCosts(), "", nil)
+	rep, err := RunMany(s, []RunSpec{{"none", 0}}, machine.Wire, sim.DefaultCosts(), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"testing"
 
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -26,7 +27,7 @@ func TestGrowthWithN(t *testing.T) {
 		o := DefaultManyOptions()
 		o.N, o.Image = n, smallImage(7)
 		s := mustSetup(t, o)
-		rep, err := RunMany(s, []RunSpec{{"none", 0}, {"series", sim.PresetSeries.Set}}, DefaultWiring, sim.DefaultCosts(), "", nil)
+		rep, err := RunMany(s, []RunSpec{{"none", 0}, {"series", sim.PresetSeries.Set}}, machine.Wire, sim.DefaultCosts(), "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,10 +17,6 @@ import (
 	"github.com/kpsim/kpsim/sim"
 )
 
-func init() {
-	Register(Info{Name: "kallsyms", Doc: "the kernel's test_kallsyms_perf: name-search hits and misses, sprint_symbol(_no_offset), a full walk, per lookup variant"})
-}
-
 // KallsymsOptions parameterise the kallsyms scenario.
 type KallsymsOptions struct {
 	Iters    int

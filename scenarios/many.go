@@ -4,27 +4,23 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/sizer"
 	"github.com/kpsim/kpsim/kallsyms/ktab"
 	"github.com/kpsim/kpsim/kprobes"
 	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
-	"github.com/kpsim/kpsim/trace"
 	"github.com/kpsim/kpsim/x86"
 )
-
-func init() {
-	Register(Info{Name: "many", Doc: "the batch kprobe sample: N generated functions, one kprobe each, register_kprobes then unregister_kprobes"})
-}
 
 // Placement says where on each target function the probe sits.
 type Placement string
@@ -33,27 +29,6 @@ const (
 	PlaceEntry       Placement = "entry"        // symbol+0 (ENDBR-adjusted to +4 with IBT)
 	PlaceAfterFentry Placement = "after-fentry" // past the ENDBR and the __fentry__ call
 	PlaceOffset      Placement = "offset"       // symbol + --offset
-)
-
-// Via is the front door probes are attached through.
-type Via string
-
-// The front doors of --via.
-const (
-	ViaRegisterKprobes Via = "register_kprobes" // one all-or-nothing batch (the sample)
-	ViaRegisterKprobe  Via = "register_kprobe"  // one call per probe
-	ViaKprobeEvents    Via = "kprobe_events"    // tracefs lines, registered disabled
-	ViaPerfKprobe      Via = "perf_kprobe"      // perf_event_open on the kprobe PMU, armed at open
-)
-
-// EnableMode is how kprobe_events probes are enabled after registration.
-type EnableMode string
-
-// The modes of --enable.
-const (
-	EnableNone  EnableMode = "none"  // leave the events disabled
-	EnableEach  EnableMode = "each"  // one write to events/GRP/EVENT/enable per event
-	EnableGroup EnableMode = "group" // one write to events/GRP/enable per group
 )
 
 // ManyOptions parameterise the many scenario.
@@ -77,9 +52,9 @@ type ManyOptions struct {
 	Order Order
 	// Via is the front door; "" picks register_kprobes for generated
 	// targets and register_kprobe otherwise.
-	Via Via
+	Via doors.Via
 	// Enable, for kprobe_events: how the events are enabled.
-	Enable EnableMode
+	Enable doors.EnableMode
 	// LinesPerWrite, for kprobe_events: lines per write() (the first
 	// failing line ends its write; the lines after it are lost).
 	LinesPerWrite int
@@ -118,18 +93,18 @@ type ManyOptions struct {
 // targets probed at their entry, registered with register_kprobes.
 func DefaultManyOptions() ManyOptions {
 	return ManyOptions{N: 20000, Placement: PlaceEntry, Targets: TargetsGenerated, Order: OrderFile,
-		Enable: EnableNone, LinesPerWrite: 1000, OptimizeEvery: 256, Seed: 1, CPUs: 8, Image: synth.DefaultConfig()}
+		Enable: doors.EnableNone, LinesPerWrite: 1000, OptimizeEvery: 256, Seed: 1, CPUs: 8, Image: synth.DefaultConfig()}
 }
 
 // FrontDoor returns the front door the run uses.
-func (o *ManyOptions) FrontDoor() Via {
+func (o *ManyOptions) FrontDoor() doors.Via {
 	switch {
 	case o.Via != "":
 		return o.Via
 	case o.Targets == TargetsGenerated || o.Targets == "":
-		return ViaRegisterKprobes
+		return doors.ViaRegisterKprobes
 	}
-	return ViaRegisterKprobe
+	return doors.ViaRegisterKprobe
 }
 
 // Validate checks the options, naming the flag at fault.
@@ -177,14 +152,14 @@ func (o *ManyOptions) Validate() error {
 	}
 	via := o.FrontDoor()
 	switch via {
-	case ViaRegisterKprobes, ViaRegisterKprobe, ViaKprobeEvents, ViaPerfKprobe:
+	case doors.ViaRegisterKprobes, doors.ViaRegisterKprobe, doors.ViaKprobeEvents, doors.ViaPerfKprobe:
 	default:
 		return fmt.Errorf("--via: want register_kprobes, register_kprobe, kprobe_events or perf_kprobe, got %q", via)
 	}
 	switch o.Enable {
-	case "", EnableNone:
-	case EnableEach, EnableGroup:
-		if via != ViaKprobeEvents {
+	case "", doors.EnableNone:
+	case doors.EnableEach, doors.EnableGroup:
+		if via != doors.ViaKprobeEvents {
 			return fmt.Errorf("--enable %s: only kprobe_events registers probes disabled (%s arms them itself)", o.Enable, via)
 		}
 	default:
@@ -233,7 +208,7 @@ type RunResult struct {
 	EstCycles  float64           `json:"est_cycles"`
 	WallNS     int64             `json:"wall_ns"`
 	// RetainedBytes is the most the run's simulator structures held
-	// (retainedSizer), sampled at the end of the attach (the optimizer
+	// (internal/sizer), sampled at the end of the attach (the optimizer
 	// drained), before a failed batch rolls back, and after the teardown
 	// (the tracing layer keeps a little after its events are gone).
 	// Registration only adds state until the end of the attach (apart
@@ -265,7 +240,7 @@ type ManyReport struct {
 	CPU      string         `json:"cpu"` // boot CPU the kernel text was patched for (image.Config.CPU), "none" when as built
 	N        int            `json:"n"`
 	Weights  string         `json:"weights"`
-	Via      Via            `json:"via"`
+	Via      doors.Via      `json:"via"`
 	Params   map[string]any `json:"params"`
 	Runs     []*RunResult   `json:"runs"`
 
@@ -382,7 +357,7 @@ func prepareOn(k *image.Kernel, o ManyOptions) (*ManySetup, error) {
 	if len(s.Targets) == 0 {
 		return nil, fmt.Errorf("--targets %s: the image has no such functions", o.Targets)
 	}
-	if o.FrontDoor() == ViaRegisterKprobes {
+	if o.FrontDoor() == doors.ViaRegisterKprobes {
 		for _, t := range s.Targets {
 			if t.Return {
 				return nil, fmt.Errorf("--via register_kprobes: %s is a return probe (register_kprobes takes none; use --via register_kprobe)", t.Source)
@@ -498,7 +473,7 @@ func imageProbes(k *image.Kernel, o ManyOptions) []Target {
 // read-only setup), so they run s.Opts.Jobs at a time (s.Opts.Pool's
 // bound when set); the report lists them in spec order whatever order
 // they finished in, and the first failing spec's error is returned.
-func RunMany(s *ManySetup, specs []RunSpec, wire Wiring, costs *sim.CostTable, faults string, prog Progress) (*ManyReport, error) {
+func RunMany(s *ManySetup, specs []RunSpec, wire machine.Wiring, costs *sim.CostTable, faults string, prog Progress) (*ManyReport, error) {
 	rep := &ManyReport{Scenario: "many", Kernel: s.Kernel.Name, CPU: s.Kernel.BootCPU(), N: s.Opts.N, Weights: costs.Describe(), Via: s.Opts.FrontDoor(), Params: s.params(), Targets: s.Targets}
 	pool := s.Opts.Pool
 	if pool == nil {
@@ -574,7 +549,7 @@ func (s *ManySetup) params() map[string]any {
 	if o.Targets == "" {
 		p["targets"] = string(TargetsGenerated)
 	}
-	if o.FrontDoor() == ViaKprobeEvents {
+	if o.FrontDoor() == doors.ViaKprobeEvents {
 		p["enable"], p["lines_per_write"] = string(o.Enable), o.LinesPerWrite
 	}
 	if o.ByAddress {
@@ -589,23 +564,12 @@ func (s *ManySetup) params() map[string]any {
 	return p
 }
 
-// attachment is one target's probe, whichever front door made it.
-type attachment struct {
-	kp     *kprobes.Kprobe
-	rp     *kprobes.Kretprobe
-	tk     *trace.TraceKprobe
-	pe     *trace.PerfEvent
-	code   int // 0, errno, -1 not attempted
-	reason string
-	addr   uint64
-}
-
 // run is one run's state while it attaches and tears down.
 type run struct {
 	s      *ManySetup
 	m      *machine.Machine
-	tr     *trace.Tracing
-	at     []attachment
+	d      *doors.Doors
+	at     []doors.Attachment
 	prog   Progress
 	peak   func()
 	growth *growthRecorder
@@ -620,7 +584,7 @@ type run struct {
 // that on mixed images. The walk is ~20 ms at 20k probes, a tenth of a run.
 var sampleTeardown bool
 
-func runOne(s *ManySetup, spec RunSpec, wire Wiring, costs *sim.CostTable, faultSpec string, prog Progress) (*RunResult, error) {
+func runOne(s *ManySetup, spec RunSpec, wire machine.Wiring, costs *sim.CostTable, faultSpec string, prog Progress) (*RunResult, error) {
 	faults, err := sim.ParseFaults(faultSpec)
 	if err != nil {
 		return nil, err
@@ -636,12 +600,12 @@ func runOne(s *ManySetup, spec RunSpec, wire Wiring, costs *sim.CostTable, fault
 	// from its roots (the shared image and kallsyms tables excluded), so
 	// overlapping runs do not see each other's heap.
 	// Typed nils name types whose values are shared without walking any.
-	sizer := newRetainedSizer(s, s.Kernel, machine.BuiltKallsymsTables(s.Kernel), costs,
+	sz := sizer.New(s, s.Kernel, machine.BuiltKallsymsTables(s.Kernel), costs,
 		(*image.Module)(nil), (*image.Region)(nil), (*ktab.Tables)(nil), (*time.Location)(nil))
 	var r *run
 	var peak uint64
 	sample := func() {
-		peak = max(peak, sizer.Measure(m, r.tr, r.at, r.growth))
+		peak = max(peak, sz.Measure(m, r.d, r.at, r.growth))
 	}
 	start := time.Now()
 	// Late init: the indexes of the series are built here (before it the
@@ -649,10 +613,10 @@ func runOne(s *ManySetup, spec RunSpec, wire Wiring, costs *sim.CostTable, fault
 	if err := m.LateInit(); err != nil {
 		return nil, err
 	}
-	r = &run{s: s, m: m, at: make([]attachment, len(s.Targets)), prog: prog, peak: sample}
+	r = &run{s: s, m: m, d: doors.New(m), at: make([]doors.Attachment, len(s.Targets)), prog: prog, peak: sample}
 	via := s.Opts.FrontDoor()
-	if via == ViaKprobeEvents || via == ViaPerfKprobe {
-		r.tr = trace.New(trace.Deps{KP: m.KP, Syms: m.Syms, Ftrace: m.Ftrace, Image: s.Kernel, C: c, Faults: faults}, trace.ConfigFor(s.Kernel))
+	if via.Traced() {
+		r.d.Tracing() // built before the attach, as the kernel's is at boot
 	}
 	if s.Opts.BatchReport > 0 {
 		r.growth = newGrowthRecorder(costs, c, s.Opts.BatchReport)
@@ -662,13 +626,13 @@ func runOne(s *ManySetup, spec RunSpec, wire Wiring, costs *sim.CostTable, fault
 		prog.Start(spec.Name, len(s.Targets))
 	}
 	switch via {
-	case ViaRegisterKprobes:
+	case doors.ViaRegisterKprobes:
 		err = r.registerBatch()
-	case ViaRegisterKprobe:
+	case doors.ViaRegisterKprobe:
 		err = r.registerEach()
-	case ViaKprobeEvents:
+	case doors.ViaKprobeEvents:
 		err = r.kprobeEvents()
-	case ViaPerfKprobe:
+	case doors.ViaPerfKprobe:
 		err = r.perfOpen()
 	}
 	if err != nil {
@@ -677,7 +641,7 @@ func runOne(s *ManySetup, spec RunSpec, wire Wiring, costs *sim.CostTable, fault
 	if r.growth != nil {
 		r.growth.finish("attach")
 	}
-	if via == ViaKprobeEvents && s.Opts.Enable != EnableNone {
+	if via == doors.ViaKprobeEvents && s.Opts.Enable != doors.EnableNone {
 		if r.growth != nil {
 			r.growth.start()
 		}
@@ -717,7 +681,7 @@ func runOne(s *ManySetup, spec RunSpec, wire Wiring, costs *sim.CostTable, fault
 		return nil, err
 	}
 	m.KP.Drain()
-	if via == ViaKprobeEvents || via == ViaPerfKprobe || sampleTeardown {
+	if via.Traced() || sampleTeardown {
 		sample()
 	}
 	res.WallNS = time.Since(start).Nanoseconds()
@@ -760,28 +724,6 @@ func isCheckName(s string) bool {
 	return true
 }
 
-// codeOf splits a registration error into the errno a caller sees and a
-// model failure (a kernel BUG or a model fault) that stops the run.
-func codeOf(err error) (int, error) {
-	if err == nil {
-		return 0, nil
-	}
-	var e kprobes.Errno
-	if errors.As(err, &e) {
-		return int(e), nil
-	}
-	return 0, err
-}
-
-func (r *run) newKprobe(t Target) (*kprobes.Kprobe, *kprobes.Kretprobe) {
-	if t.Return {
-		rp := &kprobes.Kretprobe{}
-		rp.Kp = kprobes.Kprobe{SymbolName: t.Symbol, Offset: t.Offset, Addr: t.Addr}
-		return &rp.Kp, rp
-	}
-	return &kprobes.Kprobe{SymbolName: t.Symbol, Offset: t.Offset, Addr: t.Addr, HasPostHandler: t.Post}, nil
-}
-
 // step runs after the i-th target was handled: the optimizer on its
 // schedule, progress, memory sampling, and the growth batches.
 func (r *run) step(i int, accepted bool) {
@@ -791,65 +733,25 @@ func (r *run) step(i int, accepted bool) {
 	afterRegistration(r.m.KP, i, r.s.Opts.OptimizeEvery, r.prog)
 }
 
-// registerBatch models the sample's register_kprobes: the optimizer
-// still runs on its schedule, so the batch is registered in steps of
-// OptimizeEvery probes with the optimizer in between; the first failure
-// unregisters all.
+// registerBatch is the sample's register_kprobes: the optimizer still
+// runs on its schedule between the registrations.
 func (r *run) registerBatch() error {
-	kp := r.m.KP
-	probes := make([]*kprobes.Kprobe, len(r.s.Targets))
+	ps := make([]doors.Probe, len(r.s.Targets))
 	for i, t := range r.s.Targets {
-		probes[i], _ = r.newKprobe(t)
-		r.at[i].kp = probes[i]
+		ps[i] = t.Probe()
 	}
-	failAt, failErr := -1, error(nil)
-	for i := 0; i < len(probes) && failAt < 0; i++ {
-		if err := kp.RegisterKprobe(probes[i]); err != nil {
-			failAt, failErr = i, err
-			break
-		}
-		r.step(i, true)
-	}
-	if failAt < 0 {
-		return nil
-	}
-	code, err := codeOf(failErr)
-	if err != nil {
-		return err
-	}
-	r.peak() // the batch at its largest, before the rollback frees it
-	kp.UnregisterKprobes(probes[:failAt])
-	why := fmt.Sprintf("register_kprobes: rolled back: probe %d failed with %s", failAt, kprobes.Errno(code).Name())
-	for i := range r.at {
-		r.at[i].code, r.at[i].reason, r.at[i].addr = -1, why, probes[i].Addr
-	}
-	r.at[failAt].code = code
-	r.at[failAt].reason = probes[failAt].Why().String()
-	return nil
+	return r.d.RegisterBatch(ps, r.at, func(i int) { r.step(i, true) }, r.peak)
 }
 
 // registerEach: register_kprobe (register_kretprobe) one probe at a time.
 func (r *run) registerEach() error {
-	kp := r.m.KP
 	for i, t := range r.s.Targets {
-		p, rp := r.newKprobe(t)
-		a := &r.at[i]
-		a.kp, a.rp = p, rp
-		var err error
-		if rp != nil {
-			err = kp.RegisterKretprobe(rp)
-		} else {
-			err = kp.RegisterKprobe(p)
+		a, err := r.d.Register(t.Probe())
+		r.at[i] = a
+		if err != nil {
+			return fmt.Errorf("probe %d (%s): %w", i, t.Raw, err)
 		}
-		code, ferr := codeOf(err)
-		if ferr != nil {
-			return fmt.Errorf("probe %d (%s): %w", i, t.Raw, ferr)
-		}
-		a.code, a.addr = code, p.Addr
-		if code != 0 {
-			a.reason = p.Why().String()
-		}
-		r.step(i, code == 0)
+		r.step(i, a.Code == 0)
 	}
 	return nil
 }
@@ -857,142 +759,39 @@ func (r *run) registerEach() error {
 // kprobeEvents writes the targets' lines to kprobe_events,
 // LinesPerWrite lines a write; a failed line loses the rest of its write.
 func (r *run) kprobeEvents() error {
-	r.tr.OpenKprobeEvents()
+	r.d.OpenKprobeEvents()
 	k := r.s.Opts.LinesPerWrite
 	ts := r.s.Targets
 	for lo := 0; lo < len(ts); lo += k {
 		hi := min(lo+k, len(ts))
-		var b strings.Builder
+		lines := make([]string, 0, hi-lo)
 		for _, t := range ts[lo:hi] {
-			line := t.EventLine()
-			if strings.ContainsAny(line, "\n") {
-				line = strings.ReplaceAll(line, "\n", " ")
-			}
-			b.WriteString(line)
-			b.WriteByte('\n')
+			lines = append(lines, t.EventLine())
 		}
-		outs, werr := r.tr.WriteKprobeEvents(b.String())
-		if len(outs) != hi-lo {
-			return fmt.Errorf("kprobe_events: %d outcomes for %d lines", len(outs), hi-lo)
+		if err := r.d.WriteEvents(lines, r.at[lo:hi]); err != nil {
+			return err
 		}
-		failed := -1
-		for j, o := range outs {
-			a := &r.at[lo+j]
-			a.tk = o.TK
-			switch {
-			case !o.Attempted:
-				a.code = -1
-				a.reason = fmt.Sprintf("trace_parse_run_command: not reached: line %d of this write failed with %s", failed+1, errnoName(werr))
-			case o.Code != 0:
-				a.code, a.reason, a.addr = int(o.Code), o.Reason.String(), o.Addr
-				failed = j
-			default:
-				a.addr = o.Addr
-				if o.TK != nil {
-					a.kp = o.TK.Kp
-				}
-				if !o.Reason.IsZero() {
-					a.reason = o.Reason.String()
-				}
-			}
-			r.step(lo+j, o.Attempted && o.Code == 0)
+		for i := lo; i < hi; i++ {
+			r.step(i, r.at[i].Code == 0)
 		}
 	}
 	return nil
 }
 
-func errnoName(err error) string {
-	if e, ok := err.(errno.Errno); ok {
-		return e.Name()
-	}
-	if err == nil {
-		return "0"
-	}
-	return err.Error()
-}
-
-// enableEvents enables (or disables) the events of the accepted lines:
-// one write per event, or one per group.
+// enableEvents enables (or disables) the events of the accepted lines.
 func (r *run) enableEvents(enable bool) {
-	seen := map[*trace.Event]bool{}
-	byEvent := map[*trace.Event][]int{}
-	var order []*trace.Event
-	for i, a := range r.at {
-		if a.code != 0 || a.tk == nil {
-			continue
-		}
-		ev := a.tk.Event()
-		byEvent[ev] = append(byEvent[ev], i)
-		if !seen[ev] {
-			seen[ev] = true
-			order = append(order, ev)
-		}
-	}
-	failed := func(ev *trace.Event, err error) {
-		code, reason, ok := trace.Refusal(err)
-		if !ok {
-			return
-		}
-		for _, i := range byEvent[ev] {
-			r.at[i].code, r.at[i].reason = int(code), "enable: "+reason.String()
-		}
-	}
-	switch r.s.Opts.Enable {
-	case EnableEach:
-		for n, ev := range order {
-			if err := r.tr.EnableEvent(ev, enable); err != nil && enable {
-				failed(ev, err)
-			}
-			if enable {
-				r.step(n, true)
-			}
-		}
-	case EnableGroup:
-		var groups []string
-		gs := map[string]bool{}
-		for _, ev := range order {
-			if !gs[ev.Group] {
-				gs[ev.Group] = true
-				groups = append(groups, ev.Group)
-			}
-		}
-		for _, g := range groups {
-			var f func(*trace.Event, error)
-			if enable {
-				f = failed
-			}
-			_ = r.tr.EnableGroup(g, enable, f)
-		}
-		if enable {
-			for n := range order {
-				r.step(n, true)
-			}
-		}
-	}
+	r.d.EnableEvents(r.at, r.s.Opts.Enable, enable, func(n int) { r.step(n, true) })
 }
 
 // perfOpen opens one perf kprobe event per target (armed at open).
 func (r *run) perfOpen() error {
 	for i, t := range r.s.Targets {
-		a := &r.at[i]
-		var pe *trace.PerfEvent
-		var err error
-		if t.Symbol != "" {
-			pe, err = r.tr.PerfKprobeOpen(t.Symbol, uint64(t.Offset), t.Return)
-		} else {
-			pe, err = r.tr.PerfKprobeOpen("", t.Addr, t.Return)
-		}
+		a, err := r.d.PerfAttach(t.Probe())
 		if err != nil {
-			code, reason, addr, ok := trace.RefusalAt(err)
-			if !ok {
-				return fmt.Errorf("probe %d (%s): %w", i, t.Raw, err)
-			}
-			a.code, a.reason, a.addr = int(code), reason.String(), addr
-			r.step(i, false)
-			continue
+			return fmt.Errorf("probe %d (%s): %w", i, t.Raw, err)
 		}
-		a.pe, a.tk, a.kp, a.addr = pe, pe.TK, pe.TK.Kp, pe.TK.Kp.Addr
-		r.step(i, true)
+		r.at[i] = a
+		r.step(i, a.Code == 0)
 	}
 	return nil
 }
@@ -1000,75 +799,30 @@ func (r *run) perfOpen() error {
 // result is target i's outcome after the optimizer drained.
 func (r *run) result(i int) ProbeResult {
 	a := r.at[i]
-	pr := ProbeResult{Addr: a.addr, Code: a.code, Reason: a.reason, State: "-"}
-	if a.code != 0 {
+	pr := ProbeResult{Addr: a.Addr, Code: a.Code, Reason: a.Reason, State: "-"}
+	if a.Code != 0 {
 		return pr
 	}
-	if a.tk != nil && a.tk.Pending() {
+	if a.TK != nil && a.TK.Pending() {
 		pr.State = "pending"
 		return pr
 	}
-	if a.kp == nil {
+	if a.Kp == nil {
 		return pr
 	}
-	pr.Addr = a.kp.Addr
-	st := a.kp.State()
+	pr.Addr = a.Kp.Addr
+	st := a.Kp.State()
 	pr.State = st.String()
 	pr.Optimized = st == kprobes.StateOptimized
-	if !pr.Optimized && a.reason == "" {
-		pr.Reason = a.kp.Why().String()
+	if !pr.Optimized && a.Reason == "" {
+		pr.Reason = a.Kp.Why().String()
 	}
 	return pr
 }
 
-// teardown undoes the attach the way its front door does: one
-// unregister_kprobes batch; disabling and deleting every event with -:
-// lines; closing every perf event.
+// teardown undoes the attach the way its front door does.
 func (r *run) teardown() error {
-	kp := r.m.KP
-	switch r.s.Opts.FrontDoor() {
-	case ViaRegisterKprobes, ViaRegisterKprobe:
-		var ps []*kprobes.Kprobe
-		var rps []*kprobes.Kretprobe
-		for _, a := range r.at {
-			if a.code != 0 || a.kp == nil {
-				continue
-			}
-			if a.rp != nil {
-				rps = append(rps, a.rp)
-			} else {
-				ps = append(ps, a.kp)
-			}
-		}
-		if len(ps) > 0 {
-			kp.UnregisterKprobes(ps)
-		}
-		if len(rps) > 0 {
-			kp.UnregisterKretprobes(rps)
-		}
-	case ViaKprobeEvents:
-		if r.s.Opts.Enable != EnableNone {
-			r.enableEvents(false)
-		}
-		evs := r.tr.Events()
-		k := r.s.Opts.LinesPerWrite
-		for lo := 0; lo < len(evs); lo += k {
-			var b strings.Builder
-			for _, ev := range evs[lo:min(lo+k, len(evs))] {
-				fmt.Fprintf(&b, "-:%s/%s\n", ev.Group, ev.Name)
-			}
-			if _, err := r.tr.WriteKprobeEvents(b.String()); err != nil {
-				return fmt.Errorf("deleting the events: %v", err)
-			}
-		}
-	case ViaPerfKprobe:
-		for _, a := range r.at {
-			if a.pe != nil {
-				r.tr.PerfKprobeClose(a.pe)
-			}
-		}
-	}
-	return nil
+	return r.d.Detach(r.s.Opts.FrontDoor(), r.at, r.s.Opts.Enable, r.s.Opts.LinesPerWrite)
 }
 
 func afterRegistration(kp *kprobes.Kprobes, i, every int, prog Progress) {

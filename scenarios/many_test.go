@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image/synth"
 	"github.com/kpsim/kpsim/kprobes"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/x86"
 )
@@ -47,7 +49,7 @@ func TestGetKprobeCallsPerRegistration(t *testing.T) {
 	o.N, o.Image = 3, smallImage(1)
 	s := mustSetup(t, o)
 	c := sim.NewCounters(false)
-	w, err := DefaultWiring(s.Kernel, 0, c, nil, false)
+	w, err := machine.Wire(s.Kernel, 0, c, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +110,7 @@ func TestGetKprobeCallsPerRegistration(t *testing.T) {
 // runSpecs runs every spec and checks that all reach the first's decisions.
 func checkSameDecisions(t *testing.T, s *ManySetup, specs []RunSpec, faults string) *ManyReport {
 	t.Helper()
-	rep, err := RunMany(s, specs, DefaultWiring, sim.DefaultCosts(), faults, nil)
+	rep, err := RunMany(s, specs, machine.Wire, sim.DefaultCosts(), faults, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +158,7 @@ func TestAblationSameDecisionsMixed(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			o := DefaultManyOptions()
-			o.N, o.ImageProbes, o.Mixed, o.Via, o.Seed, o.OptimizeEvery = 150, 450, true, ViaRegisterKprobe, seed, 17
+			o.N, o.ImageProbes, o.Mixed, o.Via, o.Seed, o.OptimizeEvery = 150, 450, true, doors.ViaRegisterKprobe, seed, 17
 			o.Image = smallImage(seed)
 			s := mustSetup(t, o)
 			rep := checkSameDecisions(t, s, allSpecs(), "")
@@ -207,7 +209,7 @@ func TestOptimizedRegionSemantics(t *testing.T) {
 	s := mustSetup(t, o)
 	for _, sw := range []sim.Switches{0, sim.PresetAll.Set} {
 		c := sim.NewCounters(false)
-		w, _ := DefaultWiring(s.Kernel, sw, c, nil, false)
+		w, _ := machine.Wire(s.Kernel, sw, c, nil, false)
 		_ = w.LateInit()
 		kp, _ := kprobes.New(w.Deps, kprobes.DefaultConfig(), sw, c)
 		// Target layout (IBT): +0 endbr64, +4 mov X(%rip),%eax (6 bytes),
@@ -261,7 +263,7 @@ func TestAblationSameDecisionsDefaultImage(t *testing.T) {
 	if r := rep.Runs[0]; r.Registered != 2000 || r.Optimized != 2000 {
 		t.Fatalf("default batch: registered %d optimized %d, want 2000 and 2000", r.Registered, r.Optimized)
 	}
-	o.ImageProbes, o.Mixed, o.Via = 500, true, ViaRegisterKprobe
+	o.ImageProbes, o.Mixed, o.Via = 500, true, doors.ViaRegisterKprobe
 	s = mustSetupOn(t, s, o)
 	checkSameDecisions(t, s, noDesigns(allSpecs()), "")
 }
@@ -287,7 +289,7 @@ func TestAllFunctionsSameDecisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := DefaultManyOptions()
-	o.Targets, o.Via = TargetsAllFunctions, ViaRegisterKprobe
+	o.Targets, o.Via = TargetsAllFunctions, doors.ViaRegisterKprobe
 	s, err := PrepareManyFor(k, o)
 	if err != nil {
 		t.Fatal(err)

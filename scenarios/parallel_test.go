@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
 	"github.com/kpsim/kpsim/machine"
@@ -60,13 +61,13 @@ func sameRuns(t *testing.T, what string, a, b *ManyReport) {
 func TestRunManyParallelMatchesSerial(t *testing.T) {
 	o := DefaultManyOptions()
 	o.N, o.Image, o.ImageProbes, o.Mixed = 400, tinyImage(3), 150, true
-	o.Via = ViaRegisterKprobe
+	o.Via = doors.ViaRegisterKprobe
 	specs := parallelSpecs(t)
 	var reps []*ManyReport
 	for _, jobs := range []int{1, 3} {
 		o.Jobs = jobs
 		s := mustSetup(t, o) // a fresh image each time: nothing carried over
-		rep, err := RunMany(s, specs, DefaultWiring, sim.DefaultCosts(), "", nil)
+		rep, err := RunMany(s, specs, machine.Wire, sim.DefaultCosts(), "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +89,7 @@ func TestRetainedBytesRepeatable(t *testing.T) {
 	spec := RunSpec{Name: "series", Switches: sim.PresetSeries.Set}
 	var want uint64
 	for round := 0; round < 2; round++ {
-		rep, err := RunMany(s, []RunSpec{spec, spec, spec}, DefaultWiring, sim.DefaultCosts(), "", nil)
+		rep, err := RunMany(s, []RunSpec{spec, spec, spec}, machine.Wire, sim.DefaultCosts(), "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +125,7 @@ func TestRunManyParallelSharedSetup(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			reps[i], errs[i] = RunMany(s, specs, DefaultWiring, sim.DefaultCosts(), "", nil)
+			reps[i], errs[i] = RunMany(s, specs, machine.Wire, sim.DefaultCosts(), "", nil)
 		}()
 	}
 	wg.Wait()
@@ -172,7 +173,7 @@ func TestRunManyParallelProgress(t *testing.T) {
 	o.N, o.Image, o.OptimizeEvery, o.Jobs = 600, tinyImage(5), 64, 2
 	s := mustSetup(t, o)
 	p := &countingProgress{}
-	if _, err := RunMany(s, parallelSpecs(t)[:3], DefaultWiring, sim.DefaultCosts(), "", p); err != nil {
+	if _, err := RunMany(s, parallelSpecs(t)[:3], machine.Wire, sim.DefaultCosts(), "", p); err != nil {
 		t.Fatal(err)
 	}
 	if p.starts != 1 || p.dones != 1 || p.total != 3*600 || p.last != p.total || p.backwards {
@@ -191,7 +192,7 @@ func TestRunManyParallelFirstError(t *testing.T) {
 		if sw != 0 {
 			return nil, boom
 		}
-		return DefaultWiring(k, sw, c, f, walk)
+		return machine.Wire(k, sw, c, f, walk)
 	}
 	specs := []RunSpec{{Name: "none"}, {Name: "series", Switches: sim.PresetSeries.Set}, {Name: "none2"}, {Name: "all", Switches: sim.PresetAll.Set}}
 	_, err := RunMany(s, specs, wire, sim.DefaultCosts(), "", nil)
@@ -207,17 +208,17 @@ func TestRunManyParallelFirstError(t *testing.T) {
 // refusals and rollbacks into the teardown.
 func TestRetainedPeakAtAttach(t *testing.T) {
 	specs := []RunSpec{{"none", 0}, {"series", sim.PresetSeries.Set}, {"all", sim.PresetAll.Set}}
-	for _, via := range []Via{ViaRegisterKprobes, ViaRegisterKprobe} {
+	for _, via := range []doors.Via{doors.ViaRegisterKprobes, doors.ViaRegisterKprobe} {
 		o := DefaultManyOptions()
 		o.N, o.Image, o.Via = 300, tinyImage(7), via
-		if via == ViaRegisterKprobe {
+		if via == doors.ViaRegisterKprobe {
 			o.ImageProbes, o.Mixed = 200, true
 		}
 		s := mustSetup(t, o)
 		run := func(force bool) []uint64 {
 			sampleTeardown = force
 			defer func() { sampleTeardown = false }()
-			rep, err := RunMany(s, specs, DefaultWiring, sim.DefaultCosts(), "", nil)
+			rep, err := RunMany(s, specs, machine.Wire, sim.DefaultCosts(), "", nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,9 +4,11 @@ import (
 	"os"
 	"testing"
 
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/load"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -41,7 +43,7 @@ func TestRealKernelSameDecisions(t *testing.T) {
 		t.Fatalf("targets on the real kernel: registered %d optimized %d", r.Registered, r.Optimized)
 	}
 	k = realKernel(t)
-	o.Targets, o.Via = TargetsAllFunctions, ViaRegisterKprobe
+	o.Targets, o.Via = TargetsAllFunctions, doors.ViaRegisterKprobe
 	all, err := PrepareManyFor(k, o)
 	if err != nil {
 		t.Fatal(err)
@@ -76,11 +78,11 @@ func TestDebianProfileMatchesRealKernel(t *testing.T) {
 	o.Image.ProbeTargetsAt = 1
 	syn := mustSetup(t, o)
 	specs := []RunSpec{{"none", 0}, {"series", sim.PresetSeries.Set}}
-	rr, err := RunMany(real, specs, DefaultWiring, sim.DefaultCosts(), "", nil)
+	rr, err := RunMany(real, specs, machine.Wire, sim.DefaultCosts(), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, err := RunMany(syn, specs, DefaultWiring, sim.DefaultCosts(), "", nil)
+	rs, err := RunMany(syn, specs, machine.Wire, sim.DefaultCosts(), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

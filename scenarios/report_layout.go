@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -106,7 +107,7 @@ type jsonReport struct {
 	CPU      string         `json:"cpu"` // boot CPU the text was patched for, "none" when as built
 	Weights  string         `json:"weights"`
 	N        int            `json:"n"`
-	Via      Via            `json:"via"`
+	Via      doors.Via      `json:"via"`
 	Params   map[string]any `json:"params"`
 	Runs     []jsonRun      `json:"runs"`
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/x86"
 )
@@ -33,7 +34,7 @@ func TestOptimizerDecodesOncePerProbe(t *testing.T) {
 	o := DefaultManyOptions()
 	o.Image = smallImage(4)
 	o.Image.SampleFunctions, o.N = 300, 300
-	rep, err := RunMany(mustSetup(t, o), []RunSpec{{"none", 0}}, DefaultWiring, sim.DefaultCosts(), "", nil)
+	rep, err := RunMany(mustSetup(t, o), []RunSpec{{"none", 0}}, machine.Wire, sim.DefaultCosts(), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestCanOptimizeWalksThePadding(t *testing.T) {
 		}
 		want += uint64(walk + copied)
 	}
-	rep, err := RunMany(s, []RunSpec{{"none", 0}}, DefaultWiring, sim.DefaultCosts(), "", nil)
+	rep, err := RunMany(s, []RunSpec{{"none", 0}}, machine.Wire, sim.DefaultCosts(), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,16 +9,13 @@ import (
 	"time"
 
 	"github.com/kpsim/kpsim/bpf"
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/libbpf"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
-
-func init() {
-	Register(Info{Name: "session", Doc: "P kprobe.session programs by exact name, one link each, via libbpf; --pairs adds the classic kprobe + kretprobe perf events"})
-	Register(Info{Name: "multi", Doc: "one kprobe.multi link over K functions (pattern and syms forms)"})
-}
 
 // SessionOptions parameterise run session and run multi.
 type SessionOptions struct {
@@ -163,7 +160,7 @@ func errName(err error) (name, why string) {
 	if !errors.As(err, &e) {
 		return err.Error(), ""
 	}
-	var r *Refusal
+	var r *doors.Refusal
 	if errors.As(err, &r) {
 		why = r.Reason
 	}
@@ -173,7 +170,7 @@ func errName(err error) (name, why string) {
 func finishRun(spec RunSpec, c *sim.Counters, costs *sim.CostTable, res []attachResult, wall time.Duration) *BPFRunReport {
 	run := &BPFRunReport{Name: spec.Name, Switches: spec.Switches.Names(), Errors: map[string]int{}, Paths: map[string]int{},
 		WallNS: wall.Nanoseconds(), results: res}
-	run.Stages = stages(c, costs, map[sim.Phase]bool{PhaseBoot: true})
+	run.Stages = stages(c, costs, map[sim.Phase]bool{machine.PhaseBoot: true})
 	for _, s := range run.Stages {
 		run.Cycles += s.Cycles
 	}

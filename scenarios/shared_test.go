@@ -5,7 +5,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -30,7 +32,7 @@ func TestConcurrentRunsShareImage(t *testing.T) {
 	}
 	o := DefaultManyOptions()
 	o.N, o.Image = n, cfg
-	o.ImageProbes, o.Mixed, o.Via, o.OptimizeEvery = n/2, true, ViaRegisterKprobe, 17
+	o.ImageProbes, o.Mixed, o.Via, o.OptimizeEvery = n/2, true, doors.ViaRegisterKprobe, 17
 	s, err := PrepareManyOn(k, o)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +45,7 @@ func TestConcurrentRunsShareImage(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rep, err := RunMany(s, []RunSpec{sp}, DefaultWiring, sim.DefaultCosts(), "", nil)
+			rep, err := RunMany(s, []RunSpec{sp}, machine.Wire, sim.DefaultCosts(), "", nil)
 			if err != nil {
 				errs[i] = err
 				return
@@ -57,7 +59,7 @@ func TestConcurrentRunsShareImage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	serial, err := RunMany(s, specs, DefaultWiring, sim.DefaultCosts(), "", nil)
+	serial, err := RunMany(s, specs, machine.Wire, sim.DefaultCosts(), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

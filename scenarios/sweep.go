@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/kpsim/kpsim/doors"
 )
 
 // ParseNs reads a sweep's probe counts: START:STOP:STEP (STOP included
@@ -66,7 +68,7 @@ type Sweep struct {
 	Schema   int            `json:"schema_version"`
 	Meta     *Meta          `json:"meta"`
 	Scenario string         `json:"scenario"`
-	Via      Via            `json:"via"`
+	Via      doors.Via      `json:"via"`
 	Params   map[string]any `json:"params"`
 	Ns       []int          `json:"n"`
 	Phases   []string       `json:"phases"` // the phases any run counted in, PhaseNames order

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
@@ -65,24 +66,13 @@ type Target struct {
 // String is the target as the per-probe report shows it.
 func (t Target) String() string { return t.Raw }
 
-// EventLine is the kprobe_events line that asks for t.
-func (t Target) EventLine() string {
-	if t.Event != "" {
-		return t.Event
-	}
-	kind := "p"
-	if t.Return {
-		kind = "r"
-	}
-	loc := t.Symbol
-	switch {
-	case t.Symbol == "":
-		loc = fmt.Sprintf("0x%x", t.Addr)
-	case t.Offset != 0:
-		loc = fmt.Sprintf("%s+%d", t.Symbol, t.Offset)
-	}
-	return kind + " " + loc
+// Probe is t as a front door takes it.
+func (t Target) Probe() doors.Probe {
+	return doors.Probe{Symbol: t.Symbol, Offset: t.Offset, Addr: t.Addr, Return: t.Return, Post: t.Post, Line: t.Event}
 }
+
+// EventLine is the kprobe_events line that asks for t.
+func (t Target) EventLine() string { return t.Probe().EventLine("") }
 
 // ParseTargetKind reads --targets: a kind name, "-" or a path.
 func ParseTargetKind(s string) (TargetKind, string) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
 	"github.com/kpsim/kpsim/kprobes"
@@ -67,18 +68,18 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	door := explainDoor{via: scenarios.Via(*via), enable: !*noEnable}
+	door := explainDoor{via: doors.Via(*via), enable: !*noEnable}
 	switch door.via {
-	case scenarios.ViaRegisterKprobe, scenarios.ViaKprobeEvents, scenarios.ViaPerfKprobe:
-	case scenarios.ViaRegisterKprobes:
-		door.via = scenarios.ViaRegisterKprobe // one probe: the same calls
+	case doors.ViaRegisterKprobe, doors.ViaKprobeEvents, doors.ViaPerfKprobe:
+	case doors.ViaRegisterKprobes:
+		door.via = doors.ViaRegisterKprobe // one probe: the same calls
 	default:
 		return usagef("--via: want register_kprobe, kprobe_events or perf_kprobe, got %q", *via)
 	}
-	if *noEnable && door.via != scenarios.ViaKprobeEvents {
+	if *noEnable && door.via != doors.ViaKprobeEvents {
 		return usagef("--no-enable: applies to --via kprobe_events only (%s arms the probe itself)", door.via)
 	}
-	if *post && door.via != scenarios.ViaRegisterKprobe {
+	if *post && door.via != doors.ViaRegisterKprobe {
 		return usagef("--post: trace kprobes have no post handler (--via %s)", door.via)
 	}
 	if target == "" {
@@ -258,7 +259,7 @@ type priorResult struct {
 
 // explainDoor is the front door --via names.
 type explainDoor struct {
-	via    scenarios.Via
+	via    doors.Via
 	enable bool
 }
 
@@ -272,12 +273,12 @@ func explainOn(k *image.Kernel, sw sim.Switches, spec scenarios.Target, priors [
 		return nil, err
 	}
 	out := &explained{}
-	fd := scenarios.DoorFor(m, door.via, door.enable)
+	fd := doors.New(m).Door(door.via, door.enable)
 	var ps []*kprobes.Kprobe
 	var errs []error
 	var whys []kprobes.Reason
 	for _, t := range priors {
-		p, why, err := fd.Register(m.KP, t)
+		p, why, err := fd.Register(t.Probe())
 		whys = append(whys, why)
 		var e kprobes.Errno
 		if err != nil && !errors.As(err, &e) {

@@ -14,7 +14,7 @@ import (
 // 200 takes most of the gain for less memory. A GOGC set by the user wins.
 //
 // Memory figures do not depend on it: a run's memory is the bytes of the
-// simulator structures it retains (scenarios/retained.go), not the heap.
+// simulator structures it retains (internal/sizer), not the heap.
 const gcPercent = 200
 
 func init() {

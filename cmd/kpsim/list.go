@@ -6,7 +6,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/kpsim/kpsim/scenarios"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/sim/calibrate"
 )
@@ -54,11 +53,8 @@ func runList(args []string, stdout, stderr io.Writer) error {
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCENARIOS")
-	if len(scenarios.List()) == 0 {
-		fmt.Fprintln(tw, "  (none registered in this build)")
-	}
-	for _, s := range scenarios.List() {
-		fmt.Fprintf(tw, "  %s\t%s\n", s.Name, s.Doc)
+	for _, sc := range scenarioTable {
+		fmt.Fprintf(tw, "  %s\t%s\n", sc.name, sc.doc)
 	}
 	fmt.Fprintln(tw, "\nPATCH SWITCHES\tpatch\trequires\twhat it changes")
 	for _, s := range sim.AllSwitches() {

@@ -11,6 +11,8 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/kpsim/kpsim/doors"
+	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/scenarios"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -21,30 +23,38 @@ type patchList []string
 func (p *patchList) String() string     { return strings.Join(*p, " ") }
 func (p *patchList) Set(v string) error { *p = append(*p, v); return nil }
 
+// scenario is one scenario kpsim run runs.
+type scenario struct {
+	name, doc string
+	run       func(args []string, stdout, stderr io.Writer) error
+}
+
+// scenarioTable lists every scenario, sorted by name: run dispatches
+// through it, and kpsim list and run's help print it.
+var scenarioTable = []scenario{
+	{"crossover", "resolving K names: K kallsyms_lookup_name binary searches vs one ftrace_lookup_symbols walk, per kallsyms variant", runCrossover},
+	{"kallsyms", "the kernel's test_kallsyms_perf: name-search hits and misses, sprint_symbol(_no_offset), a full walk, per lookup variant", runKallsymsScenario},
+	{"many", "the batch kprobe sample: N generated functions, one kprobe each, register_kprobes then unregister_kprobes", runMany},
+	{"multi", "one kprobe.multi link over K functions (pattern and syms forms)", runMultiScenario},
+	{"session", "P kprobe.session programs by exact name, one link each, via libbpf; --pairs adds the classic kprobe + kretprobe perf events", runSession},
+	{"tracing-multi", "fentry/fexit multi attach by BTF id: one kallsyms_lookup_name per function, per kallsyms variant, beside the ftrace registration", runTracingMulti},
+}
+
 func runRun(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
 			fmt.Fprintln(stdout, "usage: kpsim run SCENARIO [flags]\n\nScenarios:")
-			for _, s := range scenarios.List() {
-				fmt.Fprintf(stdout, "  %-8s %s\n", s.Name, s.Doc)
+			for _, sc := range scenarioTable {
+				fmt.Fprintf(stdout, "  %-8s %s\n", sc.name, sc.doc)
 			}
 			return errHelp
 		}
 		return usagef("missing scenario (kpsim list shows them)")
 	}
-	switch args[0] {
-	case "many":
-		return runMany(args[1:], stdout, stderr)
-	case "kallsyms":
-		return runKallsymsScenario(args[1:], stdout, stderr)
-	case "session":
-		return runSession(args[1:], stdout, stderr)
-	case "multi":
-		return runMultiScenario(args[1:], stdout, stderr)
-	case "crossover":
-		return runCrossover(args[1:], stdout, stderr)
-	case "tracing-multi":
-		return runTracingMulti(args[1:], stdout, stderr)
+	for _, sc := range scenarioTable {
+		if sc.name == args[0] {
+			return sc.run(args[1:], stdout, stderr)
+		}
 	}
 	return usagef("unknown scenario %q (kpsim list shows them)", args[0])
 }
@@ -107,13 +117,13 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 	}
 	o.Placement = scenarios.Placement(*placement)
 	o.Order = scenarios.Order(*order)
-	o.Enable = scenarios.EnableMode(*enable)
-	o.Via = scenarios.Via(*via)
+	o.Enable = doors.EnableMode(*enable)
+	o.Via = doors.Via(*via)
 	if *single {
-		if o.Via != "" && o.Via != scenarios.ViaRegisterKprobe {
+		if o.Via != "" && o.Via != doors.ViaRegisterKprobe {
 			return usagef("--single: conflicts with --via %s", o.Via)
 		}
-		o.Via = scenarios.ViaRegisterKprobe
+		o.Via = doors.ViaRegisterKprobe
 	}
 	kind, path := scenarios.ParseTargetKind(*targets)
 	o.Targets = kind
@@ -128,7 +138,7 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 	if set["offset"] && o.Placement != scenarios.PlaceOffset {
 		return usagef("--offset: applies with --placement offset only")
 	}
-	if set["lines-per-write"] && o.FrontDoor() != scenarios.ViaKprobeEvents {
+	if set["lines-per-write"] && o.FrontDoor() != doors.ViaKprobeEvents {
 		return usagef("--lines-per-write: applies to --via kprobe_events only")
 	}
 	switch *format {
@@ -225,7 +235,7 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) && caller.hook == nil {
 		prog = &termProgress{w: stderr}
 	}
-	rep, err := scenarios.RunMany(setup, specs, scenarios.DefaultWiring, costs, *faults, prog)
+	rep, err := scenarios.RunMany(setup, specs, machine.Wire, costs, *faults, prog)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/scenarios"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -104,8 +105,8 @@ func parseSweep(name string, args []string, stdout io.Writer, formats []string) 
 		return nil, usagef("--jobs: must be at least 1 (got %d)", j.jobs)
 	}
 	for _, v := range splitList(*vias) {
-		switch scenarios.Via(v) {
-		case scenarios.ViaRegisterKprobes, scenarios.ViaRegisterKprobe, scenarios.ViaKprobeEvents, scenarios.ViaPerfKprobe:
+		switch doors.Via(v) {
+		case doors.ViaRegisterKprobes, doors.ViaRegisterKprobe, doors.ViaKprobeEvents, doors.ViaPerfKprobe:
 		default:
 			return nil, usagef("--vias: %q is not a front door (register_kprobes, register_kprobe, kprobe_events, perf_kprobe)", v)
 		}
@@ -169,9 +170,9 @@ func (j *sweepJob) reports(stderr io.Writer) ([]*scenarios.ManyReport, error) {
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		tty = true
 	}
-	doors := j.vias
-	if len(doors) == 0 {
-		doors = []string{""}
+	vias := j.vias
+	if len(vias) == 0 {
+		vias = []string{""}
 	}
 	pool := scenarios.NewPool(j.jobs)
 	points := make(chan struct{}, pool.Size())
@@ -181,8 +182,8 @@ func (j *sweepJob) reports(stderr io.Writer) ([]*scenarios.ManyReport, error) {
 	var wg sync.WaitGroup
 	var failed atomic.Bool
 	for i, n := range j.ns {
-		got[i], errs[i] = make([]*scenarios.ManyReport, len(doors)), make([]error, len(doors))
-		for d, via := range doors {
+		got[i], errs[i] = make([]*scenarios.ManyReport, len(vias)), make([]error, len(vias))
+		for d, via := range vias {
 			points <- struct{}{}
 			if failed.Load() { // a point before this one failed: its error is the answer
 				<-points
@@ -213,7 +214,7 @@ func (j *sweepJob) reports(stderr io.Writer) ([]*scenarios.ManyReport, error) {
 	var reps []*scenarios.ManyReport
 	for i, n := range j.ns {
 		var merged *scenarios.ManyReport
-		for d, via := range doors {
+		for d, via := range vias {
 			if errs[i][d] != nil {
 				return nil, errs[i][d]
 			}
@@ -232,7 +233,7 @@ func (j *sweepJob) reports(stderr io.Writer) ([]*scenarios.ManyReport, error) {
 			if merged == nil {
 				merged = r
 				merged.Params["via"] = strings.Join(j.vias, ",")
-				merged.Via = scenarios.Via(strings.Join(j.vias, ","))
+				merged.Via = doors.Via(strings.Join(j.vias, ","))
 			} else {
 				merged.Runs = append(merged.Runs, r.Runs...)
 			}

@@ -7,9 +7,8 @@ import (
 	"strings"
 
 	"github.com/kpsim/kpsim/bpf"
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/errno"
-	"github.com/kpsim/kpsim/ftrace"
-	"github.com/kpsim/kpsim/ftrace/fprobe"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kprobes"
 	"github.com/kpsim/kpsim/machine"
@@ -37,6 +36,7 @@ type sut struct {
 	name string
 	k    *image.Kernel
 	m    *machine.Machine
+	d    *doors.Doors
 	tr   *trace.Tracing
 	bk   *bpf.Kernel
 
@@ -73,12 +73,8 @@ func newSUT(k *image.Kernel, sw sim.Switches, faults string, wrapTree func(kprob
 	if m.Syms == nil || m.Ftrace == nil {
 		return nil, fmt.Errorf("soak needs the compressed kallsyms and ftrace models")
 	}
-	tr := trace.New(trace.Deps{KP: m.KP, Syms: m.Syms, Ftrace: m.Ftrace, Image: k, C: m.C, Faults: m.Faults}, trace.ConfigFor(k))
-	m.Ftrace.LookupSymbolsModules = true
-	bk := &bpf.Kernel{Gen: bpf.Gen610, Kconfig: bpf.Kconfig{FPROBE: true}, Ftrace: m.Ftrace,
-		Fprobe: &fprobe.Env{Ftrace: m.Ftrace, PossibleCPUs: 4, Faults: m.Faults}, Syms: m.Syms,
-		Modules: k.Modules, Lookup: ftrace.LookupModeOf(sw)}
-	return &sut{sw: sw, name: sw.Name(), k: k, m: m, tr: tr, bk: bk, label: map[*kprobes.Kprobe]int{}}, nil
+	d := doors.New(m)
+	return &sut{sw: sw, name: sw.Name(), k: k, m: m, d: d, tr: d.Tracing(), bk: d.BPF(bpf.Gen610, true, 4), label: map[*kprobes.Kprobe]int{}}, nil
 }
 
 func errStr(err error) string {
@@ -110,8 +106,9 @@ func codeStr(e errno.Errno) string {
 }
 
 func (s *sut) fresh(t Target, post, disabled, byAddr bool, lab int) *kprobes.Kprobe {
-	p := &kprobes.Kprobe{HasPostHandler: post}
-	s.setTarget(p, t, byAddr)
+	pr := probe(t, byAddr, false)
+	pr.Post = post
+	p, _ := pr.Kprobe()
 	if disabled {
 		p.Flags = kprobes.KprobeFlagDisabled
 	}
@@ -119,20 +116,13 @@ func (s *sut) fresh(t Target, post, disabled, byAddr bool, lab int) *kprobes.Kpr
 	return p
 }
 
-func (s *sut) setTarget(p *kprobes.Kprobe, t Target, byAddr bool) {
+// probe is t as a front door takes it: by address when byAddr or when t
+// has no symbol.
+func probe(t Target, byAddr, ret bool) doors.Probe {
 	if byAddr || t.Sym == "" {
-		p.Addr = t.Addr
-	} else {
-		p.SymbolName, p.Offset = t.Sym, t.Off
+		return doors.Probe{Addr: t.Addr, Return: ret}
 	}
-}
-
-// location is the kprobe_events / perf form of t.
-func location(t Target, byAddr bool) (string, uint64) {
-	if byAddr || t.Sym == "" {
-		return "", t.Addr
-	}
-	return t.Sym, uint64(t.Off)
+	return doors.Probe{Symbol: t.Sym, Offset: t.Off, Return: ret}
 }
 
 // apply runs one step and writes what the kernel decided to s.b: the
@@ -208,8 +198,7 @@ func (s *sut) apply(st *Step) string {
 	case KKretprobe:
 		rp := s.krps[st.Slot]
 		if rp == nil || !rp.Kp.Registered() {
-			rp = &kprobes.Kretprobe{}
-			s.setTarget(&rp.Kp, st.T[0], st.ByAddr)
+			_, rp = probe(st.T[0], st.ByAddr, true).Kprobe()
 			s.label[&rp.Kp] = labKret + st.Slot
 			s.krps[st.Slot] = rp
 		}
@@ -226,21 +215,10 @@ func (s *sut) apply(st *Step) string {
 	case KEvent:
 		var w strings.Builder
 		for i, t := range st.T {
-			kind := "p"
-			if st.Ret {
-				kind = "r"
-			}
-			sym, off := location(t, st.ByAddr)
-			loc := fmt.Sprintf("%#x", off)
-			if sym != "" {
-				loc = sym
-				if off != 0 {
-					loc += "+" + strconv.FormatUint(off, 10)
-				}
-			}
-			fmt.Fprintf(&w, "%s:%s/e%d %s\n", kind, eventGroup, st.Slots[i], loc)
+			w.WriteString(probe(t, st.ByAddr, st.Ret).EventLine(eventGroup + "/e" + strconv.Itoa(st.Slots[i])))
+			w.WriteByte('\n')
 		}
-		outs, err := s.tr.WriteKprobeEvents(w.String())
+		outs, err := s.d.WriteKprobeEvents(w.String())
 		res(err)
 		for i, o := range outs {
 			if !o.Attempted {
@@ -253,7 +231,7 @@ func (s *sut) apply(st *Step) string {
 		}
 	case KEventDel:
 		s.touchEvent(st.Slot) // before: the probes being released
-		outs, err := s.tr.WriteKprobeEvents(fmt.Sprintf("-:%s/e%d\n", eventGroup, st.Slot))
+		outs, err := s.d.WriteKprobeEvents(fmt.Sprintf("-:%s/e%d\n", eventGroup, st.Slot))
 		res(err)
 		if len(outs) == 1 {
 			fmt.Fprintf(&s.b, " [%s %s]", codeStr(outs[0].Code), outs[0].Reason)
@@ -264,15 +242,14 @@ func (s *sut) apply(st *Step) string {
 			s.b.WriteString("noevent")
 			break
 		}
-		res(s.tr.EnableEvent(ev, st.On))
+		res(s.d.EnableEvent(ev, st.On))
 		s.touchEvent(st.Slot)
 	case KPerf:
 		if s.perfs[st.Slot] != nil {
 			s.b.WriteString("open")
 			break
 		}
-		sym, off := location(st.T[0], st.ByAddr)
-		pe, err := s.tr.PerfKprobeOpen(sym, off, st.Ret)
+		pe, err := s.d.PerfOpen(probe(st.T[0], st.ByAddr, st.Ret))
 		res(err)
 		if pe != nil {
 			s.perfs[st.Slot] = pe
@@ -285,7 +262,7 @@ func (s *sut) apply(st *Step) string {
 			s.b.WriteString("closed")
 			break
 		}
-		s.tr.PerfKprobeClose(pe)
+		s.d.PerfClose(pe)
 		s.perfs[st.Slot] = nil
 		s.b.WriteString("ok")
 		s.touched = append(s.touched, pe.TK.Kp)

@@ -1,32 +1,45 @@
-package scenarios
+package doors
 
 import (
 	"github.com/kpsim/kpsim/bpf"
 	"github.com/kpsim/kpsim/errno"
-	"github.com/kpsim/kpsim/machine"
+	"github.com/kpsim/kpsim/ftrace"
+	"github.com/kpsim/kpsim/ftrace/fprobe"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/trace"
 )
 
-// PerfKprobes puts the perf kprobe PMU of package trace (perf_event_open
-// on the kprobe PMU: perf_kprobe_init, create_local_trace_kprobe,
-// register_kprobe / register_kretprobe, armed inside the open) behind
-// bpf.PerfKprobe, with bpf_perf_link_attach on top.
+// BPF returns the BPF layer behind the kprobe_multi front door
+// (bpf_kprobe_multi_link_attach) of kernel generation gen, with or without
+// CONFIG_FPROBE, on possibleCPUs possible CPUs. From 6.10 on, ftrace's
+// symbol lookup walks the modules too.
+func (d *Doors) BPF(gen bpf.Gen, fprobeOn bool, possibleCPUs int) *bpf.Kernel {
+	m := d.m
+	m.Ftrace.LookupSymbolsModules = gen >= bpf.Gen610
+	return &bpf.Kernel{Gen: gen, Kconfig: bpf.Kconfig{FPROBE: fprobeOn}, Ftrace: m.Ftrace,
+		Fprobe: &fprobe.Env{Ftrace: m.Ftrace, PossibleCPUs: possibleCPUs, Faults: m.Faults}, Syms: m.Syms,
+		Modules: m.Kernel.Modules, Lookup: ftrace.LookupModeOf(m.Switches)}
+}
+
+// PerfKprobes puts the perf kprobe PMU (perf_event_open on the kprobe
+// PMU: perf_kprobe_init, create_local_trace_kprobe, register_kprobe /
+// register_kretprobe, armed inside the open) behind bpf.PerfKprobe, with
+// bpf_perf_link_attach on top.
 type PerfKprobes struct {
-	tr     *trace.Tracing
+	d      *Doors
 	nextFD int
 	open   map[int]*trace.PerfEvent
 }
 
-// NewPerfKprobes builds the tracing subsystem of a booted machine.
-func NewPerfKprobes(m *machine.Machine) *PerfKprobes {
-	tr := trace.New(trace.Deps{KP: m.KP, Syms: m.Syms, Ftrace: m.Ftrace, Image: m.Kernel, C: m.C, Faults: m.Faults}, trace.ConfigFor(m.Kernel))
-	return &PerfKprobes{tr: tr, nextFD: 1000, open: map[int]*trace.PerfEvent{}}
+// PerfKprobes returns the perf kprobe door as the BPF layer calls it.
+func (d *Doors) PerfKprobes() *PerfKprobes {
+	d.Tracing()
+	return &PerfKprobes{d: d, nextFD: 1000, open: map[int]*trace.PerfEvent{}}
 }
 
 // PerfKprobeOpen is trace.Tracing.PerfKprobeOpen with an fd.
 func (p *PerfKprobes) PerfKprobeOpen(_ *sim.Counters, name string, offset uint64, retprobe bool) (int, error) {
-	pe, err := p.tr.PerfKprobeOpen(name, offset, retprobe)
+	pe, err := p.d.Tracing().PerfKprobeOpen(name, offset, retprobe)
 	if err != nil {
 		if code, reason, _, ok := trace.RefusalAt(err); ok {
 			return -1, &Refusal{Code: code, Reason: reason.String()}

@@ -1,4 +1,7 @@
-package scenarios
+// Package sizer measures the memory a simulation run retains: the bytes
+// of the object graph reachable from the run's roots, shared values
+// excluded (kpsim run many's sim_retained_bytes).
+package sizer
 
 import (
 	"cmp"
@@ -9,10 +12,10 @@ import (
 	"unsafe"
 )
 
-// A run's memory is reported as the bytes of the simulator structures it
-// retains, not as the process heap: runs overlap (--jobs), and the heap
+// A Sizer reports a run's memory as the bytes of the simulator structures
+// it retains, not as the process heap: runs overlap (--jobs), and the heap
 // then holds every running run's state and whatever the collector has
-// not yet freed. retainedSizer walks the object graph reachable from a
+// not yet freed. A Sizer walks the object graph reachable from a
 // run's roots (its machine: registry, trees, slot caches, indexes,
 // counters; its tracing layer; its per-probe state) and adds up
 //
@@ -30,14 +33,14 @@ import (
 // time.Location (a process global that fills itself in lazily). The figure
 // depends only on what the run built, never on the collector, other runs
 // or the order a map is walked in, so --jobs 1 and --jobs N give the same
-// number (TestRunManyParallelMatchesSerial).
+// number (scenarios.TestRunManyParallelMatchesSerial).
 //
 // The walk's functions are //go:norace: a run's sizer reads only what its
 // own goroutine built (and the read-only shared values), so there is
 // nothing for the race detector to find, and instrumenting every read made
 // a sample ten times slower under -race, a large share of the race-enabled
 // test time.
-type retainedSizer struct {
+type Sizer struct {
 	seen        addrSet
 	spans       []span  // every object and array reached
 	extra       uint64  // maps and boxed values (no address)
@@ -211,14 +214,14 @@ func needsWalk(t reflect.Type, visiting map[reflect.Type]bool) bool {
 	return false
 }
 
-// newRetainedSizer returns a sizer that counts nothing the shared values
+// New returns a sizer that counts nothing the shared values
 // reach: their types stop the walk, and memory inside what they reach (the
 // image's text, symbol and table arrays) is subtracted from the union.
 // Each shared value is a pointer that stays live while the sizer is used
 // (a freed one's memory could be reused by the run); a typed nil names a
 // shared type without walking anything.
-func newRetainedSizer(shared ...any) *retainedSizer {
-	z := &retainedSizer{}
+func New(shared ...any) *Sizer {
+	z := &Sizer{}
 	for _, s := range shared {
 		v := reflect.ValueOf(s)
 		if !v.IsValid() || v.Kind() != reflect.Pointer {
@@ -238,7 +241,7 @@ func newRetainedSizer(shared ...any) *retainedSizer {
 // Measure returns the bytes reachable from the roots, counted afresh.
 //
 //go:norace
-func (z *retainedSizer) Measure(roots ...any) uint64 {
+func (z *Sizer) Measure(roots ...any) uint64 {
 	z.seen.reset() // keeps the table's room: later samples do not regrow it
 	z.spans, z.extra = z.spans[:0], 0
 	for _, r := range roots {
@@ -337,7 +340,7 @@ func overlap(a, b []span) uint64 {
 // inShared reports whether p lies in memory the shared values reach.
 //
 //go:norace
-func (z *retainedSizer) inShared(p uint64) bool {
+func (z *Sizer) inShared(p uint64) bool {
 	i, _ := slices.BinarySearchFunc(z.sharedSpans, p, func(s span, p uint64) int {
 		switch {
 		case s.end <= p:
@@ -361,7 +364,7 @@ type sliceHeader struct {
 // falls back to reflect for maps and interfaces.
 //
 //go:norace
-func (z *retainedSizer) raw(p unsafe.Pointer, ti *typeInfo) {
+func (z *Sizer) raw(p unsafe.Pointer, ti *typeInfo) {
 	if !ti.walk {
 		return
 	}
@@ -387,7 +390,7 @@ func (z *retainedSizer) raw(p unsafe.Pointer, ti *typeInfo) {
 // pointee counts and walks what q (of pointer type ti) points to.
 //
 //go:norace
-func (z *retainedSizer) pointee(q unsafe.Pointer, ti *typeInfo) {
+func (z *Sizer) pointee(q unsafe.Pointer, ti *typeInfo) {
 	if q == nil || ti.elem.size == 0 {
 		return
 	}
@@ -409,7 +412,7 @@ func (z *retainedSizer) pointee(q unsafe.Pointer, ti *typeInfo) {
 // array counts and walks a slice's backing array (ti is the slice type).
 //
 //go:norace
-func (z *retainedSizer) array(data unsafe.Pointer, n, c int, ti *typeInfo) {
+func (z *Sizer) array(data unsafe.Pointer, n, c int, ti *typeInfo) {
 	if data == nil || c == 0 || ti.elem.size == 0 {
 		return
 	}
@@ -441,7 +444,7 @@ func (z *retainedSizer) array(data unsafe.Pointer, n, c int, ti *typeInfo) {
 // dynamic values, which need not be addressable).
 //
 //go:norace
-func (z *retainedSizer) value(v reflect.Value, ti *typeInfo) {
+func (z *Sizer) value(v reflect.Value, ti *typeInfo) {
 	if !ti.walk {
 		return
 	}
