@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -485,7 +484,5 @@ func writeExplainJSON(w io.Writer, k *image.Kernel, x *explained, sw sim.Switche
 	for _, nz := range x.Counters.NonZero() {
 		out.Ops[ops[nz.Op].Name] += nz.N
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return writeJSON(w, out)
 }

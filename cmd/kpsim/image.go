@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -41,9 +40,7 @@ func runImage(args []string, stdout, stderr io.Writer) error {
 	}
 	s := k.Summarize()
 	if *format == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(s)
+		return writeJSON(stdout, s)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\t\n", k, v) }

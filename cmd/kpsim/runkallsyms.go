@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"flag"
 	"io"
 	"os"
@@ -74,26 +72,18 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 		}
 		o.Variants = append(o.Variants, pv)
 	}
-	var sink *atomicFile
-	if *out != "" {
-		var err error
-		if sink, err = newAtomicFile(*out); err != nil {
-			return usagef("--out: %s", err.Error())
-		}
-		defer sink.abort()
+	sink, err := openOut("out", *out)
+	if err != nil {
+		return err
 	}
+	defer sink.abort()
 	var syms []ktab.Symbol
 	var mods []*image.Module
 	var kimg *image.Kernel
 	kernel := ""
 	if *symbols != "" {
-		f, err := os.Open(*symbols)
-		if err != nil {
-			return usagef("--symbols: %v", err)
-		}
-		defer f.Close()
-		if syms, err = ktab.ParseSymbols(*symbols, bufio.NewReaderSize(f, 1<<20)); err != nil {
-			return usagef("%v", err)
+		if syms, err = readSymbols(*symbols); err != nil {
+			return err
 		}
 		if err := refuseZeroAddresses(*symbols, syms); err != nil {
 			return err
@@ -117,25 +107,7 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 	if rep.Meta, err = kallsymsMeta(fs, imf, kimg, o.Costs, *cf.file, *symbols, args); err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	switch *format {
-	case "json":
-		err = rep.WriteJSON(&buf)
-	case "csv":
-		err = rep.WriteCSV(&buf)
-	case "bench":
-		err = rep.WriteBench(&buf)
-	default:
-		err = rep.WriteTable(&buf)
-	}
-	if err != nil {
-		return err
-	}
-	if sink != nil {
-		return sink.commit(buf.Bytes())
-	}
-	_, err = stdout.Write(buf.Bytes())
-	return err
+	return emitReport(sink, stdout, func(w io.Writer) error { return writeFormat(w, *format, rep) })
 }
 
 func splitList(s string) []string {
