@@ -21,8 +21,7 @@ var calibrateCommand = command{"calibrate",
 	runCalibrate}
 
 func runCalibrate(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("calibrate", stdout)
-	imf, err := addImageFlagsFor(fs, args)
+	fs, imf, err := newImageFlagSet("calibrate", args, stdout)
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,13 @@ type bpfFlags struct {
 	sink    *atomicFile
 }
 
+// newBPFFlagSet is the flag set of BPF command c with the shared flags.
+func newBPFFlagSet(c string, args []string, stdout io.Writer) (*flag.FlagSet, *bpfFlags, error) {
+	fs := newFlagSet(c, stdout)
+	f, err := addBPFFlags(fs, args)
+	return fs, f, err
+}
+
 func addBPFFlags(fs *flag.FlagSet, args []string) (*bpfFlags, error) {
 	imf, err := addImageFlagsFor(fs, args)
 	if err != nil {
@@ -160,8 +167,7 @@ func (f *bpfFlags) emit(stdout io.Writer, v any, table func(io.Writer) error) er
 var sessionDefaultRuns = []string{"none", "libbpf-exact-syms", "libbpf-exact-syms,ftrace-single-lookup"}
 
 func runSession(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run session", stdout)
-	f, err := addBPFFlags(fs, args)
+	fs, f, err := newBPFFlagSet("run session", args, stdout)
 	if err != nil {
 		return err
 	}
@@ -179,8 +185,7 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 }
 
 func runMultiScenario(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run multi", stdout)
-	f, err := addBPFFlags(fs, args)
+	fs, f, err := newBPFFlagSet("run multi", args, stdout)
 	if err != nil {
 		return err
 	}
@@ -239,8 +244,7 @@ func parseVariantList(s string) ([]kallsyms.Variant, error) {
 }
 
 func runCrossover(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run crossover", stdout)
-	f, err := addBPFFlags(fs, args)
+	fs, f, err := newBPFFlagSet("run crossover", args, stdout)
 	if err != nil {
 		return err
 	}
@@ -267,8 +271,7 @@ func runCrossover(args []string, stdout, stderr io.Writer) error {
 }
 
 func runTracingMulti(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run tracing-multi", stdout)
-	f, err := addBPFFlags(fs, args)
+	fs, f, err := newBPFFlagSet("run tracing-multi", args, stdout)
 	if err != nil {
 		return err
 	}

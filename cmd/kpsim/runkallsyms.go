@@ -16,8 +16,7 @@ import (
 )
 
 func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run kallsyms", stdout)
-	imf, err := addImageFlagsFor(fs, args)
+	fs, imf, err := newImageFlagSet("run kallsyms", args, stdout)
 	if err != nil {
 		return err
 	}
@@ -34,10 +33,7 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 	cf := addCostFlags(fs, "hot", "test_kallsyms_perf repeats its names")
 	format := fs.String("format", "table", "output: table, json or csv")
 	out := fs.String("out", "", "write the report to this file (written whole or not at all)")
-	if err := parse(fs, args, stdout); err != nil {
-		return err
-	}
-	if err := refuseSynthFlags(fs, imf, *symbols); err != nil {
+	if err := parseImageFlags(fs, imf, args, stdout, *symbols); err != nil {
 		return err
 	}
 	switch *format {
