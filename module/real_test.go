@@ -382,14 +382,7 @@ func TestCommittedList(t *testing.T) {
 		t.Skip("-short")
 	}
 	k, dir := realKernel(t)
-	b, err := os.ReadFile("../testdata/lsmod-debian12-kvm-host.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	list, err := ParseList("lsmod-debian12-kvm-host.txt", b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	list := committedList(t)
 	l := NewLoader(k, Options{Dir: dir})
 	for _, n := range LoadOrder(list) {
 		if _, err := l.Load(n); err != nil {
@@ -413,15 +406,7 @@ func TestCommittedList(t *testing.T) {
 
 func BenchmarkLoadDebianModules(b *testing.B) {
 	kernel, dir := realTree(b)
-	list, err := os.ReadFile("../testdata/lsmod-debian12-kvm-host.txt")
-	if err != nil {
-		b.Fatal(err)
-	}
-	l0, err := ParseList("lsmod", list)
-	if err != nil {
-		b.Fatal(err)
-	}
-	names := LoadOrder(l0)
+	names := LoadOrder(committedList(b))
 	b.Run("kernel+modules", func(b *testing.B) {
 		for b.Loop() {
 			k, err := load.Open(kernel)
