@@ -19,7 +19,7 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 	fn := fs.String("func", "", "decode only the function(s) with this name (duplicates: every one)")
 	all := fs.Bool("all", false, "decode every function (the default without --func)")
 	summary := fs.Bool("summary", false, "one line per function: ADDRESS NAME INSTRUCTION_COUNT SHA1 of the offsets")
-	if err := parseImageFlags(fs, imf, args, stdout, ""); err != nil {
+	if err := parseImageFlags(fs, imf, args, stdout, nil); err != nil {
 		return err
 	}
 	if *fn != "" && *all {

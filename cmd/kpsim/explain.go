@@ -56,7 +56,7 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	via := fs.String("via", "register_kprobe", "front door: register_kprobe, kprobe_events (a tracefs line, then its enable file) or perf_kprobe (perf_event_open on the kprobe PMU)")
 	noEnable := fs.Bool("no-enable", false, "with --via kprobe_events: leave the event disabled (the probe is then prepared but never armed or optimized)")
 	cf := addCostFlags(fs, "cold", "a registration probes a function not touched before")
-	if err := parseImageFlags(fs, imf, rest, stdout, ""); err != nil {
+	if err := parseImageFlags(fs, imf, rest, stdout, nil); err != nil {
 		return err
 	}
 	costs, err := cf.load(stderr, "explain")

@@ -15,7 +15,7 @@ func runImage(args []string, stdout, stderr io.Writer) error {
 	}
 	format := fs.String("format", "table", "output format: table or json")
 	sites := fs.String("boot-sites", "", "with --kernel: write every site boot patching visited (TSV: table, address, symbol+offset, action, bytes before, bytes after) to FILE")
-	if err := parseImageFlags(fs, imf, args, stdout, ""); err != nil {
+	if err := parseImageFlags(fs, imf, args, stdout, nil); err != nil {
 		return err
 	}
 	if *format != "table" && *format != "json" {

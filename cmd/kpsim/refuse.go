@@ -51,13 +51,16 @@ func refuseSynthFlags(fs *flag.FlagSet, imf *imageFlags, symbols string) error {
 }
 
 // parseImageFlags parses the flags of a command that reads an image, then
-// refuses the generator's flags where a real image or the symbol file
-// symbols (if not "") is read.
-func parseImageFlags(fs *flag.FlagSet, imf *imageFlags, args []string, stdout io.Writer, symbols string) error {
+// refuses the generator's flags where a real image, or the symbol file
+// of flag symbols (nil: the command has none), is read.
+func parseImageFlags(fs *flag.FlagSet, imf *imageFlags, args []string, stdout io.Writer, symbols *string) error {
 	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
-	return refuseSynthFlags(fs, imf, symbols)
+	if symbols == nil {
+		return refuseSynthFlags(fs, imf, "")
+	}
+	return refuseSynthFlags(fs, imf, *symbols)
 }
 
 // refuseZeroAddresses is the error for a symbol list whose addresses are

@@ -93,7 +93,7 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 	faults := fs.String("faults", "", "fault injection: POINT or POINT@N, comma-separated (kpsim list shows the points)")
 	fs.IntVar(&o.Jobs, "jobs", 0, "runs to run at once (default: all cores, GOMAXPROCS; 1 runs them one after another); counts and digests are the same for every value")
 	cf := addCostFlags(fs, "cold", "registration probes distinct functions")
-	if err := parseImageFlags(fs, imf, args, stdout, ""); err != nil {
+	if err := parseImageFlags(fs, imf, args, stdout, nil); err != nil {
 		return err
 	}
 	set := map[string]bool{}

@@ -33,7 +33,7 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 	cf := addCostFlags(fs, "hot", "test_kallsyms_perf repeats its names")
 	format := fs.String("format", "table", "output: table, json or csv")
 	out := fs.String("out", "", "write the report to this file (written whole or not at all)")
-	if err := parseImageFlags(fs, imf, args, stdout, *symbols); err != nil {
+	if err := parseImageFlags(fs, imf, args, stdout, symbols); err != nil {
 		return err
 	}
 	switch *format {
