@@ -285,22 +285,12 @@ func TestApplyRetpolines(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m := &mem{}
-			text := bytes.Repeat([]byte{0xcc}, 0x80)
-			off := c.at - tText
-			copy(text[off:], c.site)
-			m.add(tText, text)
+			m, text, off := siteText(0xcc, c.at, c.site)
 			p := &Patcher{CPU: cpuWith(t, c.cpu...), Env: testEnv(), Mem: m, Record: true}
 			if err := p.ApplyRetpolines([]uint64{c.at}); err != nil {
 				t.Fatal(err)
 			}
-			want := c.want
-			if want == nil {
-				want = c.site
-			}
-			if got := text[off : off+uint64(len(c.site))]; !bytes.Equal(got, want) {
-				t.Fatalf("patched % x, want % x", got, want)
-			}
+			wantPatched(t, text, off, c.site, c.want)
 			if text[off+uint64(len(c.site))] != 0xcc {
 				t.Fatal("wrote past the site")
 			}
@@ -308,6 +298,29 @@ func TestApplyRetpolines(t *testing.T) {
 				t.Fatalf("records %+v, want action %s", p.Sites, c.action)
 			}
 		})
+	}
+}
+
+// siteText is 0x80 bytes of fill at tText with site copied in at at:
+// the memory holding it, the text and the site's offset in it.
+func siteText(fill byte, at uint64, site []byte) (*mem, []byte, uint64) {
+	m := &mem{}
+	text := bytes.Repeat([]byte{fill}, 0x80)
+	off := at - tText
+	copy(text[off:], site)
+	m.add(tText, text)
+	return m, text, off
+}
+
+// wantPatched: the site at off in text now holds want (nil: the site as
+// it was).
+func wantPatched(t *testing.T, text []byte, off uint64, site, want []byte) {
+	t.Helper()
+	if want == nil {
+		want = site
+	}
+	if got := text[off : off+uint64(len(site))]; !bytes.Equal(got, want) {
+		t.Fatalf("patched % x, want % x", got, want)
 	}
 }
 
@@ -349,24 +362,14 @@ func TestApplyReturns(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m := &mem{}
-			text := bytes.Repeat([]byte{0x90}, 0x80)
-			off := c.at - tText
-			copy(text[off:], c.site)
-			m.add(tText, text)
+			m, text, off := siteText(0x90, c.at, c.site)
 			env := testEnv()
 			env.XReturnThunk = c.thunk
 			p := &Patcher{CPU: cpuWith(t, c.cpu...), Env: env, Mem: m, Record: true}
 			if err := p.ApplyReturns([]uint64{c.at}); err != nil {
 				t.Fatal(err)
 			}
-			want := c.want
-			if want == nil {
-				want = c.site
-			}
-			if got := text[off : off+uint64(len(c.site))]; !bytes.Equal(got, want) {
-				t.Fatalf("patched % x, want % x", got, want)
-			}
+			wantPatched(t, text, off, c.site, c.want)
 			if c.action == "" {
 				if len(p.Sites) != 0 {
 					t.Fatalf("records %+v, want none", p.Sites)

@@ -37,6 +37,18 @@ var (
 	boots  = map[string]*load.Result{}
 )
 
+// eachBootedCPU runs f, one subtest per named CPU, on the real kernel
+// booted for it (skipped under -short).
+func eachBootedCPU(t *testing.T, f func(t *testing.T, name string, r *load.Result)) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("boots the real kernel")
+	}
+	for _, cpu := range alternative.CPUNames() {
+		t.Run(cpu, func(t *testing.T) { f(t, cpu, booted(t, cpu)) })
+	}
+}
+
 // booted loads the real kernel booted for cpu, with site records; the
 // vmlinux is decompressed once.
 func booted(t testing.TB, cpu string) *load.Result {
@@ -100,47 +112,41 @@ func walk(k *image.Kernel, addr uint64, n int) (insns []x86.Insn, ok bool) {
 // indirect "call *pv_ops+off(%rip)", and no alternative site keeps a run
 // of single-byte NOPs (optimize_nops ran over every one).
 func TestRealSitesDecode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("boots the real kernel")
-	}
-	for _, cpu := range alternative.CPUNames() {
-		t.Run(cpu, func(t *testing.T) {
-			r := booted(t, cpu)
-			k, tb := r.Kernel, &r.Booted.Tables
-			if len(tb.Para) != 3848 || len(tb.Alternatives) != 4667 {
-				t.Fatalf("site tables: %d para, %d alt; the Debian 6.1 vmlinux has 3848 and 4667", len(tb.Para), len(tb.Alternatives))
+	eachBootedCPU(t, func(t *testing.T, name string, r *load.Result) {
+		k, tb := r.Kernel, &r.Booted.Tables
+		if len(tb.Para) != 3848 || len(tb.Alternatives) != 4667 {
+			t.Fatalf("site tables: %d para, %d alt; the Debian 6.1 vmlinux has 3848 and 4667", len(tb.Para), len(tb.Alternatives))
+		}
+		pv := symAddr(t, k, "pv_ops")
+		for _, s := range tb.Para {
+			ins, ok := walk(k, s.Instr, int(s.Len))
+			if !ok {
+				t.Fatalf("pv site %#x (type %d): % x does not decode to its %d bytes", s.Instr, s.Type, k.Text(s.Instr, int(s.Len)), s.Len)
 			}
-			pv := symAddr(t, k, "pv_ops")
-			for _, s := range tb.Para {
-				ins, ok := walk(k, s.Instr, int(s.Len))
-				if !ok {
-					t.Fatalf("pv site %#x (type %d): % x does not decode to its %d bytes", s.Instr, s.Type, k.Text(s.Instr, int(s.Len)), s.Len)
+			in := ins[0]
+			if in.Opcode[0] == 0xff && in.RIPRelative() {
+				dest := s.Instr + uint64(in.Len) + uint64(int64(in.Disp))
+				if dest >= pv && dest < pv+uint64(8*len(k.PVOps)) {
+					t.Fatalf("pv site %#x still calls through pv_ops: % x", s.Instr, k.Text(s.Instr, 6))
 				}
-				in := ins[0]
-				if in.Opcode[0] == 0xff && in.RIPRelative() {
-					dest := s.Instr + uint64(in.Len) + uint64(int64(in.Disp))
-					if dest >= pv && dest < pv+uint64(8*len(k.PVOps)) {
-						t.Fatalf("pv site %#x still calls through pv_ops: % x", s.Instr, k.Text(s.Instr, 6))
+			}
+		}
+		for _, a := range tb.Alternatives {
+			if _, ok := walk(k, a.Instr, int(a.InstrLen)); !ok {
+				t.Fatalf("alternative %#x (%v inv=%v, %d/%d): % x does not decode to its %d bytes", a.Instr, a.Feature(), a.Inv(), a.InstrLen, a.ReplLen, k.Text(a.Instr, int(a.InstrLen)), a.InstrLen)
+			}
+			if b := k.Text(a.Instr, int(a.InstrLen)); bytes.Contains(b, []byte{0x90, 0x90}) {
+				// A 0x90 0x90 pair may sit inside a longer instruction
+				// (an immediate); only decoded single NOPs count.
+				ins, _ := walk(k, a.Instr, int(a.InstrLen))
+				for i := 1; i < len(ins); i++ {
+					if ins[i-1].Len == 1 && ins[i].Len == 1 && ins[i-1].Opcode[0] == 0x90 && ins[i].Opcode[0] == 0x90 {
+						t.Fatalf("alternative %#x keeps single NOPs: % x", a.Instr, b)
 					}
 				}
 			}
-			for _, a := range tb.Alternatives {
-				if _, ok := walk(k, a.Instr, int(a.InstrLen)); !ok {
-					t.Fatalf("alternative %#x (%v inv=%v, %d/%d): % x does not decode to its %d bytes", a.Instr, a.Feature(), a.Inv(), a.InstrLen, a.ReplLen, k.Text(a.Instr, int(a.InstrLen)), a.InstrLen)
-				}
-				if b := k.Text(a.Instr, int(a.InstrLen)); bytes.Contains(b, []byte{0x90, 0x90}) {
-					// A 0x90 0x90 pair may sit inside a longer instruction
-					// (an immediate); only decoded single NOPs count.
-					ins, _ := walk(k, a.Instr, int(a.InstrLen))
-					for i := 1; i < len(ins); i++ {
-						if ins[i-1].Len == 1 && ins[i].Len == 1 && ins[i-1].Opcode[0] == 0x90 && ins[i].Opcode[0] == 0x90 {
-							t.Fatalf("alternative %#x keeps single NOPs: % x", a.Instr, b)
-						}
-					}
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestRealParavirtBytes: each pv site not rewritten by a later
@@ -204,60 +210,54 @@ func TestRealParavirtBytes(t *testing.T) {
 // the replacement's own target), 0x90 padding turned into kernel NOPs;
 // sites no entry took keep their original instructions.
 func TestRealAlternativeBytes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("boots the real kernel")
-	}
-	for _, name := range alternative.CPUNames() {
-		t.Run(name, func(t *testing.T) {
-			r := booted(t, name)
-			k := r.Kernel
-			cpu := r.Booted.CPU
-			last := map[uint64]alternative.AltInstr{}
-			for _, a := range r.Booted.Tables.Alternatives {
-				if cpu.Has(a.Feature()) != a.Inv() {
-					last[a.Instr] = a
-				}
+	eachBootedCPU(t, func(t *testing.T, name string, r *load.Result) {
+		k := r.Kernel
+		cpu := r.Booted.CPU
+		last := map[uint64]alternative.AltInstr{}
+		for _, a := range r.Booted.Tables.Alternatives {
+			if cpu.Has(a.Feature()) != a.Inv() {
+				last[a.Instr] = a
 			}
-			var plain, calls, jumps int
-			for at, a := range last {
-				repl := k.Text(a.Repl, int(a.ReplLen))
-				if repl == nil && a.ReplLen > 0 {
-					// .altinstr_replacement is not a text region of the
-					// image: read the booted ELF's copy through the records.
-					repl = replacement(t, r, a)
-				}
-				got := k.Text(at, int(a.InstrLen))
-				switch {
-				case a.ReplLen == 5 && (repl[0] == 0xe8 || repl[0] == 0xe9):
-					in, err := x86.DecodeKernel(nil, got)
-					if err != nil {
-						t.Fatal(err)
-					}
-					want := a.Repl + 5 + uint64(int64(int32(le32(repl[1:]))))
-					if in.Target(at) != want {
-						t.Fatalf("alternative %#x: % x goes to %#x, the replacement to %#x", at, got, in.Target(at), want)
-					}
-					if repl[0] == 0xe8 {
-						calls++
-					} else {
-						jumps++
-					}
-				default:
-					want := make([]byte, a.InstrLen)
-					copy(want, repl)
-					for i := int(a.ReplLen); i < len(want); i++ {
-						want[i] = 0x90
-					}
-					alternative.OptimizeNops(want)
-					if !bytes.Equal(got, want) {
-						t.Fatalf("alternative %#x (%v): % x, want % x", at, a.Feature(), got, want)
-					}
-					plain++
-				}
+		}
+		var plain, calls, jumps int
+		for at, a := range last {
+			repl := k.Text(a.Repl, int(a.ReplLen))
+			if repl == nil && a.ReplLen > 0 {
+				// .altinstr_replacement is not a text region of the
+				// image: read the booted ELF's copy through the records.
+				repl = replacement(t, r, a)
 			}
-			t.Logf("%s: %d sites replaced (%d plain, %d calls re-based, %d jumps re-aimed)", name, len(last), plain, calls, jumps)
-		})
-	}
+			got := k.Text(at, int(a.InstrLen))
+			switch {
+			case a.ReplLen == 5 && (repl[0] == 0xe8 || repl[0] == 0xe9):
+				in, err := x86.DecodeKernel(nil, got)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := a.Repl + 5 + uint64(int64(int32(le32(repl[1:]))))
+				if in.Target(at) != want {
+					t.Fatalf("alternative %#x: % x goes to %#x, the replacement to %#x", at, got, in.Target(at), want)
+				}
+				if repl[0] == 0xe8 {
+					calls++
+				} else {
+					jumps++
+				}
+			default:
+				want := make([]byte, a.InstrLen)
+				copy(want, repl)
+				for i := int(a.ReplLen); i < len(want); i++ {
+					want[i] = 0x90
+				}
+				alternative.OptimizeNops(want)
+				if !bytes.Equal(got, want) {
+					t.Fatalf("alternative %#x (%v): % x, want % x", at, a.Feature(), got, want)
+				}
+				plain++
+			}
+		}
+		t.Logf("%s: %d sites replaced (%d plain, %d calls re-based, %d jumps re-aimed)", name, len(last), plain, calls, jumps)
+	})
 }
 
 // readVA reads n bytes at virtual address va of an ELF file.
@@ -294,89 +294,83 @@ func replacement(t testing.TB, r *load.Result, a alternative.AltInstr) []byte {
 // through the register its thunk named (or, under spectre_v2=retpoline,
 // the thunk call as built).
 func TestRealRetpolinesAndReturns(t *testing.T) {
-	if testing.Short() {
-		t.Skip("boots the real kernel")
-	}
-	asBuilt := booted(t, alternative.CPUNone).Kernel
-	for _, name := range alternative.CPUNames() {
-		t.Run(name, func(t *testing.T) {
-			r := booted(t, name)
-			k := r.Kernel
-			// Alternatives run last and may overwrite retpoline and return
-			// sites on purpose (the thunks' own bodies): those sites hold
-			// the alternative's bytes.
-			inAlt := map[uint64]bool{}
-			for _, a := range r.Booted.Tables.Alternatives {
-				if r.Booted.CPU.Has(a.Feature()) != a.Inv() {
-					for i := uint64(0); i < uint64(a.InstrLen); i++ {
-						inAlt[a.Instr+i] = true
-					}
+	eachBootedCPU(t, func(t *testing.T, name string, r *load.Result) {
+		asBuilt := booted(t, alternative.CPUNone).Kernel // cached after the first CPU
+		k := r.Kernel
+		// Alternatives run last and may overwrite retpoline and return
+		// sites on purpose (the thunks' own bodies): those sites hold
+		// the alternative's bytes.
+		inAlt := map[uint64]bool{}
+		for _, a := range r.Booted.Tables.Alternatives {
+			if r.Booted.CPU.Has(a.Feature()) != a.Inv() {
+				for i := uint64(0); i < uint64(a.InstrLen); i++ {
+					inAlt[a.Instr+i] = true
 				}
 			}
-			var overwritten int
-			thunks := symAddr(t, k, "__x86_indirect_thunk_array")
-			for _, s := range r.Booted.Tables.Retpolines {
-				if inAlt[s] {
-					overwritten++
-					continue
+		}
+		var overwritten int
+		thunks := symAddr(t, k, "__x86_indirect_thunk_array")
+		for _, s := range r.Booted.Tables.Retpolines {
+			if inAlt[s] {
+				overwritten++
+				continue
+			}
+			orig, err := x86.DecodeKernel(nil, asBuilt.Text(s, 15))
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg := int((orig.Target(s) - thunks) / 32)
+			got := k.Text(s, orig.Len)
+			if r.Booted.CPU.SpectreV2Mode() == "retpoline" {
+				if !bytes.Equal(got, asBuilt.Text(s, orig.Len)) {
+					t.Fatalf("retpoline site %#x changed under spectre_v2=retpoline: % x", s, got)
 				}
-				orig, err := x86.DecodeKernel(nil, asBuilt.Text(s, 15))
-				if err != nil {
-					t.Fatal(err)
+				continue
+			}
+			var want []byte
+			if reg >= 8 {
+				want = append(want, 0x41)
+			}
+			modrm := byte(0xd0)
+			if orig.Opcode[0] == 0xe9 {
+				modrm = 0xe0
+			}
+			want = append(want, 0xff, modrm+byte(reg&7))
+			if !bytes.HasPrefix(got, want) {
+				t.Fatalf("retpoline site %#x (reg %d): % x, want % x...", s, reg, got, want)
+			}
+			if _, ok := walk(k, s, orig.Len); !ok {
+				t.Fatalf("retpoline site %#x: % x does not decode to %d bytes", s, got, orig.Len)
+			}
+		}
+		thunk := symAddr(t, k, "__x86_return_thunk")
+		want := symAddr(t, k, r.Booted.CPU.ReturnThunk)
+		for _, s := range r.Booted.Tables.Returns {
+			if inAlt[s] {
+				overwritten++
+				continue
+			}
+			if bytes.Equal(k.Text(s+5, 3), []byte{0x0f, 0xb9, 0xcc}) {
+				continue // a static-call trampoline: __static_call_fixup's
+			}
+			in, err := x86.DecodeKernel(nil, k.Text(s, 15))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in.Opcode[0] == 0xe9 && in.Target(s) == thunk && want != thunk {
+				t.Fatalf("return site %#x still jumps to __x86_return_thunk", s)
+			}
+			switch {
+			case r.Booted.CPU.WantsRethunk():
+				if in.Opcode[0] != 0xe9 || in.Target(s) != want {
+					t.Fatalf("return site %#x: % x, want jmp %s", s, k.Text(s, 5), r.Booted.CPU.ReturnThunk)
 				}
-				reg := int((orig.Target(s) - thunks) / 32)
-				got := k.Text(s, orig.Len)
-				if r.Booted.CPU.SpectreV2Mode() == "retpoline" {
-					if !bytes.Equal(got, asBuilt.Text(s, orig.Len)) {
-						t.Fatalf("retpoline site %#x changed under spectre_v2=retpoline: % x", s, got)
-					}
-					continue
-				}
-				var want []byte
-				if reg >= 8 {
-					want = append(want, 0x41)
-				}
-				modrm := byte(0xd0)
-				if orig.Opcode[0] == 0xe9 {
-					modrm = 0xe0
-				}
-				want = append(want, 0xff, modrm+byte(reg&7))
-				if !bytes.HasPrefix(got, want) {
-					t.Fatalf("retpoline site %#x (reg %d): % x, want % x...", s, reg, got, want)
-				}
-				if _, ok := walk(k, s, orig.Len); !ok {
-					t.Fatalf("retpoline site %#x: % x does not decode to %d bytes", s, got, orig.Len)
+			default:
+				if !bytes.Equal(k.Text(s, 5), []byte{0xc3, 0xcc, 0xcc, 0xcc, 0xcc}) {
+					t.Fatalf("return site %#x: % x, want ret; int3 x4", s, k.Text(s, 5))
 				}
 			}
-			thunk := symAddr(t, k, "__x86_return_thunk")
-			want := symAddr(t, k, r.Booted.CPU.ReturnThunk)
-			for _, s := range r.Booted.Tables.Returns {
-				if inAlt[s] {
-					overwritten++
-					continue
-				}
-				if bytes.Equal(k.Text(s+5, 3), []byte{0x0f, 0xb9, 0xcc}) {
-					continue // a static-call trampoline: __static_call_fixup's
-				}
-				in, err := x86.DecodeKernel(nil, k.Text(s, 15))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if in.Opcode[0] == 0xe9 && in.Target(s) == thunk && want != thunk {
-					t.Fatalf("return site %#x still jumps to __x86_return_thunk", s)
-				}
-				switch {
-				case r.Booted.CPU.WantsRethunk():
-					if in.Opcode[0] != 0xe9 || in.Target(s) != want {
-						t.Fatalf("return site %#x: % x, want jmp %s", s, k.Text(s, 5), r.Booted.CPU.ReturnThunk)
-					}
-				default:
-					if !bytes.Equal(k.Text(s, 5), []byte{0xc3, 0xcc, 0xcc, 0xcc, 0xcc}) {
-						t.Fatalf("return site %#x: % x, want ret; int3 x4", s, k.Text(s, 5))
-					}
-				}
-			}
-			t.Logf("%s: %d retpoline and %d return sites, %d overwritten by a later alternative", name, len(r.Booted.Tables.Retpolines), len(r.Booted.Tables.Returns), overwritten)
-		})
-	}
+		}
+		t.Logf("%s: %d retpoline and %d return sites, %d overwritten by a later alternative", name, len(r.Booted.Tables.Retpolines), len(r.Booted.Tables.Returns), overwritten)
+	})
 }

@@ -9,6 +9,7 @@
 package extable
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -68,15 +69,7 @@ func New(k *image.Kernel) (*Extable, error) {
 // sortExtable models lib/extable.c:sort_extable (by insn address).
 func sortExtable(t []image.ExEntry) []image.ExEntry {
 	out := slices.Clone(t)
-	slices.SortStableFunc(out, func(a, b image.ExEntry) int {
-		switch {
-		case a.Insn < b.Insn:
-			return -1
-		case a.Insn > b.Insn:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(out, func(a, b image.ExEntry) int { return cmp.Compare(a.Insn, b.Insn) })
 	return out
 }
 

@@ -160,11 +160,16 @@ func mixedWorkload(t *testing.T, m *machine.Machine) {
 	}
 	kp.UnregisterKprobes(left)
 	kp.Drain()
+	wantTeardown(t, m)
+}
+
+// wantTeardown: the machine's teardown check passes, unless
+// ftrace_set_filter_ip failed inside __disarm_kprobe_ftrace: then the
+// kernel's kprobe_ftrace_enabled is off for good, and teardown must say so.
+func wantTeardown(t *testing.T, m *machine.Machine) {
+	t.Helper()
 	err := m.CheckTeardown()
 	if warned(m) {
-		// ftrace_set_filter_ip failed inside __disarm_kprobe_ftrace: the
-		// kernel's kprobe_ftrace_enabled is off for good, and teardown
-		// must say so.
 		if err == nil {
 			t.Fatal("teardown passed although __disarm_kprobe_ftrace WARNed")
 		}
@@ -258,14 +263,5 @@ func eventWorkload(t *testing.T, m *machine.Machine) {
 	if err := tr.CheckTeardown(); err != nil {
 		t.Fatal(err)
 	}
-	err := m.CheckTeardown()
-	if warned(m) {
-		if err == nil {
-			t.Fatal("teardown passed although __disarm_kprobe_ftrace WARNed")
-		}
-		return
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	wantTeardown(t, m)
 }

@@ -2,6 +2,7 @@ package machine_test
 
 import (
 	"bytes"
+	"cmp"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -40,8 +41,8 @@ var faultTests = map[string]func(t *testing.T){
 	"kretprobe.instance.alloc":     testKretprobeInstance,
 	"trace_kprobe.alloc":           testTraceKprobeAlloc,
 	"tracefs.dir":                  testTracefsDir,
-	"trace_event_file.alloc":       testEventFile,
-	"trace.subsystem.alloc":        testSubsystem,
+	"trace_event_file.alloc":       func(t *testing.T) { testEventWithoutDir(t, "trace_event_file.alloc@1", false) },
+	"trace.subsystem.alloc":        func(t *testing.T) { testEventWithoutDir(t, "trace.subsystem.alloc@1", true) },
 	"perf.trace_event.alloc":       testPerfAlloc,
 	"perf.event.alloc":             testPerfEvent,
 	"ftrace.hash.alloc":            testFtraceHash,
@@ -514,46 +515,23 @@ func testTracefsDir(t *testing.T) {
 	checkTrace(t, m, tr, true)
 }
 
-// testEventFile: trace_create_new_event fails for the first event:
-// __add_event_to_tracers ignores it, the write succeeds, the event is
-// registered without a file (no directory); writing its enable file is
-// -ENOENT (there is none), the group's enable file skips it, and it is
-// deleted like any other.
-func testEventFile(t *testing.T) {
+// testEventWithoutDir: the first event of the write gets no directory and
+// the write still succeeds; ev0's own enable file does not exist
+// (-ENOENT), ev1 has both, and deleting both leaves nothing behind.
+//
+// trace_event_file.alloc: trace_create_new_event fails for the first
+// event: __add_event_to_tracers ignores it, the event is registered
+// without a file, so the group's enable file (a walk of tr->events) skips
+// it.
+//
+// trace.subsystem.alloc: the first event of a new group cannot get its
+// group directory: event_create_dir -ENOMEM, ignored; the event has its
+// file on tr->events, so the group's enable reaches it. The group's next
+// event creates the group directory; deleting both leaves no group behind
+// (the first one was never counted in it).
+func testEventWithoutDir(t *testing.T, plan string, groupEnablesEv0 bool) {
 	_, tg := faultKernel(t)
-	m := boot(t, 0, "trace_event_file.alloc@1")
-	tr := tracing(m)
-	if _, err := tr.WriteKprobeEvents(eventLines(tg.ftrace[:2], false)); err != nil {
-		t.Fatal(err)
-	}
-	ev0, ev1 := tr.LookupEvent("kpsim", "ev0"), tr.LookupEvent("kpsim", "ev1")
-	if ev0 == nil || ev1 == nil || ev0.HasDir() || !ev1.HasDir() {
-		t.Fatal("want ev0 without its file and directory, ev1 with both")
-	}
-	wantErrno(t, tr.EnableEvent(ev0, true), errno.ENOENT)
-	if err := tr.EnableGroup("kpsim", true, nil); err != nil {
-		t.Fatal(err)
-	}
-	if ev0.Enabled() || !ev1.Enabled() {
-		t.Fatalf("after events/kpsim/enable: ev0 enabled %v, ev1 %v", ev0.Enabled(), ev1.Enabled())
-	}
-	checkTrace(t, m, tr, false)
-	if err := tr.EnableGroup("kpsim", false, nil); err != nil {
-		t.Fatal(err)
-	}
-	deleteAll(t, tr)
-	checkTrace(t, m, tr, true)
-}
-
-// testSubsystem: the first event of a new group cannot get its group
-// directory: event_create_dir -ENOMEM, ignored; the event has its file on
-// tr->events but no directory, so its own enable file does not exist
-// (-ENOENT) while the group's enable (a walk of tr->events) reaches it. The
-// group's next event creates the group directory; deleting both leaves no
-// group behind (the first one was never counted in it).
-func testSubsystem(t *testing.T) {
-	_, tg := faultKernel(t)
-	m := boot(t, 0, "trace.subsystem.alloc@1")
+	m := boot(t, 0, plan)
 	tr := tracing(m)
 	if _, err := tr.WriteKprobeEvents(eventLines(tg.ftrace[:2], false)); err != nil {
 		t.Fatal(err)
@@ -563,9 +541,11 @@ func testSubsystem(t *testing.T) {
 		t.Fatal("want ev0 without a directory, ev1 with one")
 	}
 	wantErrno(t, tr.EnableEvent(ev0, true), errno.ENOENT)
-	// The group enable walks tr->events: ev0's file is there.
-	if err := tr.EnableGroup("kpsim", true, nil); err != nil || !ev0.Enabled() || !ev1.Enabled() {
-		t.Fatalf("group enable: %v, ev0 %v, ev1 %v", err, ev0.Enabled(), ev1.Enabled())
+	if err := tr.EnableGroup("kpsim", true, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ev0.Enabled() != groupEnablesEv0 || !ev1.Enabled() {
+		t.Fatalf("after events/kpsim/enable: ev0 enabled %v (want %v), ev1 %v", ev0.Enabled(), groupEnablesEv0, ev1.Enabled())
 	}
 	checkTrace(t, m, tr, false)
 	if err := tr.EnableGroup("kpsim", false, nil); err != nil {
@@ -591,14 +571,21 @@ func testPerfAlloc(t *testing.T) {
 				t.Fatalf("%d kprobes left after the failed open", m.KP.Reg.Len())
 			}
 			checkTrace(t, m, tr, true)
-			pe, err := tr.PerfKprobeOpen(tg.ftrace[0].SymbolName, 0, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr.PerfKprobeClose(pe)
-			checkTrace(t, m, tr, true)
+			reopenPerf(t, m, tr, tg.ftrace[0].SymbolName)
 		})
 	}
+}
+
+// reopenPerf: after a failed perf_event_open, the next open of sym works
+// and its close leaves no trace.
+func reopenPerf(t *testing.T, m *machine.Machine, tr *trace.Tracing, sym string) {
+	t.Helper()
+	pe, err := tr.PerfKprobeOpen(sym, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.PerfKprobeClose(pe)
+	checkTrace(t, m, tr, true)
 }
 
 // testPerfEvent: perf_event_alloc fails: perf_event_open -ENOMEM with no
@@ -614,12 +601,7 @@ func testPerfEvent(t *testing.T) {
 		t.Fatalf("failed open: %d kmallocs (want the one that failed), %d kprobes", d, m.KP.Reg.Len())
 	}
 	checkTrace(t, m, tr, true)
-	pe, err := tr.PerfKprobeOpen(tg.ftrace[0].SymbolName, 0, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr.PerfKprobeClose(pe)
-	checkTrace(t, m, tr, true)
+	reopenPerf(t, m, tr, tg.ftrace[0].SymbolName)
 }
 
 // --- ftrace ------------------------------------------------------------
@@ -1130,7 +1112,7 @@ func fakeKernelFor(t *testing.T, ko string) *image.Kernel {
 		k.Symbols = append(k.Symbols, image.Symbol{Name: n, Addr: 0xffffffff82000000 + di*64, Size: 64, Type: 'D'})
 		di++
 	}
-	defer func() { slices.SortFunc(k.Symbols, func(a, b image.Symbol) int { return cmpU64(a.Addr, b.Addr) }) }()
+	defer func() { slices.SortFunc(k.Symbols, func(a, b image.Symbol) int { return cmp.Compare(a.Addr, b.Addr) }) }()
 	for _, n := range undef {
 		switch {
 		case strings.HasPrefix(n, "__SCT__"):
@@ -1209,16 +1191,6 @@ func testModuleStaticCall(t *testing.T) {
 		lm, err := loadKO(t, k, "dummy.ko", "module.static_call.alloc"+at)
 		wantLoadENOMEM(t, k, lm, err)
 	}
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // TestFtraceAggrPostHandlerWarn: a 6.1.192 path that reaches

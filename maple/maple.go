@@ -312,7 +312,7 @@ func (t *Tree[T]) SeekGE(key uint64, c *sim.Counters) Cursor[T] {
 		cur.valid = true
 		return cur
 	}
-	cur.valid = cur.climbNext(c)
+	cur.valid = cur.climb(c, true)
 	return cur
 }
 
@@ -333,31 +333,22 @@ func (t *Tree[T]) SeekLE(key uint64, c *sim.Counters) Cursor[T] {
 		cur.valid = true
 		return cur
 	}
-	cur.valid = cur.climbPrev(c)
+	cur.valid = cur.climb(c, false)
 	return cur
 }
 
-// climbNext pops exhausted nodes until an ancestor has an item after the
-// child taken; one maple.node per ancestor re-entered.
-func (cur *Cursor[T]) climbNext(c *sim.Counters) bool {
+// climb pops exhausted nodes until an ancestor has an item beyond the
+// child taken, after it (next) or before it (prev, then stepped to); one
+// maple.node per ancestor re-entered.
+func (cur *Cursor[T]) climb(c *sim.Counters, next bool) bool {
 	for cur.p.depth > 1 {
 		cur.p.depth--
 		c.Inc(opNode)
 		top := &cur.p.f[cur.p.depth-1]
-		if top.i < len(top.n.items) {
+		if next && top.i < len(top.n.items) {
 			return true
 		}
-	}
-	cur.p.depth = 0
-	return false
-}
-
-func (cur *Cursor[T]) climbPrev(c *sim.Counters) bool {
-	for cur.p.depth > 1 {
-		cur.p.depth--
-		c.Inc(opNode)
-		top := &cur.p.f[cur.p.depth-1]
-		if top.i > 0 {
+		if !next && top.i > 0 {
 			top.i--
 			return true
 		}
@@ -395,7 +386,7 @@ func (cur *Cursor[T]) Next(c *sim.Counters) bool {
 			top.i++
 			return true
 		}
-		cur.valid = cur.climbNext(c)
+		cur.valid = cur.climb(c, true)
 		return cur.valid
 	}
 	// internal item i: the leftmost entry of child i+1
@@ -424,7 +415,7 @@ func (cur *Cursor[T]) Prev(c *sim.Counters) bool {
 			top.i--
 			return true
 		}
-		cur.valid = cur.climbPrev(c)
+		cur.valid = cur.climb(c, false)
 		return cur.valid
 	}
 	// internal item i: the rightmost entry of child i

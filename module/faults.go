@@ -2,9 +2,11 @@ package module
 
 import (
 	"fmt"
+	"iter"
 
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/ftrace"
+	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -44,15 +46,8 @@ func (o *object) enomem(step string) error {
 // use; it is updated only when the whole module succeeded, which is what
 // jump_label_del_module's unlinking leaves behind.
 func (l *Loader) jumpLabelAddModule(o *object, lm *Loaded) error {
-	m := lm.Module
-	var key uint64
 	var add []uint64
-	first := true
-	for _, e := range m.JumpEntries {
-		if !first && e.Key == key {
-			continue
-		}
-		first, key = false, e.Key
+	for key := range keyRuns(lm.Module.JumpEntries, func(e image.JumpEntry) uint64 { return e.Key }) {
 		if withinModule(lm, key) {
 			continue
 		}
@@ -80,15 +75,8 @@ func (l *Loader) jumpLabelAddModule(o *object, lm *Loaded) error {
 // converted to a mods list yet). A failure is -ENOMEM after
 // static_call_del_module; the load fails.
 func (l *Loader) staticCallAddModule(o *object, lm *Loaded) error {
-	m := lm.Module
-	var key uint64
 	var conv []uint64
-	first := true
-	for _, s := range m.StaticCallSites {
-		if !first && s.Key == key {
-			continue
-		}
-		first, key = false, s.Key
+	for key := range keyRuns(lm.Module.StaticCallSites, func(s image.StaticCallSite) uint64 { return s.Key }) {
 		if l.opt.Faults.Fail(FaultStaticCallMod) {
 			return o.enomem("__static_call_init: kzalloc(static_call_mod)")
 		}
@@ -103,6 +91,22 @@ func (l *Loader) staticCallAddModule(o *object, lm *Loaded) error {
 		l.scConverted[k] = true
 	}
 	return nil
+}
+
+// keyRuns yields the key of each run of entries with one key, in table
+// order: the walk both COMING notifiers make over a table sorted by key.
+func keyRuns[E any](entries []E, key func(E) uint64) iter.Seq[uint64] {
+	return func(yield func(uint64) bool) {
+		for i, e := range entries {
+			k := key(e)
+			if i > 0 && key(entries[i-1]) == k {
+				continue
+			}
+			if !yield(k) {
+				return
+			}
+		}
+	}
 }
 
 // scVmlinuxKey: a key with call sites in vmlinux (static_call_init stored

@@ -3,6 +3,7 @@ package module
 import (
 	"bufio"
 	"bytes"
+	"iter"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,18 +133,33 @@ func relocs(t testing.TB, path, sec string) []rela {
 // two file systems) plus the ext4 journal.
 var readelfModules = []string{"kvm", "kvm_intel", "kvm_amd", "xfs", "ext4", "jbd2"}
 
+// readelfLoads is for the tests that compare modules with readelf
+// (skipped without it): the real kernel, a loader on it, and the loads of
+// readelfModules one after another, each module yielded as it is loaded.
+func readelfLoads(t *testing.T) (*image.Kernel, *Loader, iter.Seq2[string, *Loaded]) {
+	t.Helper()
+	needReadelf(t)
+	k, dir := realKernel(t)
+	l := NewLoader(k, Options{Dir: dir})
+	return k, l, func(yield func(string, *Loaded) bool) {
+		for _, name := range readelfModules {
+			m, err := l.Load(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !yield(name, m) {
+				return
+			}
+		}
+	}
+}
+
 // TestReadelfCounts: for each module, kpsim's table sizes equal readelf's
 // section sizes divided by the entry size, and the decoded tables have as
 // many entries.
 func TestReadelfCounts(t *testing.T) {
-	needReadelf(t)
-	k, dir := realKernel(t)
-	l := NewLoader(k, Options{Dir: dir})
-	for _, name := range readelfModules {
-		m, err := l.Load(name)
-		if err != nil {
-			t.Fatal(err)
-		}
+	k, l, loads := readelfLoads(t)
+	for name, m := range loads {
 		sz := sectionSizes(t, m.Path)
 		mod := m.Module
 		for _, c := range []struct {
@@ -200,14 +216,8 @@ func TestReadelfCounts(t *testing.T) {
 // + addend, at the section's address kpsim assigned), and every jump
 // entry's opcode size equals its decoded size in the relocated text.
 func TestRelocatedTables(t *testing.T) {
-	needReadelf(t)
-	k, dir := realKernel(t)
-	l := NewLoader(k, Options{Dir: dir})
-	for _, name := range readelfModules {
-		m, err := l.Load(name)
-		if err != nil {
-			t.Fatal(err)
-		}
+	k, l, loads := readelfLoads(t)
+	for name, m := range loads {
 		mod := m.Module
 		target := func(r rela) (uint64, bool) {
 			s, ok := m.Section(r.sym)
@@ -373,14 +383,7 @@ func TestCommittedList(t *testing.T) {
 		t.Skip("-short")
 	}
 	k, dir := realKernel(t)
-	b, err := os.ReadFile("../testdata/lsmod-debian12-kvm-host.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	list, err := ParseList("lsmod-debian12-kvm-host.txt", b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	list := committedList(t)
 	l := NewLoader(k, Options{Dir: dir})
 	for _, n := range LoadOrder(list) {
 		if _, err := l.Load(n); err != nil {
@@ -404,15 +407,7 @@ func TestCommittedList(t *testing.T) {
 
 func BenchmarkLoadDebianModules(b *testing.B) {
 	kernel, dir := realTree(b)
-	list, err := os.ReadFile("../testdata/lsmod-debian12-kvm-host.txt")
-	if err != nil {
-		b.Fatal(err)
-	}
-	l0, err := ParseList("lsmod", list)
-	if err != nil {
-		b.Fatal(err)
-	}
-	names := LoadOrder(l0)
+	names := LoadOrder(committedList(b))
 	b.Run("kernel+modules", func(b *testing.B) {
 		for b.Loop() {
 			k, err := load.Open(kernel)

@@ -1,6 +1,7 @@
 package module
 
 import (
+	"cmp"
 	"encoding/binary"
 	"slices"
 
@@ -149,15 +150,7 @@ func (l *Loader) readTables(o *object, mem *Memory, m *image.Module, initBlk ima
 		e := at + uint64(off)
 		m.ExTable = append(m.ExTable, image.ExEntry{Insn: rel32(b[off:], e), Fixup: rel32(b[off+4:], e+4)})
 	}
-	slices.SortStableFunc(m.ExTable, func(a, b image.ExEntry) int {
-		switch {
-		case a.Insn < b.Insn:
-			return -1
-		case a.Insn > b.Insn:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(m.ExTable, func(a, b image.ExEntry) int { return cmp.Compare(a.Insn, b.Insn) })
 	c.ExEntries = len(m.ExTable)
 
 	if _, b, err = o.entries(mem, "_kprobe_blacklist", BlacklistEntrySize); err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -22,8 +21,7 @@ var calibrateCommand = command{"calibrate",
 	runCalibrate}
 
 func runCalibrate(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("calibrate", stdout)
-	imf, err := addImageFlagsFor(fs, args)
+	fs, imf, err := newImageFlagSet("calibrate", args, stdout)
 	if err != nil {
 		return err
 	}
@@ -57,9 +55,9 @@ func runCalibrate(args []string, stdout, stderr io.Writer) error {
 		if len(regimes) > 1 {
 			path += "." + r
 		}
-		s, err := newAtomicFile(path)
+		s, err := openOut("out", path)
 		if err != nil {
-			return usagef("--out: %s", err.Error())
+			return err
 		}
 		defer s.abort()
 		sinks[r] = s
@@ -73,13 +71,8 @@ func runCalibrate(args []string, stdout, stderr io.Writer) error {
 		Command: strings.TrimSpace("kpsim calibrate " + strings.Join(args, " "))}
 	var syms []ktab.Symbol
 	if *symbols != "" {
-		f, err := os.Open(*symbols)
-		if err != nil {
-			return usagef("--symbols: %v", err)
-		}
-		defer f.Close()
-		if syms, err = ktab.ParseSymbols(*symbols, bufio.NewReaderSize(f, 1<<20)); err != nil {
-			return usagef("%v", err)
+		if syms, err = readSymbols(*symbols); err != nil {
+			return err
 		}
 		opt.TablesName = *symbols
 	}

@@ -12,18 +12,14 @@ import (
 )
 
 func runDecode(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("decode", stdout)
-	imf, err := addImageFlagsFor(fs, args)
+	fs, imf, err := newImageFlagSet("decode", args, stdout)
 	if err != nil {
 		return err
 	}
 	fn := fs.String("func", "", "decode only the function(s) with this name (duplicates: every one)")
 	all := fs.Bool("all", false, "decode every function (the default without --func)")
 	summary := fs.Bool("summary", false, "one line per function: ADDRESS NAME INSTRUCTION_COUNT SHA1 of the offsets")
-	if err := parse(fs, args, stdout); err != nil {
-		return err
-	}
-	if err := refuseSynthFlags(fs, imf, ""); err != nil {
+	if err := parseImageFlags(fs, imf, args, stdout, nil); err != nil {
 		return err
 	}
 	if *fn != "" && *all {

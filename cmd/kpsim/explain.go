@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -58,10 +57,7 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	via := fs.String("via", "register_kprobe", "front door: register_kprobe, kprobe_events (a tracefs line, then its enable file) or perf_kprobe (perf_event_open on the kprobe PMU)")
 	noEnable := fs.Bool("no-enable", false, "with --via kprobe_events: leave the event disabled (the probe is then prepared but never armed or optimized)")
 	cf := addCostFlags(fs, "cold", "a registration probes a function not touched before")
-	if err := parse(fs, rest, stdout); err != nil {
-		return err
-	}
-	if err := refuseSynthFlags(fs, imf, ""); err != nil {
+	if err := parseImageFlags(fs, imf, rest, stdout, nil); err != nil {
 		return err
 	}
 	costs, err := cf.load(stderr, "explain")
@@ -486,7 +482,5 @@ func writeExplainJSON(w io.Writer, k *image.Kernel, x *explained, sw sim.Switche
 	for _, nz := range x.Counters.NonZero() {
 		out.Ops[ops[nz.Op].Name] += nz.N
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return writeJSON(w, out)
 }

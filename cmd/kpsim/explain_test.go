@@ -10,6 +10,22 @@ func explainArgs(extra ...string) []string {
 	return append(append([]string{"explain"}, small...), append([]string{"--n", "4"}, extra...)...)
 }
 
+// wantExplain runs kpsim with args, wants exit 0 and every string of want
+// in the output, and returns the output.
+func wantExplain(t *testing.T, args []string, want ...string) string {
+	t.Helper()
+	out, errs, code := runKpsim(args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	return out
+}
+
 // A sample target is built into the image even without --n; other
 // targets get the image without them unless --n asks.
 func TestExplainSampleTargets(t *testing.T) {
@@ -24,11 +40,7 @@ func TestExplainSampleTargets(t *testing.T) {
 }
 
 func TestExplainOptimized(t *testing.T) {
-	out, errs, code := runKpsim(explainArgs("kprobe_many_func_1", "--patches", "series")...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	for _, want := range []string{
+	wantExplain(t, explainArgs("kprobe_many_func_1", "--patches", "series"),
 		`register_kprobe(symbol_name="kprobe_many_func_1")`,
 		`kallsyms_lookup_name("kprobe_many_func_1") = 0x`,
 		"check_kprobe_address_safe(kprobe_many_func_1+0x0)",
@@ -40,36 +52,21 @@ func TestExplainOptimized(t *testing.T) {
 		"reason   -",
 		"identical under every switch set",
 		"safety.jump_label",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
+	)
 }
 
 // The target may come first; flags after it still apply.
 func TestExplainRefusedVerify(t *testing.T) {
 	args := append([]string{"explain", "kprobe_many_func_2+1", "--verify"}, small...)
-	out, errs, code := runKpsim(args...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	for _, want := range []string{
+	wantExplain(t, args,
 		"result   -EILSEQ (-84)",
 		"reason   arch_prepare_kprobe: can_probe: +1 is not an instruction boundary: the 6-byte mov at +0 spans it",
 		"verified: the same trail, result, state and reason under all",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
+	)
 }
 
 func TestExplainJSON(t *testing.T) {
-	out, errs, code := runKpsim(explainArgs("--post", "--format", "json", "kprobe_many_func_0")...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
+	out := wantExplain(t, explainArgs("--post", "--format", "json", "kprobe_many_func_0"))
 	var v struct {
 		Result, State, Check, Detail, Reason string
 		Trail                                []struct {
@@ -117,21 +114,13 @@ func TestExplainUnknownSymbol(t *testing.T) {
 // --with registers other probes first: here an optprobe whose jump the
 // explained probe lands in, and a refused one.
 func TestExplainWith(t *testing.T) {
-	out, errs, code := runKpsim(explainArgs("kprobe_many_func_1+9", "--with", "kprobe_many_func_1+6", "--with", "kprobe_many_func_2+1", "--verify")...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	for _, want := range []string{
+	wantExplain(t, explainArgs("kprobe_many_func_1+9", "--with", "kprobe_many_func_1+6", "--with", "kprobe_many_func_2+1", "--verify"),
 		"kprobe_many_func_1+6: 0, int3, __arm_kprobe: get_optimized_kprobe: unoptimized: a probe was armed at +9 inside its jump [+6, +15)",
 		"kprobe_many_func_2+1: -EILSEQ, unregistered, arch_prepare_kprobe: can_probe:",
 		"unoptimize_kprobe(kprobe_many_func_1+0x6)",
 		"state    optimized",
 		"verified:",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
+	)
 	if _, errs, code := runKpsim(explainArgs("kprobe_many_func_1", "--with", "0xnope")...); code != 2 || !strings.Contains(errs, "--with") {
 		t.Errorf("bad --with: exit %d, %s", code, errs)
 	}
@@ -140,22 +129,14 @@ func TestExplainWith(t *testing.T) {
 // TARGET may be a kprobe_events line; --no-enable leaves the event (and
 // its probe) disabled, and says why it is not optimized.
 func TestExplainEventLine(t *testing.T) {
-	out, errs, code := runKpsim(explainArgs("--traced", "--via", "kprobe_events", "p:kprobes/f1 kprobe_many_func_1+5")...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	for _, want := range []string{
+	wantExplain(t, explainArgs("--traced", "--via", "kprobe_events", "p:kprobes/f1 kprobe_many_func_1+5"),
 		`trace_kprobe_create("p:kprobes/f1 kprobe_many_func_1+5")`,
 		"    register_kprobe(symbol_name=\"kprobe_many_func_1\", offset=5, flags=KPROBE_FLAG_DISABLED)",
 		"optimize_kprobe(kprobe_many_func_1+0x5) = not queued: the probe is disabled (KPROBE_FLAG_DISABLED)",
 		"enable_kprobe(kprobe_many_func_1+0x5)",
 		"state    optimized",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
-	out, errs, code = runKpsim(explainArgs("--traced", "--via", "kprobe_events", "--no-enable", "kprobe_many_func_1+5")...)
+	)
+	out, errs, code := runKpsim(explainArgs("--traced", "--via", "kprobe_events", "--no-enable", "kprobe_many_func_1+5")...)
 	if code != 0 || !strings.Contains(out, "state    disabled") || !strings.Contains(out, "reason   optimize_kprobe: the probe is disabled") {
 		t.Fatalf("--no-enable: exit %d (%s):\n%s", code, errs, out)
 	}

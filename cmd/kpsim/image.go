@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -10,17 +9,13 @@ import (
 )
 
 func runImage(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("image", stdout)
-	imf, err := addImageFlagsFor(fs, args)
+	fs, imf, err := newImageFlagSet("image", args, stdout)
 	if err != nil {
 		return err
 	}
 	format := fs.String("format", "table", "output format: table or json")
 	sites := fs.String("boot-sites", "", "with --kernel: write every site boot patching visited (TSV: table, address, symbol+offset, action, bytes before, bytes after) to FILE")
-	if err := parse(fs, args, stdout); err != nil {
-		return err
-	}
-	if err := refuseSynthFlags(fs, imf, ""); err != nil {
+	if err := parseImageFlags(fs, imf, args, stdout, nil); err != nil {
 		return err
 	}
 	if *format != "table" && *format != "json" {
@@ -41,9 +36,7 @@ func runImage(args []string, stdout, stderr io.Writer) error {
 	}
 	s := k.Summarize()
 	if *format == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(s)
+		return writeJSON(stdout, s)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\t\n", k, v) }

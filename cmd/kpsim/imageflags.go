@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/kpsim/kpsim/alternative"
@@ -68,6 +69,14 @@ func profileOf(args []string) (string, error) {
 		return "", usagef("--profile: unknown profile %q (reference, debian-6.1)", name)
 	}
 	return name, nil
+}
+
+// newImageFlagSet is the flag set of command c that reads an image: the
+// image flags of the profile args name.
+func newImageFlagSet(c string, args []string, stdout io.Writer) (*flag.FlagSet, *imageFlags, error) {
+	fs := newFlagSet(c, stdout)
+	imf, err := addImageFlagsFor(fs, args)
+	return fs, imf, err
 }
 
 // addImageFlagsFor defines the image flags with the defaults of the

@@ -40,14 +40,9 @@ func runKallsyms(args []string, stdout, stderr io.Writer) error {
 	if *what != "tokens" && *what != "stats" {
 		return usagef("--what: want tokens or stats, got %q", *what)
 	}
-	f, err := os.Open(*symbols)
+	syms, err := readSymbols(*symbols)
 	if err != nil {
-		return usagef("--symbols: %v", err)
-	}
-	defer f.Close()
-	syms, err := ktab.ParseSymbols(*symbols, bufio.NewReaderSize(f, 1<<20))
-	if err != nil {
-		return usagef("%v", err)
+		return err
 	}
 	if err := refuseZeroAddresses(*symbols, syms); err != nil {
 		return err
@@ -81,4 +76,19 @@ func runKallsyms(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(w, "%s %v\n", r.k, r.v)
 	}
 	return w.Flush()
+}
+
+// readSymbols reads the symbol list of --symbols (System.map or
+// /proc/kallsyms); its errors are usage errors.
+func readSymbols(path string) ([]ktab.Symbol, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usagef("--symbols: %v", err)
+	}
+	defer f.Close()
+	syms, err := ktab.ParseSymbols(path, bufio.NewReaderSize(f, 1<<20))
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	return syms, nil
 }

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/signal"
@@ -80,6 +83,63 @@ func newAtomicFile(path string) (*atomicFile, error) {
 	return a, nil
 }
 
+// openOut checks the output path of flag name before any work (a bad
+// path costs nothing): nil when path is empty. The caller defers abort.
+func openOut(name, path string) (*atomicFile, error) {
+	if path == "" {
+		return nil, nil
+	}
+	a, err := newAtomicFile(path)
+	if err != nil {
+		return nil, usagef("--%s: %s", name, err.Error())
+	}
+	return a, nil
+}
+
+// emitReport writes a report whole: write fills a buffer, which goes to
+// sink, or to stdout when sink is nil. Nothing is written if write fails.
+func emitReport(sink *atomicFile, stdout io.Writer, write func(io.Writer) error) error {
+	var buf bytes.Buffer
+	if err := write(&buf); err != nil {
+		return err
+	}
+	if sink != nil {
+		return sink.commit(buf.Bytes())
+	}
+	_, err := stdout.Write(buf.Bytes())
+	return err
+}
+
+// writeJSON writes v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// formatted is a report kpsim can write as a table, JSON, CSV or Go
+// benchmark lines.
+type formatted interface {
+	WriteTable(io.Writer) error
+	WriteJSON(io.Writer) error
+	WriteCSV(io.Writer) error
+	WriteBench(io.Writer) error
+}
+
+// writeFormat writes r to w in format (json, csv, bench; anything else
+// is the table).
+func writeFormat(w io.Writer, format string, r formatted) error {
+	switch format {
+	case "json":
+		return r.WriteJSON(w)
+	case "csv":
+		return r.WriteCSV(w)
+	case "bench":
+		return r.WriteBench(w)
+	}
+	return r.WriteTable(w)
+}
+
 // resolveOutput follows symlinks in path to the file a write reaches.
 // magic reports a link into /proc (/dev/stdout → /proc/self/fd/1 →
 // pipe:[N]): such a link cannot be renamed over, only written through.
@@ -151,8 +211,12 @@ func (a *atomicFile) commit(b []byte) error {
 	return nil
 }
 
-// abort removes the temporary file if commit did not run (safe to defer).
+// abort removes the temporary file if commit did not run (safe to defer,
+// also on the nil file of an output not asked for).
 func (a *atomicFile) abort() {
+	if a == nil {
+		return
+	}
 	pendingMu.Lock()
 	defer pendingMu.Unlock()
 	if a.pending != nil {

@@ -50,6 +50,19 @@ func refuseSynthFlags(fs *flag.FlagSet, imf *imageFlags, symbols string) error {
 	return nil
 }
 
+// parseImageFlags parses the flags of a command that reads an image, then
+// refuses the generator's flags where a real image, or the symbol file
+// of flag symbols (nil: the command has none), is read.
+func parseImageFlags(fs *flag.FlagSet, imf *imageFlags, args []string, stdout io.Writer, symbols *string) error {
+	if err := parse(fs, args, stdout); err != nil {
+		return err
+	}
+	if symbols == nil {
+		return refuseSynthFlags(fs, imf, "")
+	}
+	return refuseSynthFlags(fs, imf, *symbols)
+}
+
 // refuseZeroAddresses is the error for a symbol list whose addresses are
 // all zero: /proc/kallsyms read without CAP_SYSLOG under kptr_restrict.
 func refuseZeroAddresses(path string, syms []ktab.Symbol) error {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"io"
 	"path/filepath"
 	"strings"
@@ -50,9 +49,9 @@ func runReport(args []string, stdout, stderr io.Writer) error {
 			return usagef("--%s: kpsim report draws its own plots (kpsim sweep --plot takes it)", f)
 		}
 	}
-	sink, err := newAtomicFile(j.out)
+	sink, err := openOut("out", j.out)
 	if err != nil {
-		return usagef("--out: %s", err.Error())
+		return err
 	}
 	defer sink.abort()
 	reps, err := j.reports(stderr)
@@ -70,14 +69,10 @@ func runReport(args []string, stdout, stderr io.Writer) error {
 		mm.Command = append([]string{"kpsim", "report"}, j.given...)
 		doc.Report.Meta = &mm
 	}
-	var buf bytes.Buffer
-	if j.format == "markdown" {
-		err = doc.WriteMarkdown(&buf)
-	} else {
-		err = doc.WriteHTML(&buf)
-	}
-	if err != nil {
-		return err
-	}
-	return sink.commit(buf.Bytes())
+	return emitReport(sink, stdout, func(w io.Writer) error {
+		if j.format == "markdown" {
+			return doc.WriteMarkdown(w)
+		}
+		return doc.WriteHTML(w)
+	})
 }

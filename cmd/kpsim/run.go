@@ -72,8 +72,7 @@ type manyCaller struct {
 }
 
 func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) error {
-	fs := newFlagSet("run many", stdout)
-	imf, err := addImageFlagsFor(fs, args)
+	fs, imf, err := newImageFlagSet("run many", args, stdout)
 	if err != nil {
 		return err
 	}
@@ -104,10 +103,7 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 	faults := fs.String("faults", "", "fault injection: POINT or POINT@N, comma-separated (kpsim list shows the points)")
 	fs.IntVar(&o.Jobs, "jobs", 0, "runs to run at once (default: all cores, GOMAXPROCS; 1 runs them one after another); counts and digests are the same for every value")
 	cf := addCostFlags(fs, "cold", "registration probes distinct functions")
-	if err := parse(fs, args, stdout); err != nil {
-		return err
-	}
-	if err := refuseSynthFlags(fs, imf, ""); err != nil {
+	if err := parseImageFlags(fs, imf, args, stdout, nil); err != nil {
 		return err
 	}
 	set := map[string]bool{}
@@ -184,21 +180,16 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 		specs = append(specs, scenarios.AblationSpecs()...)
 	}
 	// Check the outputs before the work, so a bad path costs nothing.
-	var sink, probeSink *atomicFile
-	if *out != "" {
-		var err error
-		if sink, err = newAtomicFile(*out); err != nil {
-			return usagef("--out: %s", err.Error())
-		}
-		defer sink.abort()
+	sink, err := openOut("out", *out)
+	if err != nil {
+		return err
 	}
-	if *probes != "" {
-		var err error
-		if probeSink, err = newAtomicFile(*probes); err != nil {
-			return usagef("--probes: %s", err.Error())
-		}
-		defer probeSink.abort()
+	defer sink.abort()
+	probeSink, err := openOut("probes", *probes)
+	if err != nil {
+		return err
 	}
+	defer probeSink.abort()
 
 	imf.cfg.Seed = imf.seed
 	mix, err := parseMix(imf)
@@ -246,38 +237,31 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 		caller.hook(rep)
 		return nil
 	}
-	var buf bytes.Buffer
-	switch *format {
-	case "json":
-		err = rep.WriteJSON(&buf)
-	case "csv":
-		err = rep.WriteCSV(&buf, costs)
-	case "bench":
-		err = rep.WriteBench(&buf)
-	default:
-		if *designs {
-			err = rep.WriteDesignTable(&buf)
-		} else {
-			err = rep.WriteTable(&buf)
+	return emitReport(sink, stdout, func(w io.Writer) error {
+		var err error
+		switch *format {
+		case "json":
+			err = rep.WriteJSON(w)
+		case "csv":
+			err = rep.WriteCSV(w, costs)
+		case "bench":
+			err = rep.WriteBench(w)
+		default:
+			if *designs {
+				err = rep.WriteDesignTable(w)
+			} else {
+				err = rep.WriteTable(w)
+			}
 		}
-	}
-	if err != nil {
-		return err
-	}
-	if probeSink != nil {
+		if err != nil || probeSink == nil {
+			return err
+		}
 		var pb bytes.Buffer
 		if err := rep.WriteProbes(&pb, setup.Kernel, *format == "json"); err != nil {
 			return err
 		}
-		if err := probeSink.commit(pb.Bytes()); err != nil {
-			return err
-		}
-	}
-	if sink != nil {
-		return sink.commit(buf.Bytes())
-	}
-	_, err = stdout.Write(buf.Bytes())
-	return err
+		return probeSink.commit(pb.Bytes())
+	})
 }
 
 func parseMix(imf *imageFlags) ([4]float64, error) {

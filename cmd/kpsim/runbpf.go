@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"io"
@@ -28,6 +27,13 @@ type bpfFlags struct {
 	jobs    int
 	jobsSet func() bool
 	sink    *atomicFile
+}
+
+// newBPFFlagSet is the flag set of BPF command c with the shared flags.
+func newBPFFlagSet(c string, args []string, stdout io.Writer) (*flag.FlagSet, *bpfFlags, error) {
+	fs := newFlagSet(c, stdout)
+	f, err := addBPFFlags(fs, args)
+	return fs, f, err
 }
 
 func addBPFFlags(fs *flag.FlagSet, args []string) (*bpfFlags, error) {
@@ -117,52 +123,51 @@ func (f *bpfFlags) start(defaults []string) (scenarios.BPFOptions, []scenarios.R
 	return o, specs, costs, k, nil
 }
 
-// openOut checks --out before any work (a bad path costs nothing); the
-// caller defers f.closeOut.
-func (f *bpfFlags) openOut() error {
-	if f.out == "" {
-		return nil
-	}
-	var err error
-	if f.sink, err = newAtomicFile(f.out); err != nil {
-		return usagef("--out: %s", err.Error())
-	}
-	return nil
-}
+// tableReport is a BPF command's report: written as JSON or as its table.
+type tableReport interface{ WriteTable(io.Writer) error }
 
-func (f *bpfFlags) closeOut() {
-	if f.sink != nil {
-		f.sink.abort()
-	}
-}
+// bpfRun runs a BPF scenario on what start gave.
+type bpfRun func(o scenarios.BPFOptions, specs []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (tableReport, error)
 
-// emit writes a report as table or JSON to stdout or --out.
-func (f *bpfFlags) emit(stdout io.Writer, v any, table func(io.Writer) error) error {
-	sink := f.sink
-	var buf bytes.Buffer
-	var err error
-	if f.format == "json" {
-		enc := json.NewEncoder(&buf)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(v)
-	} else {
-		err = table(&buf)
-	}
+// report is every BPF command's body: start, the scenario run, and the
+// report it returns emitted.
+func (f *bpfFlags) report(stdout io.Writer, defaults []string, run bpfRun) error {
+	o, specs, costs, k, err := f.start(defaults)
+	defer f.closeOut()
 	if err != nil {
 		return err
 	}
-	if sink != nil {
-		return sink.commit(buf.Bytes())
+	rep, err := run(o, specs, costs, k)
+	if err != nil {
+		return err
 	}
-	_, err = stdout.Write(buf.Bytes())
+	return f.emit(stdout, rep, rep.WriteTable)
+}
+
+// openOut checks --out before any work (a bad path costs nothing); the
+// caller defers f.closeOut.
+func (f *bpfFlags) openOut() error {
+	var err error
+	f.sink, err = openOut("out", f.out)
 	return err
+}
+
+func (f *bpfFlags) closeOut() { f.sink.abort() }
+
+// emit writes a report as table or JSON to stdout or --out.
+func (f *bpfFlags) emit(stdout io.Writer, v any, table func(io.Writer) error) error {
+	return emitReport(f.sink, stdout, func(w io.Writer) error {
+		if f.format == "json" {
+			return writeJSON(w, v)
+		}
+		return table(w)
+	})
 }
 
 var sessionDefaultRuns = []string{"none", "libbpf-exact-syms", "libbpf-exact-syms,ftrace-single-lookup"}
 
 func runSession(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run session", stdout)
-	f, err := addBPFFlags(fs, args)
+	fs, f, err := newBPFFlagSet("run session", args, stdout)
 	if err != nil {
 		return err
 	}
@@ -174,21 +179,13 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 	if *programs <= 0 || *programs > 1<<20 {
 		return usagef("--programs: want 1..%d, got %d", 1<<20, *programs)
 	}
-	o, specs, costs, k, err := f.start(sessionDefaultRuns)
-	defer f.closeOut()
-	if err != nil {
-		return err
-	}
-	rep, err := scenarios.RunSession(k, scenarios.SessionOptions{BPF: o, Programs: *programs, Pairs: *pairs, Runs: specs}, costs)
-	if err != nil {
-		return err
-	}
-	return f.emit(stdout, rep, rep.WriteTable)
+	return f.report(stdout, sessionDefaultRuns, func(o scenarios.BPFOptions, specs []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (tableReport, error) {
+		return scenarios.RunSession(k, scenarios.SessionOptions{BPF: o, Programs: *programs, Pairs: *pairs, Runs: specs}, costs)
+	})
 }
 
 func runMultiScenario(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run multi", stdout)
-	f, err := addBPFFlags(fs, args)
+	fs, f, err := newBPFFlagSet("run multi", args, stdout)
 	if err != nil {
 		return err
 	}
@@ -207,16 +204,9 @@ func runMultiScenario(args []string, stdout, stderr io.Writer) error {
 	if *k0 < 0 || *k0 > bpf.MaxKprobeMultiCnt {
 		return usagef("--k: want 0..%d (MAX_KPROBE_MULTI_CNT), got %d", bpf.MaxKprobeMultiCnt, *k0)
 	}
-	o, specs, costs, k, err := f.start([]string{"none", "libbpf-exact-syms,ftrace-single-lookup"})
-	defer f.closeOut()
-	if err != nil {
-		return err
-	}
-	rep, err := scenarios.RunMulti(k, scenarios.SessionOptions{BPF: o, Pattern: *pattern, Functions: *k0, Runs: specs}, costs)
-	if err != nil {
-		return err
-	}
-	return f.emit(stdout, rep, rep.WriteTable)
+	return f.report(stdout, []string{"none", "libbpf-exact-syms,ftrace-single-lookup"}, func(o scenarios.BPFOptions, specs []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (tableReport, error) {
+		return scenarios.RunMulti(k, scenarios.SessionOptions{BPF: o, Pattern: *pattern, Functions: *k0, Runs: specs}, costs)
+	})
 }
 
 func parseKList(s string) ([]int, error) {
@@ -254,8 +244,7 @@ func parseVariantList(s string) ([]kallsyms.Variant, error) {
 }
 
 func runCrossover(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run crossover", stdout)
-	f, err := addBPFFlags(fs, args)
+	fs, f, err := newBPFFlagSet("run crossover", args, stdout)
 	if err != nil {
 		return err
 	}
@@ -272,21 +261,17 @@ func runCrossover(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	_, _, costs, k, err := f.start([]string{"none"})
-	defer f.closeOut()
-	if err != nil {
-		return err
-	}
-	rep, err := scenarios.RunCrossover(k, ks, vs, costs, f.jobs)
-	if err != nil {
-		return usagef("%s", err.Error())
-	}
-	return f.emit(stdout, rep, rep.WriteTable)
+	return f.report(stdout, []string{"none"}, func(_ scenarios.BPFOptions, _ []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (tableReport, error) {
+		rep, err := scenarios.RunCrossover(k, ks, vs, costs, f.jobs)
+		if err != nil {
+			return nil, usagef("%s", err.Error())
+		}
+		return rep, nil
+	})
 }
 
 func runTracingMulti(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run tracing-multi", stdout)
-	f, err := addBPFFlags(fs, args)
+	fs, f, err := newBPFFlagSet("run tracing-multi", args, stdout)
 	if err != nil {
 		return err
 	}
@@ -302,14 +287,21 @@ func runTracingMulti(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	_, _, costs, k, err := f.start([]string{"none"})
-	defer f.closeOut()
-	if err != nil {
-		return err
-	}
-	rows, err := scenarios.RunTracingMulti(k, *k0, vs, costs, f.jobs)
-	if err != nil {
-		return err
-	}
-	return f.emit(stdout, rows, func(w io.Writer) error { return scenarios.WriteTracingMulti(w, k.Name, rows) })
+	return f.report(stdout, []string{"none"}, func(_ scenarios.BPFOptions, _ []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (tableReport, error) {
+		rows, err := scenarios.RunTracingMulti(k, *k0, vs, costs, f.jobs)
+		return tracingMultiReport{k.Name, rows}, err
+	})
 }
+
+// tracingMultiReport is run tracing-multi's report: its JSON is the rows
+// alone.
+type tracingMultiReport struct {
+	kernel string
+	rows   []scenarios.TracingMultiRow
+}
+
+func (r tracingMultiReport) WriteTable(w io.Writer) error {
+	return scenarios.WriteTracingMulti(w, r.kernel, r.rows)
+}
+
+func (r tracingMultiReport) MarshalJSON() ([]byte, error) { return json.Marshal(r.rows) }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"flag"
 	"io"
 	"os"
@@ -18,8 +16,7 @@ import (
 )
 
 func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run kallsyms", stdout)
-	imf, err := addImageFlagsFor(fs, args)
+	fs, imf, err := newImageFlagSet("run kallsyms", args, stdout)
 	if err != nil {
 		return err
 	}
@@ -36,10 +33,7 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 	cf := addCostFlags(fs, "hot", "test_kallsyms_perf repeats its names")
 	format := fs.String("format", "table", "output: table, json or csv")
 	out := fs.String("out", "", "write the report to this file (written whole or not at all)")
-	if err := parse(fs, args, stdout); err != nil {
-		return err
-	}
-	if err := refuseSynthFlags(fs, imf, *symbols); err != nil {
+	if err := parseImageFlags(fs, imf, args, stdout, symbols); err != nil {
 		return err
 	}
 	switch *format {
@@ -74,26 +68,18 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 		}
 		o.Variants = append(o.Variants, pv)
 	}
-	var sink *atomicFile
-	if *out != "" {
-		var err error
-		if sink, err = newAtomicFile(*out); err != nil {
-			return usagef("--out: %s", err.Error())
-		}
-		defer sink.abort()
+	sink, err := openOut("out", *out)
+	if err != nil {
+		return err
 	}
+	defer sink.abort()
 	var syms []ktab.Symbol
 	var mods []*image.Module
 	var kimg *image.Kernel
 	kernel := ""
 	if *symbols != "" {
-		f, err := os.Open(*symbols)
-		if err != nil {
-			return usagef("--symbols: %v", err)
-		}
-		defer f.Close()
-		if syms, err = ktab.ParseSymbols(*symbols, bufio.NewReaderSize(f, 1<<20)); err != nil {
-			return usagef("%v", err)
+		if syms, err = readSymbols(*symbols); err != nil {
+			return err
 		}
 		if err := refuseZeroAddresses(*symbols, syms); err != nil {
 			return err
@@ -117,25 +103,7 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 	if rep.Meta, err = kallsymsMeta(fs, imf, kimg, o.Costs, *cf.file, *symbols, args); err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	switch *format {
-	case "json":
-		err = rep.WriteJSON(&buf)
-	case "csv":
-		err = rep.WriteCSV(&buf)
-	case "bench":
-		err = rep.WriteBench(&buf)
-	default:
-		err = rep.WriteTable(&buf)
-	}
-	if err != nil {
-		return err
-	}
-	if sink != nil {
-		return sink.commit(buf.Bytes())
-	}
-	_, err = stdout.Write(buf.Bytes())
-	return err
+	return emitReport(sink, stdout, func(w io.Writer) error { return writeFormat(w, *format, rep) })
 }
 
 func splitList(s string) []string {

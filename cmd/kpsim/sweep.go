@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -248,19 +247,16 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var sink, plotSink *atomicFile
-	if j.out != "" {
-		if sink, err = newAtomicFile(j.out); err != nil {
-			return usagef("--out: %s", err.Error())
-		}
-		defer sink.abort()
+	sink, err := openOut("out", j.out)
+	if err != nil {
+		return err
 	}
-	if j.plot != "" {
-		if plotSink, err = newAtomicFile(j.plot); err != nil {
-			return usagef("--plot: %s", err.Error())
-		}
-		defer plotSink.abort()
+	defer sink.abort()
+	plotSink, err := openOut("plot", j.plot)
+	if err != nil {
+		return err
 	}
+	defer plotSink.abort()
 	reps, err := j.reports(stderr)
 	if err != nil {
 		return err
@@ -280,28 +276,10 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 			return usagef("%s", err.Error())
 		}
 	}
-	var buf bytes.Buffer
-	switch j.format {
-	case "json":
-		err = sw.WriteJSON(&buf)
-	case "csv":
-		err = sw.WriteCSV(&buf)
-	case "bench":
-		err = sw.WriteBench(&buf)
-	default:
-		err = sw.WriteTable(&buf)
-	}
-	if err != nil {
-		return err
-	}
-	if plotSink != nil {
-		if err := plotSink.commit(plotBytes); err != nil {
+	return emitReport(sink, stdout, func(w io.Writer) error {
+		if err := writeFormat(w, j.format, sw); err != nil || plotSink == nil {
 			return err
 		}
-	}
-	if sink != nil {
-		return sink.commit(buf.Bytes())
-	}
-	_, err = stdout.Write(buf.Bytes())
-	return err
+		return plotSink.commit(plotBytes)
+	})
 }

@@ -16,6 +16,7 @@
 package fprobe
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -199,20 +200,10 @@ func SortSyms(c *sim.Counters, names []string, op sim.Op, swap func(a, b int)) {
 			k++
 		}
 		chars += uint64(k + 1)
-		return cmpStr(a, b)
+		return cmp.Compare(a, b)
 	}, swap)
 	c.Add(op, cmps)
 	c.Add(chrCmpOp, chars)
-}
-
-func cmpStr(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Sorted reports whether names are in strcmp order (a test helper for

@@ -18,6 +18,7 @@ package elfload
 
 import (
 	"bytes"
+	"cmp"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -503,8 +504,8 @@ func (l *loader) tables() error {
 			// x86 sorts it at build time (scripts/sorttable,
 			// main_extable_sort_needed = 0); sort_main_extable would
 			// sort by insn otherwise.
-			if !slices.IsSortedFunc(e, func(a, b image.ExEntry) int { return cmpU64(a.Insn, b.Insn) }) {
-				slices.SortStableFunc(e, func(a, b image.ExEntry) int { return cmpU64(a.Insn, b.Insn) })
+			if !slices.IsSortedFunc(e, func(a, b image.ExEntry) int { return cmp.Compare(a.Insn, b.Insn) }) {
+				slices.SortStableFunc(e, func(a, b image.ExEntry) int { return cmp.Compare(a.Insn, b.Insn) })
 				k.Notes = append(k.Notes, "__ex_table was not sorted at build time: sorted by insn as sort_main_extable does")
 			}
 			k.ExTable = e
@@ -537,16 +538,6 @@ func (l *loader) tables() error {
 		}
 	}
 	return nil
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // processMcountLocs returns the records 6.1 ftrace_process_locs creates

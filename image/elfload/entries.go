@@ -20,11 +20,17 @@ func rel32(b []byte, fieldAddr uint64) uint64 {
 	return fieldAddr + uint64(int64(int32(le.Uint32(b))))
 }
 
-func checkSpan(what string, b []byte, size int) error {
+// decodeEntries decodes the table what of size-byte entries at base: dec
+// reads one entry e whose first field is at address a.
+func decodeEntries[E any](what string, b []byte, base uint64, size int, dec func(e []byte, a uint64) E) ([]E, error) {
 	if len(b)%size != 0 {
-		return fmt.Errorf("%s: %d bytes is not a multiple of the %d-byte entry", what, len(b), size)
+		return nil, fmt.Errorf("%s: %d bytes is not a multiple of the %d-byte entry", what, len(b), size)
 	}
-	return nil
+	out := make([]E, len(b)/size)
+	for i := range out {
+		out[i] = dec(b[i*size:], base+uint64(i*size))
+	}
+	return out, nil
 }
 
 // decodeJumpTable decodes a link-order __jump_table whose first entry is
@@ -33,22 +39,15 @@ func checkSpan(what string, b []byte, size int) error {
 // Models include/linux/jump_label.h:jump_entry_code, jump_entry_target,
 // jump_entry_key and jump_entry_is_branch.
 func decodeJumpTable(b []byte, base uint64) ([]image.JumpEntry, error) {
-	if err := checkSpan("__jump_table", b, JumpEntrySize); err != nil {
-		return nil, err
-	}
-	out := make([]image.JumpEntry, len(b)/JumpEntrySize)
-	for i := range out {
-		e := b[i*JumpEntrySize:]
-		a := base + uint64(i*JumpEntrySize)
+	return decodeEntries("__jump_table", b, base, JumpEntrySize, func(e []byte, a uint64) image.JumpEntry {
 		key := int64(le.Uint64(e[8:]))
-		out[i] = image.JumpEntry{
+		return image.JumpEntry{
 			Code:   rel32(e, a),
 			Target: rel32(e[4:], a+4),
 			Key:    a + 8 + uint64(key&^3),
 			Branch: key&1 != 0,
 		}
-	}
-	return out, nil
+	})
 }
 
 // decodeStaticCallSites decodes link-order .static_call_sites at base.
@@ -57,17 +56,10 @@ func decodeJumpTable(b []byte, base uint64) ([]image.JumpEntry, error) {
 //
 // Models kernel/static_call_inline.c:static_call_addr/static_call_key/static_call_is_tail.
 func decodeStaticCallSites(b []byte, base uint64) ([]image.StaticCallSite, error) {
-	if err := checkSpan("static_call_sites", b, StaticCallSiteSize); err != nil {
-		return nil, err
-	}
-	out := make([]image.StaticCallSite, len(b)/StaticCallSiteSize)
-	for i := range out {
-		e := b[i*StaticCallSiteSize:]
-		a := base + uint64(i*StaticCallSiteSize)
+	return decodeEntries("static_call_sites", b, base, StaticCallSiteSize, func(e []byte, a uint64) image.StaticCallSite {
 		k := rel32(e[4:], a+4)
-		out[i] = image.StaticCallSite{Addr: rel32(e, a), Key: k &^ 3, Tail: k&1 != 0, Init: k&2 != 0}
-	}
-	return out, nil
+		return image.StaticCallSite{Addr: rel32(e, a), Key: k &^ 3, Tail: k&1 != 0, Init: k&2 != 0}
+	})
 }
 
 // decodeBugTable decodes __bug_table entries of size (12 with
@@ -79,13 +71,7 @@ func decodeBugTable(b []byte, base uint64, size int, file func(uint64) string) (
 	if size != BugEntrySize && size != BugEntrySizeShort {
 		return nil, fmt.Errorf("__bug_table: unsupported entry size %d", size)
 	}
-	if err := checkSpan("__bug_table", b, size); err != nil {
-		return nil, err
-	}
-	out := make([]image.BugEntry, len(b)/size)
-	for i := range out {
-		e := b[i*size:]
-		a := base + uint64(i*size)
+	return decodeEntries("__bug_table", b, base, size, func(e []byte, a uint64) image.BugEntry {
 		be := image.BugEntry{Addr: rel32(e, a)}
 		if size == BugEntrySize {
 			if file != nil {
@@ -96,9 +82,8 @@ func decodeBugTable(b []byte, base uint64, size int, file func(uint64) string) (
 		} else {
 			be.Flags = le.Uint16(e[4:]) // s32 bug_addr_disp, u16 flags, 2 bytes padding
 		}
-		out[i] = be
-	}
-	return out, nil
+		return be
+	})
 }
 
 // decodeExTable decodes __ex_table at base (the data field, a type and
@@ -106,26 +91,12 @@ func decodeBugTable(b []byte, base uint64, size int, file func(uint64) string) (
 //
 // Models arch/x86/include/asm/extable.h: ex_to_insn / ex_fixup_addr.
 func decodeExTable(b []byte, base uint64) ([]image.ExEntry, error) {
-	if err := checkSpan("__ex_table", b, ExEntrySize); err != nil {
-		return nil, err
-	}
-	out := make([]image.ExEntry, len(b)/ExEntrySize)
-	for i := range out {
-		e := b[i*ExEntrySize:]
-		a := base + uint64(i*ExEntrySize)
-		out[i] = image.ExEntry{Insn: rel32(e, a), Fixup: rel32(e[4:], a+4)}
-	}
-	return out, nil
+	return decodeEntries("__ex_table", b, base, ExEntrySize, func(e []byte, a uint64) image.ExEntry {
+		return image.ExEntry{Insn: rel32(e, a), Fixup: rel32(e[4:], a+4)}
+	})
 }
 
 // decodePtrs decodes an array of absolute u64 addresses.
 func decodePtrs(what string, b []byte) ([]uint64, error) {
-	if err := checkSpan(what, b, PtrSize); err != nil {
-		return nil, err
-	}
-	out := make([]uint64, len(b)/PtrSize)
-	for i := range out {
-		out[i] = le.Uint64(b[i*PtrSize:])
-	}
-	return out, nil
+	return decodeEntries(what, b, 0, PtrSize, func(e []byte, _ uint64) uint64 { return le.Uint64(e) })
 }

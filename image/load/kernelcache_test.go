@@ -9,10 +9,8 @@ import (
 	"github.com/kpsim/kpsim/internal/testcache"
 )
 
-func TestMain(m *testing.M) {
-	testcache.Setup()
-	os.Exit(m.Run())
-}
+// TestMain keeps the tests out of the user's kpsim cache (testcache).
+func TestMain(m *testing.M) { testcache.Main(m) }
 
 // TestLoadedKernelCache: a kernel read back from the cache of loaded
 // kernels is deep-equal to one loaded afresh, for the default CPU and for

@@ -67,14 +67,8 @@ type gccFunc struct {
 // address order, instruction boundaries as objdump decodes them.
 func compileMany(t *testing.T, extra ...string) []gccFunc {
 	t.Helper()
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Skip("no gcc on this machine")
-	}
-	objdump, err := exec.LookPath("objdump")
-	if err != nil {
-		t.Skip("no objdump (binutils) on this machine")
-	}
+	gcc := tool(t, "gcc", "gcc")
+	objdump := tool(t, "objdump", "objdump (binutils)")
 	dir := t.TempDir()
 	src, obj := filepath.Join(dir, "kprobes_many.c"), filepath.Join(dir, "kprobes_many.o")
 	if err := os.WriteFile(src, []byte(kprobesManyC), 0o644); err != nil {

@@ -39,17 +39,22 @@ func TestGasNopTable(t *testing.T) {
 	}
 }
 
+// tool is the path of command name; without it the test is skipped (what
+// says which tool and package).
+func tool(t *testing.T, name, what string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Skipf("no %s on this machine", what)
+	}
+	return p
+}
+
 // asBytes assembles src with the machine's gas and returns .text.
 func asBytes(t *testing.T, src string) []byte {
 	t.Helper()
-	as, err := exec.LookPath("as")
-	if err != nil {
-		t.Skip("no gas (binutils) on this machine")
-	}
-	objcopy, err := exec.LookPath("objcopy")
-	if err != nil {
-		t.Skip("no objcopy (binutils) on this machine")
-	}
+	as := tool(t, "as", "gas (binutils)")
+	objcopy := tool(t, "objcopy", "objcopy (binutils)")
 	dir := t.TempDir()
 	s, o, bin := filepath.Join(dir, "t.s"), filepath.Join(dir, "t.o"), filepath.Join(dir, "t.bin")
 	if err := os.WriteFile(s, []byte(src), 0o644); err != nil {
@@ -233,18 +238,9 @@ func TestObjectSizes(t *testing.T) {
 // fills with its NOPs, and a link with vmlinux.lds.S's "=0xcccc" with
 // int3.
 func TestLinkerFillMatchesLd(t *testing.T) {
-	ld, err := exec.LookPath("ld")
-	if err != nil {
-		t.Skip("no ld (binutils) on this machine")
-	}
-	as, err := exec.LookPath("as")
-	if err != nil {
-		t.Skip("no gas (binutils) on this machine")
-	}
-	objcopy, err := exec.LookPath("objcopy")
-	if err != nil {
-		t.Skip("no objcopy (binutils) on this machine")
-	}
+	ld := tool(t, "ld", "ld (binutils)")
+	as := tool(t, "as", "gas (binutils)")
+	objcopy := tool(t, "objcopy", "objcopy (binutils)")
 	dir := t.TempDir()
 	run := func(name string, args ...string) {
 		t.Helper()

@@ -53,6 +53,21 @@ func digest(k *image.Kernel) [32]byte {
 			}
 		}
 	}
+	// The tables vmlinux and a module both have.
+	tables := func(syms []image.Symbol, jumps []image.JumpEntry, scs []image.StaticCallSite, bugs []image.BugEntry) {
+		for _, s := range syms {
+			w(s.Name, s.Addr, s.Size, uint8(s.Type))
+		}
+		for _, j := range jumps {
+			w(j.Code, j.Target, j.Key, j.Branch, j.Init)
+		}
+		for _, s := range scs {
+			w(s.Addr, s.Key, s.Tail, s.Init)
+		}
+		for _, b := range bugs {
+			w(b.Addr, b.File, b.Line, b.Flags)
+		}
+	}
 	regs := append([]*image.Region{}, k.Regions...)
 	for _, m := range k.Modules {
 		w(m.Name, uint8(m.State))
@@ -60,36 +75,14 @@ func digest(k *image.Kernel) [32]byte {
 		if m.Init != nil {
 			regs = append(regs, m.Init)
 		}
-		for _, s := range m.Symbols {
-			w(s.Name, s.Addr, s.Size, uint8(s.Type))
-		}
-		for _, j := range m.JumpEntries {
-			w(j.Code, j.Target, j.Key, j.Branch, j.Init)
-		}
-		for _, s := range m.StaticCallSites {
-			w(s.Addr, s.Key, s.Tail, s.Init)
-		}
-		for _, b := range m.BugEntries {
-			w(b.Addr, b.File, b.Line, b.Flags)
-		}
+		tables(m.Symbols, m.JumpEntries, m.StaticCallSites, m.BugEntries)
 		w(m.Blacklist, m.McountLocs)
 	}
 	for _, r := range regs {
 		w(r.Name, r.Start)
 		h.Write(r.Bytes)
 	}
-	for _, s := range k.Symbols {
-		w(s.Name, s.Addr, s.Size, uint8(s.Type))
-	}
-	for _, j := range k.JumpEntries {
-		w(j.Code, j.Target, j.Key, j.Branch, j.Init)
-	}
-	for _, s := range k.StaticCallSites {
-		w(s.Addr, s.Key, s.Tail, s.Init)
-	}
-	for _, b := range k.BugEntries {
-		w(b.Addr, b.File, b.Line, b.Flags)
-	}
+	tables(k.Symbols, k.JumpEntries, k.StaticCallSites, k.BugEntries)
 	for _, e := range k.ExTable {
 		w(e.Insn, e.Fixup)
 	}

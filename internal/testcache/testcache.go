@@ -10,6 +10,7 @@ package testcache
 import (
 	"os"
 	"path/filepath"
+	"testing"
 )
 
 // Setup sets KPSIM_CACHE_DIR for the test binary (call it from TestMain).
@@ -18,4 +19,11 @@ func Setup() {
 		return
 	}
 	os.Setenv("KPSIM_CACHE_DIR", filepath.Join(os.TempDir(), "kpsim-test-cache"))
+}
+
+// Main is a test binary's whole TestMain: Setup, then run the tests and
+// exit with their status.
+func Main(m *testing.M) {
+	Setup()
+	os.Exit(m.Run())
 }

@@ -16,9 +16,11 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -79,12 +81,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		var names []string
-		for n := range probe {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, name := range names {
+		for _, name := range slices.Sorted(maps.Keys(probe)) {
 			p := probe[name]
 			exact := "^" + regexp.QuoteMeta(strings.TrimSuffix(name, suffix(name))) + "$"
 			exact = strings.ReplaceAll(exact, "/", "$/^")

@@ -4,7 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -102,12 +103,7 @@ func WriteCostFile(w io.Writer, res *Result, regime string) error {
 	}
 	// Every benchmark's median, so ops registered later and mapped to one
 	// of these benchmarks get a calibrated weight from this file too.
-	var names []string
-	for name := range ms {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(ms)) {
 		m := ms[name]
 		fmt.Fprintf(bw, "#: %s%s: %s cycles/%s (median of %d, %s-%s; %s)\n", BenchKey, name, fmtW(m.Median), m.Unit, m.Samples, fmtW(m.Min), fmtW(m.Max), oneLine(m.Params))
 	}
