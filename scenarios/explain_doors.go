@@ -10,7 +10,9 @@ import (
 // NewTracing returns the tracing state (tracefs, perf) of m's kernel. It
 // counts into whatever counters m's kprobes count into at each call.
 func NewTracing(m *machine.Machine) *trace.Tracing {
-	return trace.New(trace.Deps{KP: m.KP, Syms: m.Syms, Ftrace: m.Ftrace, Image: m.Kernel, Faults: m.Faults}, trace.ConfigFor(m.Kernel))
+	tr := trace.New(trace.Deps{KP: m.KP, Syms: m.Syms, Ftrace: m.Ftrace, Image: m.Kernel, Faults: m.Faults}, trace.ConfigFor(m.Kernel))
+	m.AtLateInit(tr.LateInit)
+	return tr
 }
 
 // EventsDoor registers a target by writing its kprobe_events line (one

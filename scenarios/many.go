@@ -650,6 +650,7 @@ func runOne(s *ManySetup, spec RunSpec, wire Wiring, costs *sim.CostTable, fault
 	via := s.Opts.FrontDoor()
 	if via == ViaKprobeEvents || via == ViaPerfKprobe {
 		r.tr = trace.New(trace.Deps{KP: m.KP, Syms: m.Syms, Ftrace: m.Ftrace, Image: s.Kernel, C: c, Faults: faults}, trace.ConfigFor(s.Kernel))
+		m.AtLateInit(r.tr.LateInit)
 	}
 	if s.Opts.BatchReport > 0 {
 		r.growth = newGrowthRecorder(costs, c, s.Opts.BatchReport)

@@ -21,6 +21,7 @@ type PerfKprobes struct {
 // NewPerfKprobes builds the tracing subsystem of a booted machine.
 func NewPerfKprobes(m *machine.Machine) *PerfKprobes {
 	tr := trace.New(trace.Deps{KP: m.KP, Syms: m.Syms, Ftrace: m.Ftrace, Image: m.Kernel, C: m.C, Faults: m.Faults}, trace.ConfigFor(m.Kernel))
+	m.AtLateInit(tr.LateInit)
 	return &PerfKprobes{tr: tr, nextFD: 1000, open: map[int]*trace.PerfEvent{}}
 }
 

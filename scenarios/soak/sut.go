@@ -72,6 +72,7 @@ func newSUT(k *image.Kernel, sw sim.Switches, faults string) (*sut, error) {
 		return nil, fmt.Errorf("soak needs the compressed kallsyms and ftrace models")
 	}
 	tr := trace.New(trace.Deps{KP: m.KP, Syms: m.Syms, Ftrace: m.Ftrace, Image: k, C: m.C, Faults: m.Faults}, trace.ConfigFor(k))
+	m.AtLateInit(tr.LateInit)
 	m.Ftrace.LookupSymbolsModules = true
 	bk := &bpf.Kernel{Gen: bpf.Gen610, Kconfig: bpf.Kconfig{FPROBE: true}, Ftrace: m.Ftrace,
 		Fprobe: &fprobe.Env{Ftrace: m.Ftrace, PossibleCPUs: 4, Faults: m.Faults}, Syms: m.Syms,
