@@ -150,11 +150,11 @@ func keyHash(c *sim.Counters, group, name string) uint32 {
 
 // find walks the chain of (group, name): the stored hash of each node, then
 // strcmp of the name and, on a name match, of the group. It returns the
-// first node that matches and how many nodes it visited.
-func (tb *nameTable) find(c *sim.Counters, group, name string) (*indexNode, int) {
+// first node that matches.
+func (tb *nameTable) find(c *sim.Counters, group, name string) *indexNode {
 	h := keyHash(c, group, name)
 	c.Inc(opIdxBucket)
-	for i, nd := range tb.chains[tb.bucket(h)] {
+	for _, nd := range tb.chains[tb.bucket(h)] {
 		c.Inc(opIdxVisit)
 		if nd.hash != h {
 			continue
@@ -165,10 +165,10 @@ func (tb *nameTable) find(c *sim.Counters, group, name string) (*indexNode, int)
 		}
 		c.Inc(opStrcmp)
 		if nd.group == group {
-			return nd, i + 1
+			return nd
 		}
 	}
-	return nil, len(tb.chains[tb.bucket(h)])
+	return nil
 }
 
 // insert hashes the key and links a node at the head of its bucket
@@ -208,7 +208,6 @@ func (t *Tracing) growIndex(tb *nameTable) {
 	c := t.counters()
 	c.Inc(opKmalloc)
 	if t.d.Faults.Fail(FaultEventIndexAlloc) {
-		t.note("trace_event_index_grow", "", "kvcalloc failed: the table keeps its size")
 		return
 	}
 	nt := newNameTable(2 * tb.size())
@@ -240,7 +239,6 @@ func (t *Tracing) LateInit(c *sim.Counters) {
 	t.lateDone = true
 	c.Add(opKmalloc, 2)
 	if t.d.Faults.Fail(FaultEventIndexAlloc) {
-		t.note("trace_event_index_init", "", "kvcalloc failed: no index, find_trace_kprobe and find_trace_event_call stay linear")
 		return
 	}
 	live := t.Events()
@@ -283,26 +281,26 @@ func (t *Tracing) recordIndexBytes(c *sim.Counters) {
 // trace-event-index: hash (group, event), walk one chain of the
 // kprobe-event table, and return the event's first trace_kprobe
 // (list_first_entry of its probes: the one dyn_event_list holds first).
-func (t *Tracing) findTraceKprobeIndexed(name, group string) (*TraceKprobe, int) {
+func (t *Tracing) findTraceKprobeIndexed(name, group string) *TraceKprobe {
 	c := t.counters()
-	nd, visited := t.idx.dyn.find(c, group, name)
+	nd := t.idx.dyn.find(c, group, name)
 	if nd == nil {
-		return nil, visited
+		return nil
 	}
 	c.Inc(opConst) // list_first_entry
-	return nd.ev.probes[0], visited
+	return nd.ev.probes[0]
 }
 
 // findTraceEventCallIndexed models the core of
 // kernel/trace/trace_probe.c:find_trace_event_call with kpsim's
 // trace-event-index: hash (system, name) and walk one chain of the
 // trace-event table.
-func (t *Tracing) findTraceEventCallIndexed(system, name string) (*Event, bool, int) {
-	nd, visited := t.idx.calls.find(t.counters(), system, name)
+func (t *Tracing) findTraceEventCallIndexed(system, name string) (*Event, bool) {
+	nd := t.idx.calls.find(t.counters(), system, name)
 	if nd == nil {
-		return nil, false, visited
+		return nil, false
 	}
-	return nd.ev, true, visited
+	return nd.ev, true
 }
 
 // indexAdd inserts ev into one table (growing it past 3/4 load).
@@ -317,12 +315,6 @@ func (t *Tracing) indexAdd(tb *nameTable, ev *Event) {
 func (t *Tracing) indexRemove(tb *nameTable, ev *Event) {
 	tb.remove(t.counters(), ev)
 	t.recordIndexBytes(t.counters())
-}
-
-// bucketNote is the trail's word for a miss in tb: the chain walked.
-func bucketNote(tb *nameTable, group, name string) string {
-	_, n := tb.find(nil, group, name)
-	return fmt.Sprintf("NULL (trace-event-index: walked the %d nodes of its bucket)", n)
 }
 
 // checkIndex: the index holds the static events and exactly the live
@@ -361,7 +353,7 @@ func (t *Tracing) checkIndex() error {
 		}
 	}
 	for _, ev := range onCalls {
-		if nd, _ := t.idx.calls.find(nil, ev.Group, ev.Name); nd == nil || nd.ev != ev {
+		if nd := t.idx.calls.find(nil, ev.Group, ev.Name); nd == nil || nd.ev != ev {
 			return fmt.Errorf("trace: event index calls misses %s/%s", ev.Group, ev.Name)
 		}
 	}

@@ -152,7 +152,7 @@ func sameLookups(t fataler, tr *Tracing, groups, names []string) {
 			if idx == nil {
 				continue
 			}
-			ev, found, _ := tr.findTraceEventCallIndexed(g, n)
+			ev, found := tr.findTraceEventCallIndexed(g, n)
 			want := tr.LookupEvent(g, n)
 			static := false
 			if i, err := strconv.Atoi(n); err == nil && g == staticGroup && i >= 0 && i < tr.cfg.StaticEvents {
@@ -288,4 +288,105 @@ func TestEventIndexEquivalenceRapid(t *testing.T) {
 			}
 		}
 	})
+}
+
+// bucketLen is the chain a lookup of (group, name) walks on a miss.
+func bucketLen(tb *nameTable, group, name string) uint64 {
+	return uint64(len(tb.chains[tb.bucket(jhash(name, jhash(group, 0)))]))
+}
+
+// TestEventIndexCounts: the late-init build hashes and links every static
+// event into tables sized for 3/4 load; then each new event costs
+// upstream a walk of all of dyn_event_list (E entries) and of ftrace_events
+// (T_s + E), and the index one bucket per table and the nodes of those two
+// buckets, whatever E; inserts past 3/4 load double a table and move
+// every node once; a delete unlinks without hashing or walking.
+func TestEventIndexCounts(t *testing.T) {
+	k := indexImage(t)
+	mLin, lin := bootForm(t, k, forms[0])
+	mIdx, idx := bootForm(t, k, forms[1])
+	ts := idx.cfg.StaticEvents
+	if ts != DebianStaticEvents {
+		t.Fatalf("synthetic image: %d static events, want Debian's %d", ts, DebianStaticEvents)
+	}
+	late := func(op sim.Op) uint64 { return mIdx.C.Get(machine.PhaseLateInit, op) }
+	hashed := uint64(0)
+	for i := range ts {
+		hashed += uint64(len(staticGroup) + len(strconv.Itoa(i)))
+	}
+	if idx.idx.calls.size() != 2048 || idx.idx.dyn.size() != indexMinSize ||
+		late(opIdxBucketInit) != 2048+indexMinSize || late(opIdxLink) != uint64(ts) ||
+		late(opIdxBucket) != uint64(ts) || late(opIdxHashByte) != hashed || late(opKmalloc) != 2 {
+		t.Fatalf("late init: sizes %d+%d, bucket.init %d, link %d, bucket %d, hash bytes %d (want %d), kmalloc %d",
+			idx.idx.calls.size(), idx.idx.dyn.size(), late(opIdxBucketInit), late(opIdxLink), late(opIdxBucket), late(opIdxHashByte), hashed, late(opKmalloc))
+	}
+	if got := mLin.C.PhaseTotal(machine.PhaseLateInit); got != 0 {
+		t.Fatalf("the switch off counted %d late-init ops", got)
+	}
+	rehash0 := mIdx.C.Total(opIdxRehash)
+	const E = 120
+	var maxVisits, sumVisits uint64
+	for i := range E {
+		name := fmt.Sprintf("p_%s_0", synth.ProbeTargetName(i))
+		wantVisits := bucketLen(idx.idx.dyn, KprobeEventSystem, name) + bucketLen(idx.idx.calls, KprobeEventSystem, name)
+		line := "p " + synth.ProbeTargetName(i) + "\n"
+		for _, f := range []struct {
+			m  *machine.Machine
+			tr *Tracing
+		}{{mLin, lin}, {mIdx, idx}} {
+			before := f.m.C.Snapshot()
+			if out, err := f.tr.WriteKprobeEvents(line); err != nil {
+				t.Fatalf("line %d: %v (%s)", i, err, out[0].Reason)
+			}
+			d := f.m.C.Since(before)
+			got := func(op sim.Op) uint64 { return d[op] }
+			if f.tr == lin {
+				if got(opDynVisit) != uint64(i) || got(opEvVisit) != uint64(ts+i) || got(opIdxVisit)+got(opIdxBucket) != 0 {
+					t.Fatalf("line %d upstream: %d dyn_event_list and %d ftrace_events visits, want %d and %d; index ops %d",
+						i, got(opDynVisit), got(opEvVisit), i, ts+i, got(opIdxVisit)+got(opIdxBucket))
+				}
+				continue
+			}
+			if got(opDynVisit) != 0 || got(opEvVisit) != 0 {
+				t.Fatalf("line %d indexed: walked the lists (%d, %d)", i, got(opDynVisit), got(opEvVisit))
+			}
+			// Two lookups (a bucket each) and two inserts (a bucket each).
+			if got(opIdxBucket) != 4 || got(opIdxVisit) != wantVisits || got(opIdxLink) != 2 {
+				t.Fatalf("line %d indexed: %d buckets, %d visits (want 4, %d), %d links", i, got(opIdxBucket), got(opIdxVisit), wantVisits, got(opIdxLink))
+			}
+			if want := uint64(4 * (len(KprobeEventSystem) + len(name))); got(opIdxHashByte) != want {
+				t.Fatalf("line %d indexed: %d bytes hashed, want %d", i, got(opIdxHashByte), want)
+			}
+			maxVisits = max(maxVisits, wantVisits)
+			sumVisits += wantVisits
+		}
+	}
+	if maxVisits > 10 || sumVisits > 3*E {
+		t.Fatalf("indexed lookups: at most %d nodes, %d in all for %d lines: chains too long for 3/4 load", maxVisits, sumVisits, E)
+	}
+	// Growth: dyn 64 → 128 at its 49th event, → 256 at its 97th; calls
+	// 2048 → 4096 at T_s + 30 = 1537 entries, every node moved once.
+	if got, want := mIdx.C.Total(opIdxRehash)-rehash0, uint64(49+97+1537); got != want || idx.idx.dyn.size() != 256 || idx.idx.calls.size() != 4096 {
+		t.Fatalf("growth: %d nodes moved (want %d), sizes %d and %d", got, want, idx.idx.dyn.size(), idx.idx.calls.size())
+	}
+	if got, want := mIdx.C.Get(PhaseLookup, opIdxBucket), uint64(2*E); got != want {
+		t.Fatalf("event.lookup: %d buckets loaded, want %d", got, want)
+	}
+	// A delete: two unlinks, nothing hashed or walked in the index.
+	before := mIdx.C.Snapshot()
+	if _, err := idx.WriteKprobeEvents(fmt.Sprintf("-:kprobes/p_%s_0\n", synth.ProbeTargetName(0))); err != nil {
+		t.Fatal(err)
+	}
+	d := mIdx.C.Since(before)
+	if d[opIdxLink] != 2 || d[opIdxHashByte]+d[opIdxBucket]+d[opIdxVisit] != 0 {
+		t.Fatalf("delete: %d unlinks, %d hash bytes, %d buckets, %d visits", d[opIdxLink], d[opIdxHashByte], d[opIdxBucket], d[opIdxVisit])
+	}
+	if want := idx.idx.bytes(); want != int64(8*(256+4096)+indexNodeBytes*(ts+2*(E-1))) {
+		t.Fatalf("index bytes %d", want)
+	}
+	for _, nb := range mIdx.C.Bytes() {
+		if nb.Name == "trace.event_index.bytes" && nb.Bytes != idx.idx.bytes() {
+			t.Fatalf("trace.event_index.bytes = %d, want %d", nb.Bytes, idx.idx.bytes())
+		}
+	}
 }
