@@ -199,7 +199,7 @@ func (tb *nameTable) remove(c *sim.Counters, ev *Event) {
 	panic(fmt.Sprintf("trace: event index: %s/%s is not indexed", ev.Group, ev.Name))
 }
 
-// grow models the patch's trace_event_index_grow: a table of twice the
+// growIndex models the patch's trace_event_index_grow: a table of twice the
 // buckets (kvcalloc: one allocation, each head zeroed), every node moved to
 // the head of its new bucket (old buckets in order, each chain head first;
 // the stored hash is reused), the old array freed. A failed allocation
@@ -237,10 +237,11 @@ func (t *Tracing) LateInit(c *sim.Counters) {
 		return
 	}
 	t.lateDone = true
-	c.Add(opKmalloc, 2)
+	c.Inc(opKmalloc) // the trace-event table; a failure stops here
 	if t.d.Faults.Fail(FaultEventIndexAlloc) {
 		return
 	}
+	c.Inc(opKmalloc) // the kprobe-event table
 	live := t.Events()
 	x := &eventIndex{
 		calls: newNameTable(indexSizeFor(t.cfg.StaticEvents + len(live))),
