@@ -110,9 +110,13 @@ func New(m *machine.Machine) *Doors { return &Doors{m: m} }
 // NewTracing returns the tracing state (tracefs, dyn_event, perf) of m's
 // kernel. It counts into whatever counters m's kprobes count into at each
 // call, so a caller that swaps them (kpsim explain counts one probe alone)
-// sees the tracing layer's counts with the core's.
+// sees the tracing layer's counts with the core's. Its late-init work (the
+// trace-event-index build) runs at the machine's late init, or at once if
+// that has run.
 func NewTracing(m *machine.Machine) *trace.Tracing {
-	return trace.New(trace.Deps{KP: m.KP, Syms: m.Syms, Ftrace: m.Ftrace, Image: m.Kernel, Faults: m.Faults}, trace.ConfigFor(m.Kernel))
+	tr := trace.New(trace.Deps{KP: m.KP, Syms: m.Syms, Ftrace: m.Ftrace, Image: m.Kernel, Faults: m.Faults}, trace.ConfigFor(m.Kernel))
+	m.AtLateInit(tr.LateInit)
+	return tr
 }
 
 // Tracing returns the machine's tracing layer, built at the first call.

@@ -55,6 +55,7 @@ var faultTests = map[string]func(t *testing.T){
 	"bug.index.alloc":              func(t *testing.T) { testIndexFallback(t, sim.BugIndex, "bug.index.alloc") },
 	"kprobe_blacklist.index.alloc": func(t *testing.T) { testIndexFallback(t, sim.BlacklistIndex, "kprobe_blacklist.index.alloc") },
 	"bug.module_index.alloc":       testModuleBugIndex,
+	"trace.event_index.alloc":      testTraceEventIndexAlloc,
 	"kprobe_blacklist.entry.alloc": testBlacklistEntry,
 	"kallsyms.dynamic32.alloc":     testDynamic32,
 	"rhashtable.tbl.alloc":         testRhashtable,
@@ -873,6 +874,66 @@ func decisions(t *testing.T, m *machine.Machine, pts []uint64) []string {
 	}
 	check(t, m)
 	return out
+}
+
+// testTraceEventIndexAlloc: trace-event-index's late-init allocation
+// fails: no index, find_trace_kprobe and find_trace_event_call walk the
+// lists as upstream does, and every line decides as upstream and as the
+// indexed kernel (accepted lines, then -EEXIST for a probe already on its
+// event, which ends the write).
+func testTraceEventIndexAlloc(t *testing.T) {
+	_, tg := faultKernel(t)
+	set := sim.Switches(0).With(sim.TraceEventIndex)
+	walk, ok := sim.LookupOp("trace.ftrace_events.visit")
+	if !ok {
+		t.Fatal("no op trace.ftrace_events.visit")
+	}
+	writes := []string{eventLines(tg.ftrace[:3], false), eventLines(tg.ftrace[:1], false) + eventLines(tg.ftrace[3:4], false)}
+	type run struct {
+		m  *machine.Machine
+		tr *trace.Tracing
+	}
+	runs := map[string]run{}
+	for name, f := range map[string]struct {
+		sw   sim.Switches
+		plan string
+	}{"upstream": {0, ""}, "indexed": {set, ""}, "fallback": {set, "trace.event_index.alloc"}} {
+		m := boot(t, f.sw, f.plan)
+		tr := tracing(m)
+		m.AtLateInit(tr.LateInit)
+		runs[name] = run{m, tr}
+	}
+	if runs["upstream"].tr.Indexed() || !runs["indexed"].tr.Indexed() || runs["fallback"].tr.Indexed() {
+		t.Fatal("want the index built only without the fault")
+	}
+	for i, w := range writes {
+		outs := map[string]string{}
+		for name, r := range runs {
+			o, err := r.tr.WriteKprobeEvents(w)
+			if want := []error{nil, errno.EEXIST}[i]; err != want {
+				t.Fatalf("%s: write %d: %v, want %v", name, i, err, want)
+			}
+			var b strings.Builder
+			for _, x := range o {
+				fmt.Fprintf(&b, "%q %v %v %#x %s\n", x.Line, x.Attempted, x.Code, x.Addr, x.Reason)
+			}
+			outs[name] = b.String()
+			checkTrace(t, r.m, r.tr, false)
+		}
+		if outs["indexed"] != outs["upstream"] || outs["fallback"] != outs["upstream"] {
+			t.Fatalf("write %d: upstream %s\nindexed %s\nfallback %s", i, outs["upstream"], outs["indexed"], outs["fallback"])
+		}
+	}
+	if got, want := runs["fallback"].m.C.Total(walk), runs["upstream"].m.C.Total(walk); got != want || want == 0 {
+		t.Fatalf("fallback walked %d ftrace_events entries, upstream %d: want the same walks", got, want)
+	}
+	if n := runs["indexed"].m.C.Total(walk); n != 0 {
+		t.Fatalf("indexed kernel walked %d ftrace_events entries", n)
+	}
+	for _, r := range runs {
+		deleteAll(t, r.tr)
+		checkTrace(t, r.m, r.tr, true)
+	}
 }
 
 // testIndexFallback: the late-init index allocation fails: no index, and

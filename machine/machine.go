@@ -268,6 +268,7 @@ type Machine struct {
 	Blacklist  *blacklist.List
 
 	lateInit func() error
+	lateMore []func(*sim.Counters) // late initcalls of front ends built on the machine
 	inv      invState
 	lateDone bool
 }
@@ -304,14 +305,37 @@ func New(k *image.Kernel, cfg Config) (*Machine, error) {
 
 // LateInit runs the late_initcalls once, counted in PhaseLateInit.
 func (m *Machine) LateInit() error {
-	if m.lateDone || m.lateInit == nil {
-		m.lateDone = true
+	if m.lateDone {
+		return nil
+	}
+	m.lateDone = true
+	if m.lateInit == nil && len(m.lateMore) == 0 {
 		return nil
 	}
 	prev := m.C.Enter(PhaseLateInit)
 	defer m.C.Enter(prev)
-	m.lateDone = true
-	return m.lateInit()
+	if m.lateInit != nil {
+		if err := m.lateInit(); err != nil {
+			return err
+		}
+	}
+	for _, f := range m.lateMore {
+		f(m.C)
+	}
+	return nil
+}
+
+// AtLateInit adds a late initcall of a subsystem built on the machine (the
+// tracing layer's): it runs in LateInit, or at once, counted in
+// PhaseLateInit, when late init has already run.
+func (m *Machine) AtLateInit(f func(*sim.Counters)) {
+	if !m.lateDone {
+		m.lateMore = append(m.lateMore, f)
+		return
+	}
+	prev := m.C.Enter(PhaseLateInit)
+	defer m.C.Enter(prev)
+	f(m.C)
 }
 
 // Boot is New followed by LateInit: the kernel at SYSTEM_RUNNING.

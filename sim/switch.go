@@ -32,6 +32,7 @@ const (
 	FtraceSingleLookupV1               // ftrace series: cnt == 1 fast path, RFC v1 form
 	LibbpfExactSyms                    // libbpf: exact names go to the kernel as syms[0]
 	ModuleBugIndex                     // beyond the series
+	TraceEventIndex                    // beyond the series: tracefs event lookups by name
 	// The alternative designs a reviewer asks about (issue 13). They are
 	// not in any preset: each replaces a structure the series keeps.
 	KprobeHashBits   // kprobe_table with 2^B buckets (parameterised: kprobe-hash-bits=B)
@@ -92,7 +93,9 @@ var switchInfo = [numSwitches]SwitchInfo{
 		Doc: "ftrace_lookup_symbols: cnt == 1 by kallsyms_lookup_name, storing ftrace_location(addr) (RFC v1; differs under IBT)"},
 	LibbpfExactSyms: {Name: "libbpf-exact-syms",
 		Doc: "libbpf bpf_program__attach_kprobe_multi_opts: a pattern without * or ? goes to the kernel as syms[0], cnt 1, no file parsing; -ESRCH reported as -ENOENT (libbpf e08da30)"},
-	ModuleBugIndex:   {"module-bug-index", "", nil, "module_find_bug: per-module address index of each module's bug table, built at module load (beyond the series)"},
+	ModuleBugIndex: {"module-bug-index", "", nil, "module_find_bug: per-module address index of each module's bug table, built at module load (beyond the series)"},
+	TraceEventIndex: {"trace-event-index", "", nil,
+		"find_trace_kprobe and find_trace_event_call: hash tables of trace_probe_events by (group, event) and trace_event_calls by (system, name), built at late init and kept on create/delete, instead of walking dyn_event_list and ftrace_events (beyond the series)"},
 	KprobeHashBits:   {"kprobe-hash-bits", "", nil, "design: kprobe_table with 2^B buckets (hash_ptr(addr, B)), B in 6..20; the simplest possible patch"},
 	KprobeRhashtable: {"kprobe-rhashtable", "", nil, "design: lib/rhashtable.c (jhash2, growth at 75% load by the deferred worker, shrink below 30%) in place of kprobe_table"},
 	KprobeBtree:      {"kprobe-btree", "", []Switch{KprobeTree}, "design: the P4 tree is a maple-like B-tree (16 slots, 256-byte nodes; google/btree) under the same iterators"},

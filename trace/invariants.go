@@ -13,10 +13,14 @@ import (
 // the live events; a trace_kprobe that is not pending has its kprobe
 // registered, disabled exactly when its event is not enabled; a return
 // probe holds its rethook pool (kretprobe instances) exactly while it is
-// registered.
+// registered. With trace-event-index built, the index holds exactly the
+// static and the live events.
 func (t *Tracing) CheckInvariants() error {
 	if n := t.calls.len(); n != len(t.events) {
 		return fmt.Errorf("trace: %d events on ftrace_events, %d live trace events", n, len(t.events))
+	}
+	if err := t.checkIndex(); err != nil {
+		return err
 	}
 	groups := map[string]int{}
 	tks, files := 0, 0

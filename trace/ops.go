@@ -1,6 +1,10 @@
 package trace
 
-import "github.com/kpsim/kpsim/sim"
+import (
+	"fmt"
+
+	"github.com/kpsim/kpsim/sim"
+)
 
 // Phases of the event layer. The kprobes core keeps its own phases
 // (name_lookup, safety.*, prepare, insert, arm, optimize, ...), so a report
@@ -53,6 +57,24 @@ const (
 	rRBReset  = "ring_buffer_reset_cpu: disable, wait for writers, reset the reader and head pages ≈ 0.8 µs per CPU"
 )
 
+// Weights of the trace-event-index patch (sim.TraceEventIndex).
+const (
+	// BenchmarkCostJhashByte (costbench_test.go): jhash of kprobe event
+	// names and their group, as the index hashes them, timed by CPU time
+	// (the shared development host's wall time was 3x that).
+	jhashByteNs = 1.12
+	ghz         = 2.6
+	rIdxByte    = "BenchmarkCostJhashByte: jhash (include/linux/jhash.h) of event names of 8-39 bytes and their group, set-up and finals included, by CPU time (user 0.88 s for 100001 x 7842 bytes): %.2f ns/byte at 2.6 GHz"
+	rIdxBucket  = "hardware fact: one bucket head loaded from an array last touched a write() line ago, through tracefs and kprobe registration work that evicts it from L1/L2: L3 hit (Zen ≈ 42 cycles), as a list node"
+	rIdxVisit   = "hardware fact: one dependent load of a cold chain node (its hlist_node and the stored hash share the line): L3 hit (Zen ≈ 42 cycles), as the list walks it replaces"
+	wIdxLink    = 5
+	rIdxLink    = "hardware fact: hlist_add_head_rcu / hlist_del_rcu are two to three pointer stores to lines the caller holds or the neighbour's; stores retire into the store buffer (no load-to-use on the path): ~5 cycles"
+	wIdxRehash  = 42 + 5
+	rIdxRehash  = "hardware fact: a moved node's cold line (L3 ≈ 42) and the head store into the new, freshly zeroed array (L1, ~5); the stored hash is reused"
+	wIdxInit    = 1
+	rIdxInit    = "hardware fact: INIT_HLIST_HEAD of a kvcalloc'd array: one 8-byte streaming store per bucket, about one per cycle (as rhashtable.bucket.init)"
+)
+
 // Counted operations of the event layer.
 var (
 	opLineByte  = sim.NewOp("trace.line.byte", wLineByte, rLineByte, "one byte of a written line scanned or copied (strchr for '\\n' and '#', argv_split's copy)")
@@ -74,6 +96,16 @@ var (
 	opConst     = sim.NewOp("trace.check.const", wConstT, rConstT, "one O(1) check (lockdown, flags, capability, id counter)")
 	opCPUList   = sim.NewOp("perf.percpu.list_init", wCPUList, rCPUList, "one possible CPU's hlist head initialised (perf_trace_event_reg)")
 	opRBReset   = sim.NewOp("ring_buffer.reset_cpu", wRBReset, rRBReset, "one CPU buffer reset by tracing_reset_online_cpus")
+)
+
+// Counted operations of trace-event-index.
+var (
+	opIdxHashByte   = sim.NewOp("trace.event_index.hash.byte", jhashByteNs*ghz, fmt.Sprintf(rIdxByte, jhashByteNs), "one byte of a group or event name hashed by jhash (lookup, insert, late-init build)")
+	opIdxBucket     = sim.NewOp("trace.event_index.bucket", wVisit, rIdxBucket, "one bucket head of an event-index table loaded (lookup, insert)")
+	opIdxVisit      = sim.NewOp("trace.event_index.visit", wVisit, rIdxVisit, "one chain node of an event-index table visited: its stored hash compared (strcmp on a hash match is trace.strcmp)")
+	opIdxLink       = sim.NewOp("trace.event_index.link", wIdxLink, rIdxLink, "one node linked (hlist_add_head_rcu) or unlinked (hlist_del_rcu: no walk, no hash)")
+	opIdxRehash     = sim.NewOp("trace.event_index.rehash", wIdxRehash, rIdxRehash, "one node moved to the doubled table when an insert leaves the table above 3/4 load")
+	opIdxBucketInit = sim.NewOp("trace.event_index.bucket.init", wIdxInit, rIdxInit, "one bucket head initialised (late init, growth)")
 )
 
 // Ops shared with the kprobes core, found by name so both report under one
@@ -100,6 +132,7 @@ var (
 	FaultSubsystem        = sim.NewFaultPoint("trace.subsystem.alloc", "event_subsystem_dir: the kmalloc of a new group's trace_subsystem_dir fails: event_create_dir -ENOMEM, ignored; the event has no directory, the group none until a later event creates it")
 	FaultEventFile        = sim.NewFaultPoint("trace_event_file.alloc", "trace_create_new_event's kmem_cache_alloc fails: ignored by __add_event_to_tracers, the event is registered without a file in the instance (no directory; enabling it through tracefs is -ENOENT)")
 	FaultPerfEvent        = sim.NewFaultPoint("perf.event.alloc", "perf_event_alloc's kmem_cache_alloc_node fails: perf_event_open returns -ENOMEM before the kprobe PMU is reached")
+	FaultEventIndexAlloc  = sim.NewFaultPoint("trace.event_index.alloc", "trace-event-index: the kvcalloc of a table fails: at late init no index is built (find_trace_kprobe and find_trace_event_call walk the lists, as upstream); when a table grows, it keeps its size")
 	FaultPerfAlloc        = sim.NewFaultPoint("perf.trace_event.alloc", "perf_trace_event_reg: an alloc_percpu (the event's hlist heads, or a perf_trace_buf of the first perf user) fails: -ENOMEM, the local trace_kprobe is destroyed")
 )
 

@@ -116,6 +116,10 @@ type Deps struct {
 type Tracing struct {
 	d   Deps
 	cfg Config
+	sw  sim.Switches // the kernel's switches (the kprobes core's)
+
+	idx      *eventIndex // trace-event-index, once late init built it
+	lateDone bool
 
 	dyn     seqSet // dyn_event_list: live trace_kprobes, oldest first
 	dynSeq  int
@@ -197,9 +201,10 @@ func (tk *TraceKprobe) Registered() bool { return tk.Kp != nil && tk.Kp.Register
 // Pending reports a MOD:SYM probe waiting for its module.
 func (tk *TraceKprobe) Pending() bool { return tk.pending }
 
-// New returns the tracing state of a freshly booted kernel.
+// New returns the tracing state of a freshly booted kernel. Its late
+// initcall (LateInit) is the caller's to run.
 func New(d Deps, cfg Config) *Tracing {
-	t := &Tracing{d: d, cfg: cfg, events: map[eventKey]*Event{}, byName: map[string][]*Event{}, perGrp: map[string]int{}}
+	t := &Tracing{d: d, cfg: cfg, sw: d.KP.Sw, events: map[eventKey]*Event{}, byName: map[string][]*Event{}, perGrp: map[string]int{}}
 	// Boot: the builtin output types (ids below __TRACE_LAST_TYPE) and the
 	// static events took ids in order; every one is in event_hash.
 	t.typeUsed = make([]bool, TraceEventTypeMax+1)

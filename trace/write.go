@@ -233,6 +233,9 @@ func (t *Tracing) unregisterTraceKprobe(tk *TraceKprobe) *probeErr {
 			return refuse(errno.EBUSY, "unregister_trace_kprobe", perr.reason.Detail)
 		}
 		t.removeEvent(ev)
+		if t.idx != nil {
+			t.indexRemove(t.idx.dyn, ev) // trace-event-index: the event's last probe
+		}
 	}
 	t.__unregisterTraceKprobe(tk)
 	t.dynEventRemove(tk)
