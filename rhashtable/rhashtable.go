@@ -165,7 +165,12 @@ func Jhash2Key(key uint64, initval uint32) uint32 {
 	b, c := a, a
 	b += uint32(key >> 32)
 	a += uint32(key)
-	// __jhash_final
+	return JhashFinal(a, b, c)
+}
+
+// JhashFinal models include/linux/jhash.h:__jhash_final, the final mixing
+// of three 32-bit words into c (shared by every jhash form kpsim models).
+func JhashFinal(a, b, c uint32) uint32 {
 	c ^= b
 	c -= rol32(b, 14)
 	a ^= c

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/kpsim/kpsim/rhashtable"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -124,22 +125,7 @@ func jhash(s string, initval uint32) uint32 {
 	a += binary.LittleEndian.Uint32(tail[:])
 	b += binary.LittleEndian.Uint32(tail[4:])
 	c += binary.LittleEndian.Uint32(tail[8:])
-	// __jhash_final
-	c ^= b
-	c -= rol32(b, 14)
-	a ^= c
-	a -= rol32(c, 11)
-	b ^= a
-	b -= rol32(a, 25)
-	c ^= b
-	c -= rol32(b, 16)
-	a ^= c
-	a -= rol32(c, 4)
-	b ^= a
-	b -= rol32(a, 14)
-	c ^= b
-	c -= rol32(b, 24)
-	return c
+	return rhashtable.JhashFinal(a, b, c)
 }
 
 // keyHash hashes (group, name) and counts the bytes hashed.
