@@ -64,7 +64,7 @@ func TestRecMemoMatchesWalk(t *testing.T) {
 			}
 			for _, op := range []sim.Op{OpGroup, OpProbe, OpLocationCall} {
 				if x, y := cf.Total(op), cw.Total(op); x != y {
-					t.Fatalf("%s: memo %d, walk %d", sim.Ops()[op].Name, x, y)
+					t.Fatalf("%s: memo %d, walk %d", op.Name(), x, y)
 				}
 			}
 		}

@@ -20,7 +20,7 @@ func sameCounts(t *rapid.T, step string, a, b *sim.Counters, ops ...sim.Op) {
 	t.Helper()
 	if len(ops) == 0 {
 		for i := range sim.Ops() {
-			ops = append(ops, sim.Op(i))
+			ops = append(ops, sim.OpAt(i))
 		}
 	}
 	for _, op := range ops {

@@ -81,7 +81,7 @@ func TestConfigReachesTheModels(t *testing.T) {
 		t.Fatalf("too few get_kprobe calls counted: %d", counts[0].Total(op))
 	}
 	for op, o := range sim.Ops() {
-		if a, b := counts[0].Total(sim.Op(op)), counts[1].Total(sim.Op(op)); a != b {
+		if a, b := counts[0].Total(sim.OpAt(op)), counts[1].Total(sim.OpAt(op)); a != b {
 			t.Errorf("%s: fast %d, walk %d", o.Name, a, b)
 		}
 	}

@@ -244,16 +244,15 @@ type StageRow struct {
 // stages renders the counters' phases that have counts, in phase order.
 func stages(c *sim.Counters, costs *sim.CostTable, skip map[sim.Phase]bool) []StageRow {
 	var out []StageRow
-	ops := sim.Ops()
-	for i, ph := range sim.Phases() {
-		p := sim.Phase(i)
+	for _, name := range PhaseNames() {
+		p, _ := sim.LookupPhase(name)
 		if skip[p] || c.PhaseTotal(p) == 0 {
 			continue
 		}
-		row := StageRow{Phase: ph.Name, Ops: map[string]uint64{}}
-		for j := range ops {
-			if n := c.Get(p, sim.Op(j)); n != 0 {
-				row.Ops[ops[j].Name] = n
+		row := StageRow{Phase: name, Ops: map[string]uint64{}}
+		for _, nz := range c.NonZero() {
+			if nz.Phase == p {
+				row.Ops[nz.Op.Name()] = nz.N
 			}
 		}
 		row.Cycles = costs.PhaseCycles(c, p)

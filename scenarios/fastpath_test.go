@@ -53,7 +53,7 @@ func runBothWays(t *testing.T, s *ManySetup, specs []RunSpec) *ManyReport {
 		w := walk.Runs[i]
 		for ph := range phases {
 			for op := range ops {
-				if a, b := f.Counters.Get(sim.Phase(ph), sim.Op(op)), w.Counters.Get(sim.Phase(ph), sim.Op(op)); a != b {
+				if a, b := f.Counters.Get(sim.PhaseAt(ph), sim.OpAt(op)), w.Counters.Get(sim.PhaseAt(ph), sim.OpAt(op)); a != b {
 					t.Errorf("%s: phase %s op %s: fast %d, walk %d", f.Name, phases[ph].Name, ops[op].Name, a, b)
 				}
 			}

@@ -62,7 +62,7 @@ func (g *growthRecorder) cycles() []float64 {
 	phs := sim.Phases()
 	out := make([]float64, len(phs))
 	for i := range phs {
-		out[i] = g.costs.PhaseCycles(g.c, sim.Phase(i))
+		out[i] = g.costs.PhaseCycles(g.c, sim.PhaseAt(i))
 	}
 	return out
 }

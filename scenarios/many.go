@@ -838,19 +838,18 @@ func afterRegistration(kp *kprobes.Kprobes, i, every int, prog Progress) {
 
 func (r *RunResult) finish(costs *sim.CostTable) {
 	c := r.Counters
-	ops, phases := sim.Ops(), sim.Phases()
 	r.Ops = map[string]uint64{}
 	perPhase := map[sim.Phase]*PhaseResult{}
 	for _, nz := range c.NonZero() {
-		name := ops[nz.Op].Name
+		name := nz.Op.Name()
 		r.Ops[name] += nz.N
 		pr := perPhase[nz.Phase]
 		if pr == nil {
-			pr = &PhaseResult{Name: phases[nz.Phase].Name, Counts: map[string]uint64{}}
+			pr = &PhaseResult{Name: nz.Phase.Name(), Counts: map[string]uint64{}}
 			perPhase[nz.Phase] = pr
 		}
 		pr.Counts[name] += nz.N
-		if ops[nz.Op].Metric {
+		if nz.Op.Info().Metric {
 			continue // reported, but not an operation: out of the totals
 		}
 		r.TotalOps += nz.N
@@ -860,9 +859,9 @@ func (r *RunResult) finish(costs *sim.CostTable) {
 		pr.EstCycles = costs.PhaseCycles(c, ph)
 		pr.WallNS = c.Wall(ph).Nanoseconds()
 	}
-	for ph := range phases {
-		if pr := perPhase[sim.Phase(ph)]; pr != nil {
-			r.Phases = append(r.Phases, *pr)
+	for _, name := range PhaseNames() {
+		if ph, _ := sim.LookupPhase(name); perPhase[ph] != nil {
+			r.Phases = append(r.Phases, *perPhase[ph])
 		}
 	}
 	r.EstCycles = costs.Cycles(c)

@@ -9,22 +9,11 @@ import (
 	"time"
 
 	"github.com/kpsim/kpsim/doors"
-	"github.com/kpsim/kpsim/sim"
 )
 
 // TableWidth is the widest line a table report prints (a terminal, an
 // email, a cover letter).
 const TableWidth = 100
-
-// PhaseNames is the fixed phase order of every report: sim.Phases(), the
-// registration order (fixed for a build), every phase included.
-func PhaseNames() []string {
-	var out []string
-	for _, p := range sim.Phases() {
-		out = append(out, p.Name)
-	}
-	return out
-}
 
 // Phase returns the run's phase of that name (zero if it counted nothing).
 func (r *RunResult) Phase(name string) PhaseResult {

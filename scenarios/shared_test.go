@@ -68,7 +68,7 @@ func TestConcurrentRunsShareImage(t *testing.T) {
 		w := serial.Runs[i]
 		for ph := range phases {
 			for op := range ops {
-				if a, b := c.Counters.Get(sim.Phase(ph), sim.Op(op)), w.Counters.Get(sim.Phase(ph), sim.Op(op)); a != b {
+				if a, b := c.Counters.Get(sim.PhaseAt(ph), sim.OpAt(op)), w.Counters.Get(sim.PhaseAt(ph), sim.OpAt(op)); a != b {
 					t.Errorf("%s: phase %s op %s: concurrent %d, serial %d", c.Name, phases[ph].Name, ops[op].Name, a, b)
 				}
 			}

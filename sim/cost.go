@@ -66,50 +66,55 @@ func (t *CostTable) Clone() *CostTable {
 // Set gives op a weight with its source and note (calibration fills
 // ops a cost file has no line for).
 func (t *CostTable) Set(op Op, cycles float64, source, note string) {
-	t.w[op], t.src[op], t.note[op] = cycles, source, note
+	i := op.Index()
+	t.w[i], t.src[i], t.note[i] = cycles, source, note
 }
 
 // Note returns the comment a cost file gave op's weight ("" for defaults).
 func (t *CostTable) Note(op Op) string {
-	if int(op) < len(t.note) {
-		return t.note[op]
+	if i := op.Index(); i < len(t.note) {
+		return t.note[i]
 	}
 	return ""
 }
 
 // Weight returns the cycles charged for one occurrence of op.
-func (t *CostTable) Weight(op Op) float64 { return t.w[op] }
+func (t *CostTable) Weight(op Op) float64 { return t.w[op.Index()] }
 
 // Source says where op's weight came from: "default" or "FILE:LINE".
-func (t *CostTable) Source(op Op) string { return t.src[op] }
+func (t *CostTable) Source(op Op) string { return t.src[op.Index()] }
 
-// PhaseCycles returns the estimated cycles of phase ph.
+// PhaseCycles returns the estimated cycles of phase ph: the correctly
+// rounded sum of count times weight (see fsum), the same whatever order
+// ops are numbered in.
 func (t *CostTable) PhaseCycles(c *Counters, ph Phase) float64 {
 	if c == nil {
 		return 0
 	}
-	var s float64
-	row := c.v[int(ph)*c.nops : (int(ph)+1)*c.nops]
+	var s fsum
+	i := ph.Index()
+	row := c.v[i*c.nops : (i+1)*c.nops]
 	for op, n := range row {
 		if n != 0 && op < len(t.w) {
-			s += float64(n) * t.w[op]
+			s.addProduct(n, t.w[op])
 		}
 	}
-	return s
+	return s.value()
 }
 
-// Cycles returns the estimated cycles of everything counted.
+// Cycles returns the estimated cycles of everything counted (correctly
+// rounded, as PhaseCycles).
 func (t *CostTable) Cycles(c *Counters) float64 {
 	if c == nil {
 		return 0
 	}
-	var s float64
+	var s fsum
 	for i, n := range c.v {
 		if n != 0 {
-			s += float64(n) * t.w[i%c.nops]
+			s.addProduct(n, t.w[i%c.nops])
 		}
 	}
-	return s
+	return s.value()
 }
 
 // LoadCosts reads weight overrides from the file at path. See ParseCosts.
@@ -176,9 +181,9 @@ func ParseCostsOver(base *CostTable, name string, r io.Reader) (*CostTable, erro
 			return nil, fmt.Errorf("%s:%d: op %s already set on line %d", name, line, f[0], prev)
 		}
 		seen[op] = line
-		t.w[op] = v
-		t.src[op] = fmt.Sprintf("%s:%d", name, line)
-		t.note[op] = note
+		t.w[op.Index()] = v
+		t.src[op.Index()] = fmt.Sprintf("%s:%d", name, line)
+		t.note[op.Index()] = note
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -188,8 +193,8 @@ func ParseCostsOver(base *CostTable, name string, r io.Reader) (*CostTable, erro
 
 // WeightByName returns the weight of the op with that name (0 if none).
 func (t *CostTable) WeightByName(name string) float64 {
-	if op, ok := LookupOp(name); ok && int(op) < len(t.w) {
-		return t.w[op]
+	if op, ok := LookupOp(name); ok && op.Index() < len(t.w) {
+		return t.w[op.Index()]
 	}
 	return 0
 }

@@ -8,12 +8,27 @@ import (
 )
 
 // Op identifies a counted kernel operation. Ops are registered with NewOp at
-// package initialisation and are dense small integers.
-type Op uint32
+// package initialisation, like kernel tracepoints. An Op is a handle: its
+// dense index (Index) is assigned when the registry freezes (the first
+// Counters or cost table), in name order, so neither a counter's identity
+// nor any order a report derives from it depends on package import order.
+type Op struct{ d *opDesc }
 
 // Phase identifies a part of a scenario that a report shows separately (name
-// lookup, address safety checks, arming, ...). Phase 0 is "other".
-type Phase uint32
+// lookup, address safety checks, arming, ...). Like Op, a handle whose index
+// is assigned in name order at freeze; the order reports list phases in is
+// declared by the reports (scenarios.PhaseOrder), not derived from it.
+type Phase struct{ d *phaseDesc }
+
+type opDesc struct {
+	info OpInfo
+	idx  int
+}
+
+type phaseDesc struct {
+	info PhaseInfo
+	idx  int
+}
 
 // OpInfo describes a registered operation.
 type OpInfo struct {
@@ -39,10 +54,10 @@ type PhaseInfo struct {
 
 var registry struct {
 	mu     sync.Mutex
-	ops    []OpInfo
-	opIdx  map[string]Op
-	phases []PhaseInfo
-	phIdx  map[string]Phase
+	ops    []*opDesc // registration order until freeze, then name order
+	opIdx  map[string]*opDesc
+	phases []*phaseDesc
+	phIdx  map[string]*phaseDesc
 	frozen bool
 }
 
@@ -50,8 +65,8 @@ var registry struct {
 var PhaseOther = NewPhase("other", "work outside any named phase")
 
 // NewOp registers a counted operation. It panics on a duplicate or empty name
-// or after the first Counters was created: ops are declared at package
-// initialisation, like kernel tracepoints, never at run time.
+// or after the registry froze: ops are declared at package initialisation,
+// like kernel tracepoints, never at run time.
 func NewOp(name string, cycles float64, rationale, doc string) Op {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
@@ -62,7 +77,7 @@ func NewOp(name string, cycles float64, rationale, doc string) Op {
 		panic("sim: NewOp with empty name")
 	}
 	if registry.opIdx == nil {
-		registry.opIdx = map[string]Op{}
+		registry.opIdx = map[string]*opDesc{}
 	}
 	if _, dup := registry.opIdx[name]; dup {
 		panic("sim: duplicate op " + name)
@@ -70,10 +85,10 @@ func NewOp(name string, cycles float64, rationale, doc string) Op {
 	if cycles < 0 {
 		panic("sim: negative cost for op " + name)
 	}
-	op := Op(len(registry.ops))
-	registry.ops = append(registry.ops, OpInfo{Name: name, Cycles: cycles, Rationale: rationale, Doc: doc})
-	registry.opIdx[name] = op
-	return op
+	d := &opDesc{info: OpInfo{Name: name, Cycles: cycles, Rationale: rationale, Doc: doc}, idx: -1}
+	registry.ops = append(registry.ops, d)
+	registry.opIdx[name] = d
+	return Op{d}
 }
 
 // NewMetric registers a counted metric: like an op, but not an operation
@@ -81,9 +96,7 @@ func NewOp(name string, cycles float64, rationale, doc string) Op {
 // it costs nothing.
 func NewMetric(name, doc string) Op {
 	op := NewOp(name, 0, "metric: not an operation, no cost of its own", doc)
-	registry.mu.Lock()
-	registry.ops[op].Metric = true
-	registry.mu.Unlock()
+	op.d.info.Metric = true
 	return op
 }
 
@@ -94,60 +107,133 @@ func NewPhase(name, doc string) Phase {
 	if registry.frozen {
 		panic("sim: NewPhase(" + name + ") after counters were created")
 	}
+	if name == "" {
+		panic("sim: NewPhase with empty name")
+	}
 	if registry.phIdx == nil {
-		registry.phIdx = map[string]Phase{}
+		registry.phIdx = map[string]*phaseDesc{}
 	}
 	if _, dup := registry.phIdx[name]; dup {
 		panic("sim: duplicate phase " + name)
 	}
-	ph := Phase(len(registry.phases))
-	registry.phases = append(registry.phases, PhaseInfo{Name: name, Doc: doc})
-	registry.phIdx[name] = ph
-	return ph
+	d := &phaseDesc{info: PhaseInfo{Name: name, Doc: doc}, idx: -1}
+	registry.phases = append(registry.phases, d)
+	registry.phIdx[name] = d
+	return Phase{d}
 }
 
+// freeze closes the registry and numbers ops and phases in name order
+// (once); it returns their counts.
 func freeze() (nops, nphases int) {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
-	registry.frozen = true
+	if !registry.frozen {
+		registry.frozen = true
+		sort.Slice(registry.ops, func(i, j int) bool { return registry.ops[i].info.Name < registry.ops[j].info.Name })
+		for i, d := range registry.ops {
+			d.idx = i
+		}
+		sort.Slice(registry.phases, func(i, j int) bool { return registry.phases[i].info.Name < registry.phases[j].info.Name })
+		for i, d := range registry.phases {
+			d.idx = i
+		}
+	}
 	return len(registry.ops), len(registry.phases)
 }
 
-// Ops returns every registered operation, indexed by Op.
+// Ops returns every registered operation in name order, indexed by
+// Op.Index. It freezes the registry.
 func Ops() []OpInfo {
+	freeze()
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
-	return append([]OpInfo(nil), registry.ops...)
+	out := make([]OpInfo, len(registry.ops))
+	for i, d := range registry.ops {
+		out[i] = d.info
+	}
+	return out
 }
 
-// Phases returns every registered phase, indexed by Phase.
+// Phases returns every registered phase in name order, indexed by
+// Phase.Index. It freezes the registry. Reports list phases in their own
+// declared order, not this one.
 func Phases() []PhaseInfo {
+	freeze()
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
-	return append([]PhaseInfo(nil), registry.phases...)
+	out := make([]PhaseInfo, len(registry.phases))
+	for i, d := range registry.phases {
+		out[i] = d.info
+	}
+	return out
+}
+
+// OpAt returns the op of index i (0 <= i < len(Ops())).
+func OpAt(i int) Op {
+	freeze()
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	return Op{registry.ops[i]}
+}
+
+// PhaseAt returns the phase of index i (0 <= i < len(Phases())).
+func PhaseAt(i int) Phase {
+	freeze()
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	return Phase{registry.phases[i]}
+}
+
+// handles returns the frozen registry's ops and phases in index order.
+func handles() ([]*opDesc, []*phaseDesc) {
+	freeze()
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	return registry.ops, registry.phases
 }
 
 // LookupOp finds an op by name.
 func LookupOp(name string) (Op, bool) {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
-	op, ok := registry.opIdx[name]
-	return op, ok
+	d, ok := registry.opIdx[name]
+	return Op{d}, ok
 }
 
 // LookupPhase finds a phase by name.
 func LookupPhase(name string) (Phase, bool) {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
-	ph, ok := registry.phIdx[name]
-	return ph, ok
+	d, ok := registry.phIdx[name]
+	return Phase{d}, ok
 }
 
 // Name returns the op's registered name.
-func (o Op) Name() string { return Ops()[o].Name }
+func (o Op) Name() string { return o.d.info.Name }
+
+// Info returns the op's registration.
+func (o Op) Info() OpInfo { return o.d.info }
+
+// Index returns the op's dense index, its position in name order among the
+// registered ops. It freezes the registry.
+func (o Op) Index() int {
+	if o.d.idx < 0 {
+		freeze()
+	}
+	return o.d.idx
+}
 
 // Name returns the phase's registered name.
-func (p Phase) Name() string { return Phases()[p].Name }
+func (p Phase) Name() string { return p.d.info.Name }
+
+// Index returns the phase's dense index (name order). It freezes the
+// registry.
+func (p Phase) Index() int {
+	if p.d.idx < 0 {
+		freeze()
+	}
+	return p.d.idx
+}
 
 // Counters accumulates operation counts per phase for one simulated run. It
 // is not safe for concurrent use: a run is a sequence of kernel calls made
@@ -174,6 +260,7 @@ type Counters struct {
 func NewCounters(timing bool) *Counters {
 	nops, nph := freeze()
 	c := &Counters{nops: nops, v: make([]uint64, nops*nph), timing: timing}
+	c.phase, c.base = PhaseOther, PhaseOther.d.idx*nops
 	if timing {
 		c.wall = make([]time.Duration, nph)
 		c.epoch = time.Now()
@@ -186,7 +273,7 @@ func (c *Counters) Add(op Op, n uint64) {
 	if c == nil {
 		return
 	}
-	c.v[c.base+int(op)] += n
+	c.v[c.base+op.d.idx] += n
 }
 
 // Inc counts one occurrence of op in the current phase.
@@ -194,7 +281,7 @@ func (c *Counters) Inc(op Op) {
 	if c == nil {
 		return
 	}
-	c.v[c.base+int(op)]++
+	c.v[c.base+op.d.idx]++
 }
 
 // Enter makes ph the current phase and returns the previous one, so a caller
@@ -202,7 +289,7 @@ func (c *Counters) Inc(op Op) {
 // both at once); write prev := c.Enter(ph); defer c.Enter(prev).
 func (c *Counters) Enter(ph Phase) Phase {
 	if c == nil {
-		return 0
+		return PhaseOther
 	}
 	prev := c.phase
 	if prev == ph {
@@ -212,18 +299,18 @@ func (c *Counters) Enter(ph Phase) Phase {
 		// time.Since reads only the monotonic clock: half of time.Now,
 		// and Enter runs at every phase change of every registration.
 		now := time.Since(c.epoch)
-		c.wall[prev] += now - c.since
+		c.wall[prev.d.idx] += now - c.since
 		c.since = now
 	}
 	c.phase = ph
-	c.base = int(ph) * c.nops
+	c.base = ph.d.idx * c.nops
 	return prev
 }
 
 // Current returns the current phase.
 func (c *Counters) Current() Phase {
 	if c == nil {
-		return 0
+		return PhaseOther
 	}
 	return c.phase
 }
@@ -233,7 +320,7 @@ func (c *Counters) Get(ph Phase, op Op) uint64 {
 	if c == nil {
 		return 0
 	}
-	return c.v[int(ph)*c.nops+int(op)]
+	return c.v[ph.d.idx*c.nops+op.d.idx]
 }
 
 // Total returns the count of op summed over all phases.
@@ -242,7 +329,7 @@ func (c *Counters) Total(op Op) uint64 {
 		return 0
 	}
 	var t uint64
-	for i := int(op); i < len(c.v); i += c.nops {
+	for i := op.d.idx; i < len(c.v); i += c.nops {
 		t += c.v[i]
 	}
 	return t
@@ -254,7 +341,7 @@ func (c *Counters) PhaseTotal(ph Phase) uint64 {
 		return 0
 	}
 	var t uint64
-	for _, n := range c.v[int(ph)*c.nops : (int(ph)+1)*c.nops] {
+	for _, n := range c.v[ph.d.idx*c.nops : (ph.d.idx+1)*c.nops] {
 		t += n
 	}
 	return t
@@ -278,7 +365,7 @@ func (c *Counters) Wall(ph Phase) time.Duration {
 	if c == nil || !c.timing {
 		return 0
 	}
-	d := c.wall[ph]
+	d := c.wall[ph.d.idx]
 	if ph == c.phase {
 		d += time.Since(c.epoch) - c.since
 	}
@@ -331,10 +418,11 @@ func (c *Counters) NonZero() []Count {
 	if c == nil {
 		return nil
 	}
+	ops, phs := handles()
 	var out []Count
 	for i, n := range c.v {
 		if n != 0 {
-			out = append(out, Count{Phase(i / c.nops), Op(i % c.nops), n})
+			out = append(out, Count{Phase{phs[i/c.nops]}, Op{ops[i%c.nops]}, n})
 		}
 	}
 	return out
@@ -354,13 +442,14 @@ func (c *Counters) Since(s []uint64) map[Op]uint64 {
 	if c == nil {
 		return out
 	}
+	ops, _ := handles()
 	for i, n := range c.v {
 		var before uint64
 		if i < len(s) {
 			before = s[i]
 		}
 		if d := n - before; d != 0 {
-			out[Op(i%c.nops)] += d
+			out[Op{ops[i%c.nops]}] += d
 		}
 	}
 	return out
@@ -374,7 +463,7 @@ func (c *Counters) Reset() {
 	clear(c.v)
 	c.bytes = nil
 	c.bytesOrd = nil
-	c.phase, c.base = 0, 0
+	c.phase, c.base = PhaseOther, PhaseOther.d.idx*c.nops
 	if c.timing {
 		clear(c.wall)
 		c.epoch, c.since = time.Now(), 0
@@ -384,9 +473,8 @@ func (c *Counters) Reset() {
 // String renders the non-zero counts, for debugging.
 func (c *Counters) String() string {
 	s := ""
-	ops, phs := Ops(), Phases()
 	for _, nz := range c.NonZero() {
-		s += fmt.Sprintf("%s/%s=%d\n", phs[nz.Phase].Name, ops[nz.Op].Name, nz.N)
+		s += fmt.Sprintf("%s/%s=%d\n", nz.Phase.Name(), nz.Op.Name(), nz.N)
 	}
 	return s
 }

@@ -87,12 +87,12 @@ func TestParseCosts(t *testing.T) {
 	}{
 		{"override", "test.a 7.5 # comment\n\n", "", testOpA, 7.5},
 		{"default kept", "test.a 1\n", "", testOpB, 10},
-		{"unknown op", "test.nope 1\n", "in.txt:1: unknown op", 0, 0},
-		{"bad number", "test.a x\n", "in.txt:1: op test.a: weight", 0, 0},
-		{"negative", "\ntest.a -1\n", "in.txt:2: op test.a: weight", 0, 0},
-		{"nan", "test.a NaN\n", "not a finite", 0, 0},
-		{"fields", "test.a 1 2\n", "want \"OP CYCLES\"", 0, 0},
-		{"duplicate", "test.a 1\ntest.a 2\n", "in.txt:2: op test.a already set on line 1", 0, 0},
+		{"unknown op", "test.nope 1\n", "in.txt:1: unknown op", Op{}, 0},
+		{"bad number", "test.a x\n", "in.txt:1: op test.a: weight", Op{}, 0},
+		{"negative", "\ntest.a -1\n", "in.txt:2: op test.a: weight", Op{}, 0},
+		{"nan", "test.a NaN\n", "not a finite", Op{}, 0},
+		{"fields", "test.a 1 2\n", "want \"OP CYCLES\"", Op{}, 0},
+		{"duplicate", "test.a 1\ntest.a 2\n", "in.txt:2: op test.a already set on line 1", Op{}, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -344,4 +344,35 @@ func FuzzParseFaults(f *testing.F) {
 			t.Fatalf("%q: String() %q does not parse back: %v", spec, fl.String(), err)
 		}
 	})
+}
+
+// TestIdentityIsNameOrder: op and phase indexes follow their names, not the
+// order packages registered them in, and every handle round-trips.
+func TestIdentityIsNameOrder(t *testing.T) {
+	ops := Ops()
+	for i, o := range ops {
+		if i > 0 && ops[i-1].Name >= o.Name {
+			t.Fatalf("ops %d and %d out of name order: %s, %s", i-1, i, ops[i-1].Name, o.Name)
+		}
+		op := OpAt(i)
+		if op.Index() != i || op.Name() != o.Name {
+			t.Fatalf("OpAt(%d) = %s (index %d)", i, op.Name(), op.Index())
+		}
+		if l, ok := LookupOp(o.Name); !ok || l != op {
+			t.Fatalf("LookupOp(%s) is not OpAt(%d)", o.Name, i)
+		}
+	}
+	phs := Phases()
+	for i, p := range phs {
+		if i > 0 && phs[i-1].Name >= p.Name {
+			t.Fatalf("phases %d and %d out of name order", i-1, i)
+		}
+		if ph := PhaseAt(i); ph.Index() != i || ph.Name() != p.Name {
+			t.Fatalf("PhaseAt(%d) = %s (index %d)", i, ph.Name(), ph.Index())
+		}
+	}
+	var c *Counters
+	if c.Current() != PhaseOther || NewCounters(false).Current() != PhaseOther {
+		t.Fatal("a run does not start in PhaseOther")
+	}
 }

@@ -399,19 +399,18 @@ func writeExplainText(w io.Writer, k *image.Kernel, x *explained, sw sim.Switche
 	fmt.Fprintf(w, "weights: %s\n", costs.Describe())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "phase\tops\test. cycles\t\n")
-	phases := sim.Phases()
-	ops := sim.Ops()
 	perPhase := map[sim.Phase]uint64{}
 	for _, nz := range x.Counters.NonZero() {
-		if !ops[nz.Op].Metric {
+		if !nz.Op.Info().Metric {
 			perPhase[nz.Phase] += nz.N
 		}
 	}
 	var total uint64
-	for ph := range phases {
-		if n := perPhase[sim.Phase(ph)]; n > 0 {
+	for _, name := range scenarios.PhaseNames() {
+		ph, _ := sim.LookupPhase(name)
+		if n := perPhase[ph]; n > 0 {
 			total += n
-			fmt.Fprintf(tw, "%s\t%d\t%.0f\t\n", phases[ph].Name, n, costs.PhaseCycles(x.Counters, sim.Phase(ph)))
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t\n", name, n, costs.PhaseCycles(x.Counters, ph))
 		}
 	}
 	fmt.Fprintf(tw, "total\t%d\t%.0f\t\n", total, costs.Cycles(x.Counters))
@@ -478,9 +477,8 @@ func writeExplainJSON(w io.Writer, k *image.Kernel, x *explained, sw sim.Switche
 	for _, s := range x.Trail.Steps {
 		out.Trail = append(out.Trail, step{s.Depth, s.Check, s.Args, s.Result})
 	}
-	ops := sim.Ops()
 	for _, nz := range x.Counters.NonZero() {
-		out.Ops[ops[nz.Op].Name] += nz.N
+		out.Ops[nz.Op.Name()] += nz.N
 	}
 	return writeJSON(w, out)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/kpsim/kpsim/scenarios"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/sim/calibrate"
 )
@@ -23,7 +24,7 @@ func listOps(tw *tabwriter.Writer) error {
 	}
 	fmt.Fprintf(tw, "\nCOUNTED OPS\tdocumented\thot\tcold\tcalibrated by\twhy the documented weight\n")
 	for i, o := range sim.Ops() {
-		op := sim.Op(i)
+		op := sim.OpAt(i)
 		kind, what := calibrate.Classify(o)
 		by := ""
 		switch kind {
@@ -93,8 +94,12 @@ func runList(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(tw, "  %s\t%s\n", f.Name, f.Doc)
 	}
 	fmt.Fprintln(tw, "\nPHASES")
+	docs := map[string]string{}
 	for _, p := range sim.Phases() {
-		fmt.Fprintf(tw, "  %s\t%s\n", p.Name, p.Doc)
+		docs[p.Name] = p.Doc
+	}
+	for _, name := range scenarios.PhaseNames() {
+		fmt.Fprintf(tw, "  %s\t%s\n", name, docs[name])
 	}
 	return listOps(tw)
 }

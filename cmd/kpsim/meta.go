@@ -66,7 +66,7 @@ func costInfo(costs *sim.CostTable, costFile string) scenarios.CostInfo {
 	if costs != nil {
 		ci.Regime = costs.Describe()
 		for i := range sim.Ops() {
-			if costFile != "" && strings.HasPrefix(costs.Source(sim.Op(i)), costFile+":") {
+			if costFile != "" && strings.HasPrefix(costs.Source(sim.OpAt(i)), costFile+":") {
 				ci.Overrides++
 			}
 		}

@@ -123,7 +123,7 @@ func header(out string) string {
 	return string(m.Meta)
 }
 
-// TestReportJSONPhases: every run lists every phase in sim.Phases()
+// TestReportJSONPhases: every run lists every phase in scenarios.PhaseNames()
 // order, with integer cycles.
 func TestReportJSONPhases(t *testing.T) {
 	r, _ := runJSON(t, "--patches", "none", "--patches", "series")

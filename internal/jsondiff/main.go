@@ -11,6 +11,13 @@
 // PATH: OLD -> NEW, at most 20 of them; the exit status is 1 if there
 // was any, 2 on bad input. With -count, equal files print how many values
 // (leaves) were compared.
+//
+// With -rel R, two numbers that are not both integers are equal when they
+// differ by at most R relative to the larger: a floating-point sum
+// (cycles from count times weight) can move in its last bit when the order
+// of its terms changes, and -count then says how many values matched
+// only so. Integers (every count, every integer cycle figure) are always
+// compared exactly.
 package main
 
 import (
@@ -20,6 +27,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -28,6 +36,7 @@ import (
 func main() {
 	ignore := flag.String("ignore", "", "comma-separated keys skipped wherever they stand")
 	count := flag.Bool("count", false, "print the number of values compared (leaves) when equal")
+	rel := flag.Float64("rel", 0, "non-integer numbers within this relative difference are equal")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: jsondiff [-ignore KEY,...] OLD NEW")
 		flag.PrintDefaults()
@@ -53,7 +62,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "jsondiff:", err)
 		os.Exit(2)
 	}
-	d := &differ{skip: skip, max: 20}
+	d := &differ{skip: skip, max: 20, rel: *rel}
 	d.diff("$", a, b)
 	for _, l := range d.out {
 		fmt.Println(l)
@@ -65,7 +74,11 @@ func main() {
 		os.Exit(1)
 	}
 	if *count {
-		fmt.Println(d.leaves)
+		if d.near > 0 {
+			fmt.Printf("%d [%d non-integer within %g]\n", d.leaves, d.near, *rel)
+		} else {
+			fmt.Println(d.leaves)
+		}
 	}
 }
 
@@ -103,6 +116,8 @@ type differ struct {
 	max    int
 	n      int
 	leaves int
+	rel    float64
+	near   int // numbers equal only within rel
 	out    []string
 }
 
@@ -182,9 +197,34 @@ func (d *differ) diff(path string, a, b any) {
 	default:
 		d.leaves++
 		if fmt.Sprint(a) != fmt.Sprint(b) || fmt.Sprintf("%T", a) != fmt.Sprintf("%T", b) {
+			if d.close(a, b) {
+				d.near++
+				return
+			}
 			d.report(path, a, b)
 		}
 	}
+}
+
+// close says whether a and b are numbers, not both integers, within the
+// relative difference d.rel.
+func (d *differ) close(a, b any) bool {
+	x, okx := a.(json.Number)
+	y, oky := b.(json.Number)
+	if d.rel == 0 || !okx || !oky {
+		return false
+	}
+	if _, err := x.Int64(); err == nil {
+		if _, err := y.Int64(); err == nil {
+			return false
+		}
+	}
+	fx, errx := x.Float64()
+	fy, erry := y.Float64()
+	if errx != nil || erry != nil {
+		return false
+	}
+	return math.Abs(fx-fy) <= d.rel*max(math.Abs(fx), math.Abs(fy))
 }
 
 // byName indexes a list of objects by their "name" field (the runs of a

@@ -28,6 +28,7 @@ func TestDiff(t *testing.T) {
 		{"a run added", `{"meta":{},"runs":[{"name":"none","ops":{"x":1}},{"name":"new","ops":{}},{"name":"series","ops":{"x":2}}]}`, []string{`$.runs[new]: (absent) -> {"name":"new","ops":{}}`}},
 		{"runs reordered", `{"meta":{},"runs":[{"name":"series","ops":{"x":2}},{"name":"none","ops":{"x":1}}]}`, []string{`$.runs.order: ["none","series"] -> ["series","none"]`}},
 		{"a field lost", `{"meta":{},"runs":[{"name":"none","ops":{}},{"name":"series","ops":{"x":2}}]}`, []string{"$.runs[none].ops.x: 1 -> (absent)"}},
+		{"a float's last bit", `{"meta":{},"runs":[{"name":"none","ops":{"x":1},"c":1214168.4782000005},{"name":"series","ops":{"x":2}}]}`, []string{"$.runs[none].c: (absent) -> 1214168.4782000005"}},
 		{"number type", `{"meta":{},"runs":[{"name":"none","ops":{"x":"1"}},{"name":"series","ops":{"x":2}}]}`, []string{`$.runs[none].ops.x: 1 -> "1"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -37,5 +38,26 @@ func TestDiff(t *testing.T) {
 				t.Errorf("got\n%s\nwant\n%s", strings.Join(d.out, "\n"), strings.Join(tc.want, "\n"))
 			}
 		})
+	}
+}
+
+// TestRel: with -rel, non-integers within the bound are equal (and
+// counted as such); integers and larger differences are not.
+func TestRel(t *testing.T) {
+	for _, tc := range []struct {
+		a, b       string
+		diff, near int
+	}{
+		{"1214168.4782000005", "1214168.4782", 0, 1},
+		{"1214168.4782", "1214168.4783", 1, 0},
+		{"1000000000000", "1000000000001", 1, 0},
+		{"2", "2.0000000000000004", 0, 1},
+		{`"a"`, `"b"`, 1, 0},
+	} {
+		d := &differ{max: 20, rel: 1e-12}
+		d.diff("$", parse(t, tc.a), parse(t, tc.b))
+		if d.n != tc.diff || d.near != tc.near {
+			t.Errorf("%s vs %s: %d differences, %d near; want %d, %d", tc.a, tc.b, d.n, d.near, tc.diff, tc.near)
+		}
 	}
 }

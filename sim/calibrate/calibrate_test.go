@@ -113,7 +113,7 @@ func TestQuickCalibrationIsACostFile(t *testing.T) {
 			t.Errorf("%s: header %+v", regime, ct.Meta)
 		}
 		for i, o := range sim.Ops() {
-			op := sim.Op(i)
+			op := sim.OpAt(i)
 			kind, bench := Classify(o)
 			switch kind {
 			case Measured:
@@ -198,7 +198,7 @@ func TestBuiltinProfiles(t *testing.T) {
 			t.Errorf("%s profile is a quick run", regime)
 		}
 		for i, o := range sim.Ops() {
-			if k, _ := Classify(o); k == Measured && ct.Source(sim.Op(i)) == "default" {
+			if k, _ := Classify(o); k == Measured && ct.Source(sim.OpAt(i)) == "default" {
 				t.Errorf("%s profile has no weight for measured op %s: rerun kpsim calibrate --regime both and commit profiles/", regime, o.Name)
 			}
 		}
@@ -206,7 +206,7 @@ func TestBuiltinProfiles(t *testing.T) {
 	if _, err := Builtin("tepid"); err == nil {
 		t.Error("Builtin(tepid) accepted")
 	}
-	if d, _ := Builtin("documented"); d.Weight(0) != sim.DefaultCosts().Weight(0) {
+	if d, _ := Builtin("documented"); d.Weight(sim.OpAt(0)) != sim.DefaultCosts().Weight(sim.OpAt(0)) {
 		t.Error("documented is not the defaults")
 	}
 }

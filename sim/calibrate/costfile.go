@@ -146,7 +146,7 @@ const BenchKey = "bench."
 func FillFromBenches(t *sim.CostTable) []string {
 	var filled []string
 	for i, o := range sim.Ops() {
-		op := sim.Op(i)
+		op := sim.OpAt(i)
 		kind, bench := Classify(o)
 		if kind != Measured || strings.HasPrefix(t.Source(op), t.Name+":") {
 			continue // not measured, or the file has its own line

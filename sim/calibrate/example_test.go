@@ -30,7 +30,7 @@ func ExampleBuiltin() {
 		panic(err)
 	}
 	op, _ := sim.LookupOp("text_poke")
-	kind, _ := calibrate.Classify(sim.Ops()[op])
+	kind, _ := calibrate.Classify(op.Info())
 	fmt.Println(cold.Meta.Regime, kind, cold.Weight(op) == sim.DefaultCosts().Weight(op))
 	// Output: cold documented true
 }
