@@ -1,10 +1,13 @@
-package scenarios
+package report
 
 import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"github.com/kpsim/kpsim/scenarios"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,16 +15,16 @@ import (
 
 // WriteJSON writes the report as one JSON object (see jsonReport: schema
 // SchemaVersion).
-func (r *ManyReport) WriteJSON(w io.Writer) error {
+func JSON(w io.Writer, r *scenarios.ManyReport) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(r.jsonReport())
+	return enc.Encode(jsonOf(r))
 }
 
 // WriteCSV writes one row per run, phase and counter (see csvRows).
-func (r *ManyReport) WriteCSV(w io.Writer, costs interface{ WeightByName(string) float64 }) error {
+func CSV(w io.Writer, r *scenarios.ManyReport, costs interface{ WeightByName(string) float64 }) error {
 	cw := csv.NewWriter(w)
-	if err := cw.WriteAll(r.csvRows(costs)); err != nil {
+	if err := cw.WriteAll(csvRows(r, costs)); err != nil {
 		return err
 	}
 	return cw.Error()
@@ -32,7 +35,7 @@ func (r *ManyReport) WriteCSV(w io.Writer, costs interface{ WeightByName(string)
 // and estimated cycles with the ratio of the first run (and of series) to
 // it, a summary per run, the decisions, growth fits and modelled kernel
 // memory. Runs that do not fit side by side are split into groups.
-func (r *ManyReport) WriteTable(w io.Writer) error {
+func Table(w io.Writer, r *scenarios.ManyReport) error {
 	fmt.Fprintf(w, " Simulated attach and detach of %d probes via %s (scenario %s)\n", r.N, r.Via, r.Scenario)
 	for _, l := range r.Meta.Lines() {
 		writeWrapped(w, " "+l, "          ")
@@ -55,11 +58,11 @@ func (r *ManyReport) WriteTable(w io.Writer) error {
 	if len(r.Runs) == 0 {
 		return nil
 	}
-	r.phaseTable(w)
-	r.summaryTable(w)
-	r.decisionsTable(w)
-	r.growthTable(w)
-	r.memoryTable(w)
+	phaseTable(w, r)
+	summaryTable(w, r)
+	decisionsTable(w, r)
+	growthTable(w, r)
+	memoryTable(w, r)
 	fmt.Fprintln(w)
 	writeWrapped(w, " Counts are exact and repeatable; cycles are counts x weights (kpsim list, docs/cost-model.md); wall time is this machine's, compare it only as a ratio within one run. "+retainedNote, " ")
 	return nil
@@ -69,7 +72,7 @@ func (r *ManyReport) WriteTable(w io.Writer) error {
 const retainedNote = "sim retained: the most the run's own simulator structures held (everything reachable from its machine, tracing layer and per-probe state; the shared image and kallsyms tables excluded), not the process heap, so it is the same however many runs run at once."
 
 // memSum adds up a run's modelled kernel memory (bytes_per_entry, peak and height figures excluded).
-func memSum(r *RunResult) int64 {
+func memSum(r *scenarios.RunResult) int64 {
 	var t int64
 	for k, v := range r.KernelMem {
 		if !strings.HasSuffix(k, "_per_entry") && !strings.HasSuffix(k, ".peak_bytes") && !strings.HasSuffix(k, ".height") {
@@ -131,7 +134,7 @@ func group(n uint64) string {
 // ftrace, lines never attempted, and the refusals and non-optimizations by
 // deciding check. The reasons are the same in every run when the reasons
 // digests agree, so they print once.
-func (r *ManyReport) decisionsTable(w io.Writer) {
+func decisionsTable(w io.Writer, r *scenarios.ManyReport) {
 	base := r.Runs[0]
 	same := true
 	for _, run := range r.Runs[1:] {
@@ -179,7 +182,7 @@ func (r *ManyReport) decisionsTable(w io.Writer) {
 	}
 }
 
-func refusedCount(run *RunResult) int {
+func refusedCount(run *scenarios.RunResult) int {
 	n := 0
 	for _, v := range run.Rejected {
 		n += v
@@ -188,7 +191,7 @@ func refusedCount(run *RunResult) int {
 }
 
 // growthTable prints each run's per-batch growth fits (--batch-report).
-func (r *ManyReport) growthTable(w io.Writer) {
+func growthTable(w io.Writer, r *scenarios.ManyReport) {
 	for _, run := range r.Runs {
 		for _, g := range run.Growth {
 			f := g.Fit
@@ -197,7 +200,7 @@ func (r *ManyReport) growthTable(w io.Writer) {
 				run.Name, g.Pass, g.K, f.A, f.B, f.R2, 100*f.Share, f.NMax, f.Growth), "   ")
 			type kv struct {
 				k string
-				f Fit
+				f scenarios.Fit
 			}
 			var ps []kv
 			for k, pf := range g.Phases {
@@ -219,3 +222,6 @@ func (r *ManyReport) growthTable(w io.Writer) {
 		}
 	}
 }
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

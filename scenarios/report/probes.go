@@ -1,8 +1,9 @@
-package scenarios
+package report
 
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/kpsim/kpsim/scenarios"
 	"io"
 	"sort"
 	"strings"
@@ -26,7 +27,7 @@ type ProbeLine struct {
 // ProbeLines lists every target's outcome: for the first run when every
 // run decided the same (decisions and reasons digests), else for every
 // run.
-func (r *ManyReport) ProbeLines(k *image.Kernel) []ProbeLine {
+func ProbeLines(r *scenarios.ManyReport, k *image.Kernel) []ProbeLine {
 	runs := r.Runs
 	same := true
 	for _, run := range runs[1:] {
@@ -68,8 +69,8 @@ func (r *ManyReport) ProbeLines(k *image.Kernel) []ProbeLine {
 
 // WriteProbes writes the per-probe report: TSV with a header, or JSON
 // lines.
-func (r *ManyReport) WriteProbes(w io.Writer, k *image.Kernel, jsonLines bool) error {
-	lines := r.ProbeLines(k)
+func Probes(w io.Writer, r *scenarios.ManyReport, k *image.Kernel, jsonLines bool) error {
+	lines := ProbeLines(r, k)
 	if jsonLines {
 		enc := json.NewEncoder(w)
 		for _, l := range lines {

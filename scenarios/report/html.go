@@ -1,8 +1,9 @@
-package scenarios
+package report
 
 import (
 	"bytes"
 	"fmt"
+	"github.com/kpsim/kpsim/scenarios"
 	"html/template"
 	"io"
 	"strconv"
@@ -12,8 +13,8 @@ import (
 // Document is what kpsim report writes: one run (Report) and, for a
 // sweep, the sweep across N (Sweep, whose last N is Report).
 type Document struct {
-	Report *ManyReport
-	Sweep  *Sweep
+	Report *scenarios.ManyReport
+	Sweep  *scenarios.Sweep
 }
 
 type docRow struct {
@@ -78,7 +79,7 @@ func (d *Document) build() (*docData, error) {
 	if len(r.Runs) == 0 {
 		return dd, nil
 	}
-	base, series := r.Runs[0], r.seriesRun()
+	base, series := r.Runs[0], seriesRun(r)
 	// Summary: one row per run.
 	sum := docTable{Title: fmt.Sprintf("Runs at N = %d", r.N), Head: []string{"run", "ops", "est. cycles", base.Name + "/run"}}
 	if series != nil {
@@ -86,7 +87,7 @@ func (d *Document) build() (*docData, error) {
 	}
 	sum.Head = append(sum.Head, "wall", "registered", "optimized", "rejected", "not attempted", "decisions digest")
 	for _, run := range r.Runs {
-		c := []string{group(run.TotalOps), group(uint64(Cycles(run.EstCycles))), ratio(base.EstCycles, run.EstCycles)}
+		c := []string{group(run.TotalOps), group(uint64(scenarios.Cycles(run.EstCycles))), ratio(base.EstCycles, run.EstCycles)}
 		if series != nil {
 			c = append(c, ratio(series.EstCycles, run.EstCycles))
 		}
@@ -107,14 +108,14 @@ func (d *Document) build() (*docData, error) {
 			ph.Head = append(ph.Head, base.Name+"/"+run.Name)
 		}
 	}
-	for _, name := range append(r.usedPhases(), "total") {
+	for _, name := range append(usedPhases(r), "total") {
 		row := docRow{Label: name}
 		for _, run := range r.Runs {
 			v, b := run.Phase(name).EstCycles, base.Phase(name).EstCycles
 			if name == "total" {
 				v, b = run.EstCycles, base.EstCycles
 			}
-			row.Cells = append(row.Cells, group(uint64(Cycles(v))))
+			row.Cells = append(row.Cells, group(uint64(scenarios.Cycles(v))))
 			if run != base {
 				row.Cells = append(row.Cells, ratio(b, v))
 			}
@@ -148,7 +149,7 @@ func (d *Document) build() (*docData, error) {
 		}
 		dd.Tables = append(dd.Tables, ft)
 		for _, po := range []PlotOptions{{Format: "svg"}, {Format: "svg", PerProbe: true}} {
-			b, err := sw.Plot(po)
+			b, err := Plot(sw, po)
 			if err != nil {
 				return nil, err
 			}
@@ -164,7 +165,7 @@ func (d *Document) build() (*docData, error) {
 		}
 	}
 	var txt bytes.Buffer
-	if err := r.WriteTable(&txt); err != nil {
+	if err := Table(&txt, r); err != nil {
 		return nil, err
 	}
 	dd.Text = txt.String()
@@ -223,7 +224,7 @@ window.addEventListener("load", function () {
 
 // WriteHTML writes one self-contained HTML file: styles, tables and the
 // plots (inline SVG) all in it, nothing fetched.
-func (d *Document) WriteHTML(w io.Writer) error {
+func HTML(w io.Writer, d *Document) error {
 	dd, err := d.build()
 	if err != nil {
 		return err
@@ -233,7 +234,7 @@ func (d *Document) WriteHTML(w io.Writer) error {
 
 // WriteMarkdown writes the report as Markdown tables (for a cover
 // letter); the plots are in the HTML form only.
-func (d *Document) WriteMarkdown(w io.Writer) error {
+func Markdown(w io.Writer, d *Document) error {
 	dd, err := d.build()
 	if err != nil {
 		return err
