@@ -74,6 +74,18 @@ func variantKernel(k *image.Kernel, v kallsyms.Variant) (*kallsyms.Compressed, *
 	return syms, ft, nil
 }
 
+// forEachVariant runs f on every variant's kernel (variantKernel), jobs
+// at a time.
+func forEachVariant(k *image.Kernel, variants []kallsyms.Variant, jobs int, f func(vi int, v kallsyms.Variant, syms *kallsyms.Compressed, ft *ftrace.Ftrace) error) error {
+	return forEach(len(variants), jobs, func(vi int) error {
+		syms, ft, err := variantKernel(k, variants[vi])
+		if err != nil {
+			return err
+		}
+		return f(vi, variants[vi], syms, ft)
+	})
+}
+
 // KMax in a crossover K list means every uniquely named traceable function.
 const KMax = -1
 
@@ -92,12 +104,7 @@ func RunCrossover(k *image.Kernel, ks []int, variants []kallsyms.Variant, costs 
 		pts     []CrossoverRow
 	}
 	res := make([]variantResult, len(variants))
-	err := forEach(len(variants), jobs, func(vi int) error {
-		v := variants[vi]
-		syms, ft, err := variantKernel(k, v)
-		if err != nil {
-			return err
-		}
+	err := forEachVariant(k, variants, jobs, func(vi int, v kallsyms.Variant, syms *kallsyms.Compressed, ft *ftrace.Ftrace) error {
 		res[vi].symbols = syms.Tables().NumSyms
 		all := TraceableFunctions(k, ft)
 		var pts []CrossoverRow
@@ -182,12 +189,7 @@ type TracingMultiRow struct {
 // BTF work are not modelled, so the share is of the modelled work only.
 func RunTracingMulti(k *image.Kernel, K int, variants []kallsyms.Variant, costs *sim.CostTable, jobs int) ([]TracingMultiRow, error) {
 	out := make([]TracingMultiRow, len(variants))
-	err := forEach(len(variants), jobs, func(vi int) error {
-		v := variants[vi]
-		syms, ft, err := variantKernel(k, v)
-		if err != nil {
-			return err
-		}
+	err := forEachVariant(k, variants, jobs, func(vi int, v kallsyms.Variant, syms *kallsyms.Compressed, ft *ftrace.Ftrace) error {
 		all := TraceableFunctions(k, ft)
 		funcs := all
 		if K > 0 {

@@ -122,16 +122,7 @@ func RunSession(k *image.Kernel, o SessionOptions, costs *sim.CostTable) (*BPFRe
 	if err != nil {
 		return nil, err
 	}
-	if len(runs) > 0 {
-		rep.Model = o.model(whys[0], k) // the first run's, as the serial loop kept
-	}
-	if len(out) > 0 {
-		if len(out) > 0 {
-			rep.Runs = out
-		}
-	}
-	markChanged(rep)
-	return rep, nil
+	return rep.finish(o, k, whys, out), nil
 }
 
 // attachPair is the classic setup Andrey compared against: SEC("kprobe/f")
@@ -195,6 +186,19 @@ func finishRun(spec RunSpec, c *sim.Counters, costs *sim.CostTable, res []attach
 	}
 	run.Digest = bpfDigest(res)
 	return run
+}
+
+// finish fills in the model (the first run's, as the serial loop kept)
+// and the runs, and marks what changed against each group's first run.
+func (rep *BPFReport) finish(o SessionOptions, k *image.Kernel, whys []string, out []*BPFRunReport) *BPFReport {
+	if len(whys) > 0 {
+		rep.Model = o.model(whys[0], k)
+	}
+	if len(out) > 0 {
+		rep.Runs = out
+	}
+	markChanged(rep)
+	return rep
 }
 
 func markChanged(rep *BPFReport) {
@@ -280,16 +284,7 @@ func RunMulti(k *image.Kernel, o SessionOptions, costs *sim.CostTable) (*BPFRepo
 	if err != nil {
 		return nil, err
 	}
-	if len(jobs) > 0 {
-		rep.Model = o.model(whys[0], k) // the first run's, as the serial loop kept
-	}
-	if len(out) > 0 {
-		if len(out) > 0 {
-			rep.Runs = out
-		}
-	}
-	markChanged(rep)
-	return rep, nil
+	return rep.finish(o, k, whys, out), nil
 }
 
 // RunNames lists the run names.

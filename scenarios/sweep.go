@@ -293,32 +293,12 @@ func solve(m [3][4]float64, k int) ([3]float64, bool) {
 	return out, true
 }
 
-// lineFit fits y = a + b·x and returns b, a and R².
+// lineFit fits y = a + b·x and returns b, a and R² (0 when the xs do
+// not spread).
 func lineFit(xs, ys []float64) (b, a, r2 float64) {
-	n := float64(len(xs))
-	var sx, sy, sxx, sxy float64
-	for i := range xs {
-		sx += xs[i]
-		sy += ys[i]
-		sxx += xs[i] * xs[i]
-		sxy += xs[i] * ys[i]
-	}
-	den := n*sxx - sx*sx
-	if den == 0 {
-		return 0, sy / n, 0
-	}
-	b = (n*sxy - sx*sy) / den
-	a = (sy - b*sx) / n
-	mean := sy / n
-	var ssTot, ssRes float64
-	for i := range xs {
-		d := ys[i] - (a + b*xs[i])
-		ssRes += d * d
-		ssTot += (ys[i] - mean) * (ys[i] - mean)
-	}
-	r2 = 1
-	if ssTot > 0 {
-		r2 = 1 - ssRes/ssTot
+	a, b, r2, spread := ols(xs, ys)
+	if !spread {
+		return 0, a, 0
 	}
 	return b, a, r2
 }

@@ -25,7 +25,7 @@ type BenchWriter struct {
 // NewBenchWriter returns a writer on w.
 func NewBenchWriter(w io.Writer) *BenchWriter { return &BenchWriter{raw: w, w: benchfmt.NewWriter(w)} }
 
-// WriteBench writes the report as benchmark results.
+// Bench writes the report as benchmark results.
 func Bench(w io.Writer, r *scenarios.ManyReport) error {
 	return NewBenchWriter(w).Write(r, false)
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// WriteTable writes the per-stage table: one column pair (cycles, ms) per
+// BPFTable writes the per-stage table: one column pair (cycles, ms) per
 // run, then totals, per-attach cost, results and digests.
 func BPFTable(w io.Writer, rep *scenarios.BPFReport) error {
 	fmt.Fprintf(w, " kpsim run %s on %s\n", rep.Scenario, rep.Kernel)
@@ -83,7 +83,7 @@ func BPFTable(w io.Writer, rep *scenarios.BPFReport) error {
 	return nil
 }
 
-// WriteTable prints the crossover table and the crossover K per variant.
+// CrossoverTable prints the crossover table and the crossover K per variant.
 func CrossoverTable(w io.Writer, rep *scenarios.CrossoverReport) error {
 	fmt.Fprintf(w, " kpsim run crossover on %s (%d kallsyms symbols)\n", rep.Kernel, rep.Symbols)
 	fmt.Fprintf(w, " lookups = K × (kallsyms_lookup_name + ftrace_location); walk = ftrace_lookup_symbols(K sorted names); ms = cycles / 2.6e6\n\n")
@@ -114,7 +114,7 @@ func CrossoverTable(w io.Writer, rep *scenarios.CrossoverReport) error {
 	return nil
 }
 
-// WriteTracingMulti prints run tracing-multi's table.
+// TracingMultiTable prints run tracing-multi's table.
 func TracingMultiTable(w io.Writer, kernel string, rows []scenarios.TracingMultiRow) error {
 	fmt.Fprintf(w, " kpsim run tracing-multi on %s: K kallsyms_lookup_name + one ftrace filter/registration (trampolines, BTF not modelled)\n\n", kernel)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -27,7 +27,7 @@ func reservationBytes(r *scenarios.RunResult) int64 {
 	return t
 }
 
-// WriteDesignTable writes the --compare-designs report: one row per
+// DesignTable writes the --compare-designs report: one row per
 // design with the estimated cycles of every phase in which the designs
 // differ (the phases where every run agrees are summed as "same"), the
 // total and its ratio to the first run, the index memory (probe index and

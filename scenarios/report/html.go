@@ -222,7 +222,7 @@ window.addEventListener("load", function () {
 </body></html>
 `))
 
-// WriteHTML writes one self-contained HTML file: styles, tables and the
+// HTML writes one self-contained HTML file: styles, tables and the
 // plots (inline SVG) all in it, nothing fetched.
 func HTML(w io.Writer, d *Document) error {
 	dd, err := d.build()
@@ -232,7 +232,7 @@ func HTML(w io.Writer, d *Document) error {
 	return htmlDoc.Execute(w, dd)
 }
 
-// WriteMarkdown writes the report as Markdown tables (for a cover
+// Markdown writes the report as Markdown tables (for a cover
 // letter); the plots are in the HTML form only.
 func Markdown(w io.Writer, d *Document) error {
 	dd, err := d.build()

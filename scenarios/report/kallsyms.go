@@ -2,7 +2,6 @@ package report
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"github.com/kpsim/kpsim/scenarios"
 	"io"
@@ -13,7 +12,7 @@ import (
 	"golang.org/x/perf/benchfmt"
 )
 
-// WriteBench writes the kallsyms report as Go benchmark results, one per
+// KallsymsBench writes the kallsyms report as Go benchmark results, one per
 // variant and measurement (Kallsyms/variant=V/lookup=hit|miss|sprint|
 // sprint_no_offset|walk): the measured wall time (sec/op, this machine's)
 // and the modelled estimated cycles per call (est-cycles/op, exact: the
@@ -68,14 +67,12 @@ func opsTotal(m map[string]float64) float64 {
 	return t
 }
 
-// WriteJSON writes the report.
+// KallsymsJSON writes the report.
 func KallsymsJSON(w io.Writer, r *scenarios.KallsymsReport) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return indentJSON(w, r)
 }
 
-// WriteCSV writes one row per run and metric.
+// KallsymsCSV writes one row per run and metric.
 func KallsymsCSV(w io.Writer, r *scenarios.KallsymsReport) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"run", "metric", "value"})
@@ -105,7 +102,7 @@ func KallsymsCSV(w io.Writer, r *scenarios.KallsymsReport) error {
 	return cw.Error()
 }
 
-// WriteTable writes the perf-stat-like table: per variant the measured ns
+// KallsymsTable writes the perf-stat-like table: per variant the measured ns
 // per call and the modelled ops and cycles per call, with ratios to the
 // first variant (the baseline).
 func KallsymsTable(w io.Writer, r *scenarios.KallsymsReport) error {

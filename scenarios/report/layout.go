@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"github.com/kpsim/kpsim/scenarios"
 	"io"
@@ -55,24 +56,13 @@ type jsonPhase struct {
 }
 
 type jsonRun struct {
-	Name       string              `json:"name"`
-	Patches    []string            `json:"patches"`
-	Registered int                 `json:"registered"`
-	Optimized  int                 `json:"optimized"`
-	OnFtrace   int                 `json:"on_ftrace"`
-	Rejected   map[string]int      `json:"rejected"`
-	Reasons    map[string]int      `json:"reasons"`
-	NotTried   int                 `json:"not_attempted"`
-	Digest     string              `json:"decisions_digest"`
-	WhyDigest  string              `json:"reasons_digest"`
-	Ops        map[string]uint64   `json:"ops"`
-	TotalOps   uint64              `json:"total_ops"`
-	EstCycles  int64               `json:"est_cycles"`
-	WallNS     int64               `json:"wall_ns"`
-	Retained   uint64              `json:"sim_retained_bytes"`
-	Phases     []jsonPhase         `json:"phases"`
-	KernelMem  map[string]int64    `json:"kernel_bytes"`
-	Growth     []*scenarios.Growth `json:"growth,omitempty"`
+	scenarios.RunOutcome
+	EstCycles int64               `json:"est_cycles"`
+	WallNS    int64               `json:"wall_ns"`
+	Retained  uint64              `json:"sim_retained_bytes"`
+	Phases    []jsonPhase         `json:"phases"`
+	KernelMem map[string]int64    `json:"kernel_bytes"`
+	Growth    []*scenarios.Growth `json:"growth,omitempty"`
 }
 
 type jsonReport struct {
@@ -91,9 +81,7 @@ type jsonReport struct {
 func jsonOf(r *scenarios.ManyReport) jsonReport {
 	out := jsonReport{Schema: scenarios.SchemaVersion, Meta: r.Meta, Scenario: r.Scenario, Kernel: r.Kernel, CPU: r.CPU, Weights: r.Weights, N: r.N, Via: r.Via, Params: r.Params, Runs: []jsonRun{}}
 	for _, run := range r.Runs {
-		jr := jsonRun{Name: run.Name, Patches: run.Patches, Registered: run.Registered, Optimized: run.Optimized, OnFtrace: run.OnFtrace,
-			Rejected: run.Rejected, Reasons: run.Reasons, NotTried: run.NotTried, Digest: run.Digest, WhyDigest: run.WhyDigest,
-			Ops: run.Ops, TotalOps: run.TotalOps, EstCycles: scenarios.Cycles(run.EstCycles), WallNS: run.WallNS, Retained: run.RetainedBytes,
+		jr := jsonRun{RunOutcome: run.RunOutcome, EstCycles: scenarios.Cycles(run.EstCycles), WallNS: run.WallNS, Retained: run.RetainedBytes,
 			KernelMem: run.KernelMem, Growth: run.Growth}
 		if jr.Patches == nil {
 			jr.Patches = []string{}
@@ -387,4 +375,12 @@ func memoryTable(w io.Writer, r *scenarios.ManyReport) {
 	}
 	fmt.Fprintln(w)
 	renderGrouped(w, "modelled kernel memory (bytes)", "", mk, units)
+}
+
+// indentJSON writes v as one JSON value indented by two spaces: every
+// JSON report's form.
+func indentJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

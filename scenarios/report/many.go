@@ -2,7 +2,6 @@ package report
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"github.com/kpsim/kpsim/scenarios"
 	"io"
@@ -13,15 +12,13 @@ import (
 	"strings"
 )
 
-// WriteJSON writes the report as one JSON object (see jsonReport: schema
+// JSON writes the report as one JSON object (see jsonReport: schema
 // SchemaVersion).
 func JSON(w io.Writer, r *scenarios.ManyReport) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(jsonOf(r))
+	return indentJSON(w, jsonOf(r))
 }
 
-// WriteCSV writes one row per run, phase and counter (see csvRows).
+// CSV writes one row per run, phase and counter (see csvRows).
 func CSV(w io.Writer, r *scenarios.ManyReport, costs interface{ WeightByName(string) float64 }) error {
 	cw := csv.NewWriter(w)
 	if err := cw.WriteAll(csvRows(r, costs)); err != nil {
@@ -30,7 +27,7 @@ func CSV(w io.Writer, r *scenarios.ManyReport, costs interface{ WeightByName(str
 	return cw.Error()
 }
 
-// WriteTable writes the perf-stat-like report, at most TableWidth columns
+// Table writes the perf-stat-like report, at most TableWidth columns
 // wide: how it was made, parameters, per phase each run's operation count
 // and estimated cycles with the ratio of the first run (and of series) to
 // it, a summary per run, the decisions, growth fits and modelled kernel

@@ -67,7 +67,7 @@ func ProbeLines(r *scenarios.ManyReport, k *image.Kernel) []ProbeLine {
 	return out
 }
 
-// WriteProbes writes the per-probe report: TSV with a header, or JSON
+// Probes writes the per-probe report: TSV with a header, or JSON
 // lines.
 func Probes(w io.Writer, r *scenarios.ManyReport, k *image.Kernel, jsonLines bool) error {
 	lines := ProbeLines(r, k)

@@ -2,7 +2,6 @@ package report
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"github.com/kpsim/kpsim/scenarios"
 	"io"
@@ -10,14 +9,12 @@ import (
 	"strings"
 )
 
-// WriteJSON writes the sweep.
+// SweepJSON writes the sweep.
 func SweepJSON(w io.Writer, s *scenarios.Sweep) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(s)
+	return indentJSON(w, s)
 }
 
-// WriteBench writes every N's report as benchmark results named
+// SweepBench writes every N's report as benchmark results named
 // Many/n=N/patches=RUN/phase=PHASE (benchstat -row /n -col /patches).
 func SweepBench(w io.Writer, s *scenarios.Sweep) error {
 	bw := NewBenchWriter(w)
@@ -29,7 +26,7 @@ func SweepBench(w io.Writer, s *scenarios.Sweep) error {
 	return nil
 }
 
-// WriteCSV writes one row per run, N and phase (and total), with the
+// SweepCSV writes one row per run, N and phase (and total), with the
 // fit of that run and phase repeated on each row.
 func SweepCSV(w io.Writer, s *scenarios.Sweep) error {
 	cw := csv.NewWriter(w)
@@ -59,7 +56,7 @@ func SweepCSV(w io.Writer, s *scenarios.Sweep) error {
 	return cw.Error()
 }
 
-// WriteTable writes the sweep for a terminal: the meta, total estimated
+// SweepTable writes the sweep for a terminal: the meta, total estimated
 // cycles per run at each N, and per run and phase the fit and exponent.
 func SweepTable(w io.Writer, s *scenarios.Sweep) error {
 	fmt.Fprintf(w, " Sweep of scenario %s via %s over N = %s\n", s.Scenario, s.Via, joinInts(s.Ns))
