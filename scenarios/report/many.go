@@ -152,26 +152,13 @@ func decisionsTable(w io.Writer, r *scenarios.ManyReport) {
 		}
 		writeWrapped(w, fmt.Sprintf(" decisions (%s, via %s): %d registered, %d optimized, %d on ftrace, %d refused (%s), %d not attempted; reasons digest %s",
 			label, r.Via, run.Registered, run.Optimized, run.OnFtrace, refusedCount(run), rejected(run.Rejected), run.NotTried, run.WhyDigest[:12]), "   ")
-		type kv struct {
-			k string
-			v int
-		}
-		var cls []kv
-		for k, v := range run.Reasons {
-			cls = append(cls, kv{k, v})
-		}
-		sort.Slice(cls, func(i, j int) bool {
-			if cls[i].v != cls[j].v {
-				return cls[i].v > cls[j].v
-			}
-			return cls[i].k < cls[j].k
-		})
-		for i, c := range cls {
+		cls := heaviest(run.Reasons, func(n int) float64 { return float64(n) })
+		for i, k := range cls {
 			if i == 12 {
 				fmt.Fprintf(w, "   ... %d more classes (--probes FILE lists every probe's reason)\n", len(cls)-i)
 				break
 			}
-			fmt.Fprintf(w, "   %8s  %s\n", group(uint64(c.v)), c.k)
+			fmt.Fprintf(w, "   %8s  %s\n", group(uint64(run.Reasons[k])), k)
 		}
 	}
 	if !same {
@@ -195,26 +182,13 @@ func growthTable(w io.Writer, r *scenarios.ManyReport) {
 			fmt.Fprintln(w)
 			writeWrapped(w, fmt.Sprintf(" growth (%s, %s pass, batches of %d): cycles/probe c(N) = %.0f + %.4f·N, R² %.3f; b·N is %.1f%% of c at N = %d; first→last batch %.2fx",
 				run.Name, g.Pass, g.K, f.A, f.B, f.R2, 100*f.Share, f.NMax, f.Growth), "   ")
-			type kv struct {
-				k string
-				f scenarios.Fit
-			}
-			var ps []kv
-			for k, pf := range g.Phases {
-				ps = append(ps, kv{k, pf})
-			}
-			sort.Slice(ps, func(i, j int) bool {
-				bi, bj := ps[i].f.B*float64(ps[i].f.NMax), ps[j].f.B*float64(ps[j].f.NMax)
-				if bi != bj {
-					return bi > bj
-				}
-				return ps[i].k < ps[j].k
-			})
-			for i, p := range ps {
-				if i == 5 || p.f.B*float64(p.f.NMax) < 1 {
+			bn := func(f scenarios.Fit) float64 { return f.B * float64(f.NMax) }
+			for i, k := range heaviest(g.Phases, bn) {
+				p := g.Phases[k]
+				if i == 5 || bn(p) < 1 {
 					break
 				}
-				fmt.Fprintf(w, "   %-22s c(N) = %.0f + %.4f·N (R² %.3f, b·N %.1f%% of the phase at N_max)\n", p.k, p.f.A, p.f.B, p.f.R2, 100*p.f.Share)
+				fmt.Fprintf(w, "   %-22s c(N) = %.0f + %.4f·N (R² %.3f, b·N %.1f%% of the phase at N_max)\n", k, p.A, p.B, p.R2, 100*p.Share)
 			}
 		}
 	}
@@ -222,3 +196,11 @@ func growthTable(w io.Writer, r *scenarios.ManyReport) {
 
 // sortedKeys returns m's keys in order.
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// heaviest returns m's keys by weight, heaviest first (equal weights in
+// key order).
+func heaviest[V any](m map[string]V, weight func(V) float64) []string {
+	ks := sortedKeys(m)
+	sort.SliceStable(ks, func(i, j int) bool { return weight(m[ks[i]]) > weight(m[ks[j]]) })
+	return ks
+}
