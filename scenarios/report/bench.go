@@ -2,10 +2,10 @@ package report
 
 import (
 	"fmt"
-	"github.com/kpsim/kpsim/scenarios"
 	"io"
 	"strings"
 
+	"github.com/kpsim/kpsim/scenarios"
 	"golang.org/x/perf/benchfmt"
 )
 

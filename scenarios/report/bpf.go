@@ -2,11 +2,12 @@ package report
 
 import (
 	"fmt"
-	"github.com/kpsim/kpsim/scenarios"
 	"io"
 	"sort"
 	"text/tabwriter"
 	"time"
+
+	"github.com/kpsim/kpsim/scenarios"
 )
 
 // BPFTable writes the per-stage table: one column pair (cycles, ms) per

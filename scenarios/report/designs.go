@@ -2,11 +2,12 @@ package report
 
 import (
 	"fmt"
-	"github.com/kpsim/kpsim/scenarios"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/kpsim/kpsim/scenarios"
 )
 
 // probeIndexBytes: the kprobe index beyond the probes (hash heads or

@@ -3,11 +3,12 @@ package report
 import (
 	"bytes"
 	"fmt"
-	"github.com/kpsim/kpsim/scenarios"
 	"html/template"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/kpsim/kpsim/scenarios"
 )
 
 // Document is what kpsim report writes: one run (Report) and, for a

@@ -3,12 +3,12 @@ package report
 import (
 	"encoding/csv"
 	"fmt"
-	"github.com/kpsim/kpsim/scenarios"
 	"io"
 	"sort"
 	"strconv"
 	"text/tabwriter"
 
+	"github.com/kpsim/kpsim/scenarios"
 	"golang.org/x/perf/benchfmt"
 )
 

@@ -3,13 +3,13 @@ package report
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/kpsim/kpsim/scenarios"
 	"io"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kpsim/kpsim/doors"
+	"github.com/kpsim/kpsim/scenarios"
 )
 
 // TableWidth is the widest line a table report prints (a terminal, an

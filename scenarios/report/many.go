@@ -3,17 +3,18 @@ package report
 import (
 	"encoding/csv"
 	"fmt"
-	"github.com/kpsim/kpsim/scenarios"
 	"io"
 	"maps"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/kpsim/kpsim/scenarios"
 )
 
 // JSON writes the report as one JSON object (see jsonReport: schema
-// SchemaVersion).
+// scenarios.SchemaVersion).
 func JSON(w io.Writer, r *scenarios.ManyReport) error {
 	return indentJSON(w, jsonOf(r))
 }

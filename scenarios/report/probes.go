@@ -3,13 +3,13 @@ package report
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/kpsim/kpsim/scenarios"
 	"io"
 	"sort"
 	"strings"
 
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/scenarios"
 )
 
 // ProbeLine is one target's line of the per-probe report.

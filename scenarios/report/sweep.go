@@ -3,10 +3,11 @@ package report
 import (
 	"encoding/csv"
 	"fmt"
-	"github.com/kpsim/kpsim/scenarios"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/kpsim/kpsim/scenarios"
 )
 
 // SweepJSON writes the sweep.
