@@ -6,7 +6,6 @@ import (
 	"flag"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -66,7 +65,7 @@ func TestGolden(t *testing.T) {
 		if err := tc.write(&buf, fixture()); err != nil {
 			t.Fatal(err)
 		}
-		path := filepath.Join("testdata", tc.name+".golden")
+		path := "testdata/" + tc.name + ".golden"
 		if *update {
 			if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 				t.Fatal(err)
