@@ -2,9 +2,7 @@ package scenarios
 
 import (
 	"fmt"
-	"io"
 	"sort"
-	"text/tabwriter"
 
 	"github.com/kpsim/kpsim/ftrace"
 	"github.com/kpsim/kpsim/image"
@@ -76,6 +74,18 @@ func variantKernel(k *image.Kernel, v kallsyms.Variant) (*kallsyms.Compressed, *
 	return syms, ft, nil
 }
 
+// forEachVariant runs f on every variant's kernel (variantKernel), jobs
+// at a time.
+func forEachVariant(k *image.Kernel, variants []kallsyms.Variant, jobs int, f func(vi int, v kallsyms.Variant, syms *kallsyms.Compressed, ft *ftrace.Ftrace) error) error {
+	return forEach(len(variants), jobs, func(vi int) error {
+		syms, ft, err := variantKernel(k, variants[vi])
+		if err != nil {
+			return err
+		}
+		return f(vi, variants[vi], syms, ft)
+	})
+}
+
 // KMax in a crossover K list means every uniquely named traceable function.
 const KMax = -1
 
@@ -94,12 +104,7 @@ func RunCrossover(k *image.Kernel, ks []int, variants []kallsyms.Variant, costs 
 		pts     []CrossoverRow
 	}
 	res := make([]variantResult, len(variants))
-	err := forEach(len(variants), jobs, func(vi int) error {
-		v := variants[vi]
-		syms, ft, err := variantKernel(k, v)
-		if err != nil {
-			return err
-		}
+	err := forEachVariant(k, variants, jobs, func(vi int, v kallsyms.Variant, syms *kallsyms.Compressed, ft *ftrace.Ftrace) error {
 		res[vi].symbols = syms.Tables().NumSyms
 		all := TraceableFunctions(k, ft)
 		var pts []CrossoverRow
@@ -167,37 +172,6 @@ func RunCrossover(k *image.Kernel, ks []int, variants []kallsyms.Variant, costs 
 	return rep, nil
 }
 
-// WriteTable prints the crossover table and the crossover K per variant.
-func (rep *CrossoverReport) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, " kpsim run crossover on %s (%d kallsyms symbols)\n", rep.Kernel, rep.Symbols)
-	fmt.Fprintf(w, " lookups = K × (kallsyms_lookup_name + ftrace_location); walk = ftrace_lookup_symbols(K sorted names); ms = cycles / 2.6e6\n\n")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "variant\tK\tlookups cycles\tms\twalk cycles\tms\tvisited\twinner\t")
-	for _, r := range rep.Rows {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%s\t%.3f\t%d\t%s\t\n", r.Variant, r.K, group(uint64(r.LookupCyc)), r.LookupCyc/CyclesPerMS,
-			group(uint64(r.WalkCyc)), r.WalkCyc/CyclesPerMS, r.WalkVisited, r.Winner)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(w)
-	var vs []string
-	for v := range rep.Crossover {
-		vs = append(vs, v)
-	}
-	sort.Strings(vs)
-	for _, v := range vs {
-		x := rep.Crossover[v]
-		s := fmt.Sprintf("K ≈ %.0f", x)
-		if x < 0 {
-			s = "none in the K range (lookups cheaper throughout)"
-		}
-		fmt.Fprintf(w, " %-24s crossover %s; %.0f cycles per name looked up, %.1f cycles per symbol walked (≈ %.0f symbols walked per lookup)\n",
-			v, s, rep.PerLookup[v], rep.PerVisit[v], rep.PerLookup[v]/rep.PerVisit[v])
-	}
-	return nil
-}
-
 // TracingMultiRow is one variant's figures.
 type TracingMultiRow struct {
 	Variant     string  `json:"variant"`
@@ -215,12 +189,7 @@ type TracingMultiRow struct {
 // BTF work are not modelled, so the share is of the modelled work only.
 func RunTracingMulti(k *image.Kernel, K int, variants []kallsyms.Variant, costs *sim.CostTable, jobs int) ([]TracingMultiRow, error) {
 	out := make([]TracingMultiRow, len(variants))
-	err := forEach(len(variants), jobs, func(vi int) error {
-		v := variants[vi]
-		syms, ft, err := variantKernel(k, v)
-		if err != nil {
-			return err
-		}
+	err := forEachVariant(k, variants, jobs, func(vi int, v kallsyms.Variant, syms *kallsyms.Compressed, ft *ftrace.Ftrace) error {
 		all := TraceableFunctions(k, ft)
 		funcs := all
 		if K > 0 {
@@ -252,16 +221,4 @@ func RunTracingMulti(k *image.Kernel, K int, variants []kallsyms.Variant, costs 
 		return nil, err
 	}
 	return out, nil
-}
-
-// WriteTracingMulti prints run tracing-multi's table.
-func WriteTracingMulti(w io.Writer, kernel string, rows []TracingMultiRow) error {
-	fmt.Fprintf(w, " kpsim run tracing-multi on %s: K kallsyms_lookup_name + one ftrace filter/registration (trampolines, BTF not modelled)\n\n", kernel)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "variant\tK\tkallsyms cycles\tms\tftrace cycles\tms\tkallsyms share\t")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.2f\t%s\t%.2f\t%.1f%%\t\n", r.Variant, r.K, group(uint64(r.KallsymsCyc)), r.KallsymsCyc/CyclesPerMS,
-			group(uint64(r.FtraceCyc)), r.FtraceCyc/CyclesPerMS, 100*r.Share)
-	}
-	return tw.Flush()
 }

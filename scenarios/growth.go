@@ -132,34 +132,8 @@ func (g *growthRecorder) finish(pass string) {
 
 // fitLinear is ordinary least squares of y = a + b·x.
 func fitLinear(xs, ys []float64, nmax int) Fit {
-	n := float64(len(xs))
-	var sx, sy, sxx, sxy float64
-	for i := range xs {
-		sx += xs[i]
-		sy += ys[i]
-		sxx += xs[i] * xs[i]
-		sxy += xs[i] * ys[i]
-	}
 	f := Fit{NMax: nmax}
-	den := n*sxx - sx*sx
-	if den == 0 {
-		f.A = sy / n
-	} else {
-		f.B = (n*sxy - sx*sy) / den
-		f.A = (sy - f.B*sx) / n
-	}
-	mean := sy / n
-	var ssTot, ssRes float64
-	for i := range xs {
-		e := ys[i] - (f.A + f.B*xs[i])
-		ssRes += e * e
-		d := ys[i] - mean
-		ssTot += d * d
-	}
-	f.R2 = 1
-	if ssTot > 0 {
-		f.R2 = 1 - ssRes/ssTot
-	}
+	f.A, f.B, f.R2, _ = ols(xs, ys)
 	if c := f.A + f.B*float64(nmax); c != 0 {
 		f.Share = f.B * float64(nmax) / c
 	}
@@ -170,4 +144,37 @@ func fitLinear(xs, ys []float64, nmax int) Fit {
 		f.R2 = 0
 	}
 	return f
+}
+
+// ols is ordinary least squares of y = a + b·x: a, b, R², and whether
+// the xs spread (when they do not, b is 0 and a the mean).
+func ols(xs, ys []float64) (a, b, r2 float64, spread bool) {
+	n := float64(len(xs))
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		sx += xs[i]
+		sy += ys[i]
+		sxx += xs[i] * xs[i]
+		sxy += xs[i] * ys[i]
+	}
+	den := n*sxx - sx*sx
+	if den == 0 {
+		a = sy / n
+	} else {
+		b = (n*sxy - sx*sy) / den
+		a = (sy - b*sx) / n
+	}
+	mean := sy / n
+	var ssTot, ssRes float64
+	for i := range xs {
+		e := ys[i] - (a + b*xs[i])
+		ssRes += e * e
+		d := ys[i] - mean
+		ssTot += d * d
+	}
+	r2 = 1
+	if ssTot > 0 {
+		r2 = 1 - ssRes/ssTot
+	}
+	return a, b, r2, den != 0
 }

@@ -1,14 +1,9 @@
 package scenarios
 
 import (
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"github.com/kpsim/kpsim/machine"
-	"io"
-	"sort"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/kpsim/kpsim/image"
@@ -238,92 +233,4 @@ func contains(ss []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func opsTotal(m map[string]float64) float64 {
-	var t float64
-	for _, v := range m {
-		t += v
-	}
-	return t
-}
-
-// WriteJSON writes the report.
-func (r *KallsymsReport) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
-
-// WriteCSV writes one row per run and metric.
-func (r *KallsymsReport) WriteCSV(w io.Writer) error {
-	cw := csv.NewWriter(w)
-	cw.Write([]string{"run", "metric", "value"})
-	for _, run := range r.Runs {
-		row := func(k string, v float64) { cw.Write([]string{run.Name, k, strconv.FormatFloat(v, 'f', -1, 64)}) }
-		row("hit_ns", run.HitNS)
-		row("miss_ns", run.MissNS)
-		row("sprint_ns", run.SprintNS)
-		row("sprint_no_offset_ns", run.SprintNoOffNS)
-		row("walk_us", run.WalkUS)
-		row("extra_bytes", float64(run.ExtraBytes))
-		for _, m := range []struct {
-			p string
-			o map[string]float64
-		}{{"hit_ops.", run.HitOps}, {"miss_ops.", run.MissOps}} {
-			var ks []string
-			for k := range m.o {
-				ks = append(ks, k)
-			}
-			sort.Strings(ks)
-			for _, k := range ks {
-				row(m.p+k, m.o[k])
-			}
-		}
-	}
-	cw.Flush()
-	return cw.Error()
-}
-
-// WriteTable writes the perf-stat-like table: per variant the measured ns
-// per call and the modelled ops and cycles per call, with ratios to the
-// first variant (the baseline).
-func (r *KallsymsReport) WriteTable(w io.Writer) error {
-	iters := fmt.Sprintf("%d iterations", r.Iters)
-	if r.Budget != "" {
-		iters = fmt.Sprintf("%s per measurement", r.Budget)
-	}
-	fmt.Fprintf(w, " Simulated test_kallsyms_perf over %d symbols (%s), %s\n", r.Symbols, r.Kernel, iters)
-	for _, l := range r.Meta.Lines() {
-		writeWrapped(w, " "+l, "          ")
-	}
-	if r.Budget != "" {
-		fmt.Fprintf(w, " timing: each measurement timed for %s (at most %d passes; the passes each took are in --format json)\n", r.Budget, r.Iters)
-	}
-	fmt.Fprintf(w, " weights: %s\n", r.Weights) // one line: a reader greps it
-	fmt.Fprintf(w, " hits: %d names, misses: %d names; every variant validated first\n\n", len(r.Hits), len(r.Misses))
-	if len(r.Runs) == 0 {
-		return nil
-	}
-	b := r.Runs[0]
-	// Two tables of one row per variant, each within TableWidth: the
-	// model's counts and cycles per call, and this machine's wall time.
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, " modelled, per call (b/v: "+b.Name+" over the variant)")
-	fmt.Fprintf(tw, "variant\thit ops\thit cycles\tmiss ops\tmiss cycles\thit b/v\tmiss b/v\textra bytes\t\n")
-	for _, run := range r.Runs {
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t%s\t%s\t\n", run.Name, opsTotal(run.HitOps), run.HitCycles, opsTotal(run.MissOps), run.MissCycles,
-			ratio(b.HitCycles, run.HitCycles), ratio(b.MissCycles, run.MissCycles), signed(run.ExtraBytes))
-	}
-	tw.Flush()
-	fmt.Fprintln(w, "\n measured, Go wall time per call on this machine")
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "variant\thit ns\tmiss ns\tsprint ns\tno-offset ns\twalk us\thit b/v\tmiss b/v\t\n")
-	for _, run := range r.Runs {
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t%s\t\n", run.Name, run.HitNS, run.MissNS, run.SprintNS, run.SprintNoOffNS, run.WalkUS,
-			ratio(b.HitNS, run.HitNS), ratio(b.MissNS, run.MissNS))
-	}
-	tw.Flush()
-	fmt.Fprintln(w, "\n ns are this machine's Go wall time per call (compare as ratios within one run); ops and cycles are the model's counts x weights.")
-	return nil
 }

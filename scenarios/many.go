@@ -193,20 +193,9 @@ type ProbeResult struct {
 
 // RunResult is what one run did.
 type RunResult struct {
-	Name       string            `json:"name"`
-	Patches    []string          `json:"patches"`
-	Registered int               `json:"registered"`
-	Optimized  int               `json:"optimized"`
-	OnFtrace   int               `json:"on_ftrace"`
-	Rejected   map[string]int    `json:"rejected"`
-	Reasons    map[string]int    `json:"reasons"`
-	NotTried   int               `json:"not_attempted"`
-	Digest     string            `json:"decisions_digest"`
-	WhyDigest  string            `json:"reasons_digest"`
-	Ops        map[string]uint64 `json:"ops"`
-	TotalOps   uint64            `json:"total_ops"`
-	EstCycles  float64           `json:"est_cycles"`
-	WallNS     int64             `json:"wall_ns"`
+	RunOutcome
+	EstCycles float64 `json:"est_cycles"`
+	WallNS    int64   `json:"wall_ns"`
 	// RetainedBytes is the most the run's simulator structures held
 	// (internal/sizer), sampled at the end of the attach (the optimizer
 	// drained), before a failed batch rolls back, and after the teardown
@@ -222,6 +211,24 @@ type RunResult struct {
 	Results  []ProbeResult `json:"-"`
 	Counters *sim.Counters `json:"-"`
 	Switches sim.Switches  `json:"-"`
+}
+
+// RunOutcome is the part of a run's result every report prints as it
+// is: its name, switches, decisions, digests and counts. The JSON report
+// (scenarios/report) embeds it ahead of its own forms of the rest.
+type RunOutcome struct {
+	Name       string            `json:"name"`
+	Patches    []string          `json:"patches"`
+	Registered int               `json:"registered"`
+	Optimized  int               `json:"optimized"`
+	OnFtrace   int               `json:"on_ftrace"`
+	Rejected   map[string]int    `json:"rejected"`
+	Reasons    map[string]int    `json:"reasons"`
+	NotTried   int               `json:"not_attempted"`
+	Digest     string            `json:"decisions_digest"`
+	WhyDigest  string            `json:"reasons_digest"`
+	Ops        map[string]uint64 `json:"ops"`
+	TotalOps   uint64            `json:"total_ops"`
 }
 
 // PhaseResult is one phase of one run.
@@ -621,7 +628,7 @@ func runOne(s *ManySetup, spec RunSpec, wire machine.Wiring, costs *sim.CostTabl
 	if s.Opts.BatchReport > 0 {
 		r.growth = newGrowthRecorder(costs, c, s.Opts.BatchReport)
 	}
-	res := &RunResult{Name: spec.Name, Patches: spec.Switches.Names(), Rejected: map[string]int{}, Reasons: map[string]int{}, Switches: spec.Switches, Counters: c}
+	res := &RunResult{RunOutcome: RunOutcome{Name: spec.Name, Patches: spec.Switches.Names(), Rejected: map[string]int{}, Reasons: map[string]int{}}, Switches: spec.Switches, Counters: c}
 	if prog != nil {
 		prog.Start(spec.Name, len(s.Targets))
 	}

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"math"
 	"slices"
 
 	"github.com/kpsim/kpsim/sim"
@@ -49,3 +50,16 @@ func PhaseNames() []string {
 	}
 	return out
 }
+
+// Phase returns the run's phase of that name (zero if it counted nothing).
+func (r *RunResult) Phase(name string) PhaseResult {
+	for _, p := range r.Phases {
+		if p.Name == name {
+			return p
+		}
+	}
+	return PhaseResult{Name: name}
+}
+
+// Cycles rounds estimated cycles to the integer the reports print.
+func Cycles(c float64) int64 { return int64(math.Round(c)) }

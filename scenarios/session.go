@@ -3,9 +3,7 @@ package scenarios
 import (
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/kpsim/kpsim/bpf"
@@ -124,16 +122,7 @@ func RunSession(k *image.Kernel, o SessionOptions, costs *sim.CostTable) (*BPFRe
 	if err != nil {
 		return nil, err
 	}
-	if len(runs) > 0 {
-		rep.Model = o.model(whys[0], k) // the first run's, as the serial loop kept
-	}
-	if len(out) > 0 {
-		if len(out) > 0 {
-			rep.Runs = out
-		}
-	}
-	markChanged(rep)
-	return rep, nil
+	return rep.finish(o, k, whys, out), nil
 }
 
 // attachPair is the classic setup Andrey compared against: SEC("kprobe/f")
@@ -199,16 +188,29 @@ func finishRun(spec RunSpec, c *sim.Counters, costs *sim.CostTable, res []attach
 	return run
 }
 
+// finish fills in the model (the first run's, as the serial loop kept)
+// and the runs, and marks what changed against each group's first run.
+func (rep *BPFReport) finish(o SessionOptions, k *image.Kernel, whys []string, out []*BPFRunReport) *BPFReport {
+	if len(whys) > 0 {
+		rep.Model = o.model(whys[0], k)
+	}
+	if len(out) > 0 {
+		rep.Runs = out
+	}
+	markChanged(rep)
+	return rep
+}
+
 func markChanged(rep *BPFReport) {
 	for _, r := range rep.Runs {
-		if b := rep.base(r); b != r && r.Digest != b.Digest {
+		if b := rep.Base(r); b != r && r.Digest != b.Digest {
 			r.Changed = diffResults(b.results, r.results)
 		}
 	}
 }
 
-// base is the first run of r's group.
-func (rep *BPFReport) base(r *BPFRunReport) *BPFRunReport {
+// Base is the first run of r's group: the run r is compared with.
+func (rep *BPFReport) Base(r *BPFRunReport) *BPFRunReport {
 	for _, x := range rep.Runs {
 		if x.Group == r.Group {
 			return x
@@ -282,90 +284,7 @@ func RunMulti(k *image.Kernel, o SessionOptions, costs *sim.CostTable) (*BPFRepo
 	if err != nil {
 		return nil, err
 	}
-	if len(jobs) > 0 {
-		rep.Model = o.model(whys[0], k) // the first run's, as the serial loop kept
-	}
-	if len(out) > 0 {
-		if len(out) > 0 {
-			rep.Runs = out
-		}
-	}
-	markChanged(rep)
-	return rep, nil
-}
-
-// WriteTable writes the per-stage table: one column pair (cycles, ms) per
-// run, then totals, per-attach cost, results and digests.
-func (rep *BPFReport) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, " kpsim run %s on %s\n", rep.Scenario, rep.Kernel)
-	for _, k := range []string{"libbpf", "kernel", "fprobe", "fprobe_y", "kconfig"} {
-		fmt.Fprintf(w, " %-9s %s\n", k+":", rep.Model[k])
-	}
-	fmt.Fprintf(w, " params:   %v\n", rep.Params)
-	fmt.Fprintf(w, " cycles at the weights' reference clock; ms = cycles / 2.6e6\n\n")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "stage\t")
-	for _, r := range rep.Runs {
-		fmt.Fprintf(tw, "%s cycles\tms\tms/attach\t", r.Name)
-	}
-	fmt.Fprintln(tw)
-	var phases []string
-	seen := map[string]bool{}
-	for _, r := range rep.Runs {
-		for _, s := range r.Stages {
-			if !seen[s.Phase] {
-				seen[s.Phase] = true
-				phases = append(phases, s.Phase)
-			}
-		}
-	}
-	for _, ph := range phases {
-		fmt.Fprintf(tw, "%s\t", ph)
-		for _, r := range rep.Runs {
-			cyc := 0.0
-			for _, s := range r.Stages {
-				if s.Phase == ph {
-					cyc = s.Cycles
-				}
-			}
-			fmt.Fprintf(tw, "%s\t%.3f\t%.4f\t", group(uint64(cyc)), cyc/CyclesPerMS, cyc/CyclesPerMS/float64(max(r.Attaches, 1)))
-		}
-		fmt.Fprintln(tw)
-	}
-	fmt.Fprint(tw, "total\t")
-	for _, r := range rep.Runs {
-		fmt.Fprintf(tw, "%s\t%.3f\t%.4f\t", group(uint64(r.Cycles)), r.MS, r.PerAttach)
-	}
-	fmt.Fprintln(tw)
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(w)
-	for _, r := range rep.Runs {
-		base := rep.base(r)
-		same := "= " + base.Name
-		if r.Digest != base.Digest {
-			same = "DIFFERENT"
-		}
-		if r.Group == "pairs" {
-			same = "(2 perf events per function: own group)"
-		}
-		fmt.Fprintf(w, " %-40s attaches %d ok %d errors %v paths %v wall %v digest %s %s\n", r.Name, r.Attaches, r.OK,
-			r.Errors, r.Paths, time.Duration(r.WallNS).Round(time.Millisecond), r.Digest[:12], same)
-		for _, ch := range r.Changed {
-			fmt.Fprintf(w, "     changed: %s\n", ch)
-		}
-		if len(r.Failed) > 0 && len(r.Failed) < r.Attaches {
-			for i, f := range r.Failed {
-				if i == 8 {
-					fmt.Fprintf(w, "     failed: … %d more\n", len(r.Failed)-8)
-					break
-				}
-				fmt.Fprintf(w, "     failed: %s\n", f)
-			}
-		}
-	}
-	return nil
+	return rep.finish(o, k, whys, out), nil
 }
 
 // RunNames lists the run names.

@@ -1,11 +1,8 @@
 package scenarios
 
 import (
-	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"sort"
 	"strconv"
@@ -168,6 +165,9 @@ func NewSweep(reps []*ManyReport) (*Sweep, error) {
 	return sw, nil
 }
 
+// Reports are the reports the sweep was made of, in increasing N.
+func (s *Sweep) Reports() []*ManyReport { return s.reports }
+
 func used(r *SweepRun, phase string) bool {
 	for _, p := range r.Points {
 		if p.PhaseOps[phase] != 0 || p.PhaseCyc[phase] != 0 {
@@ -293,150 +293,12 @@ func solve(m [3][4]float64, k int) ([3]float64, bool) {
 	return out, true
 }
 
-// lineFit fits y = a + b·x and returns b, a and R².
+// lineFit fits y = a + b·x and returns b, a and R² (0 when the xs do
+// not spread).
 func lineFit(xs, ys []float64) (b, a, r2 float64) {
-	n := float64(len(xs))
-	var sx, sy, sxx, sxy float64
-	for i := range xs {
-		sx += xs[i]
-		sy += ys[i]
-		sxx += xs[i] * xs[i]
-		sxy += xs[i] * ys[i]
-	}
-	den := n*sxx - sx*sx
-	if den == 0 {
-		return 0, sy / n, 0
-	}
-	b = (n*sxy - sx*sy) / den
-	a = (sy - b*sx) / n
-	mean := sy / n
-	var ssTot, ssRes float64
-	for i := range xs {
-		d := ys[i] - (a + b*xs[i])
-		ssRes += d * d
-		ssTot += (ys[i] - mean) * (ys[i] - mean)
-	}
-	r2 = 1
-	if ssTot > 0 {
-		r2 = 1 - ssRes/ssTot
+	a, b, r2, spread := ols(xs, ys)
+	if !spread {
+		return 0, a, 0
 	}
 	return b, a, r2
-}
-
-// WriteJSON writes the sweep.
-func (s *Sweep) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(s)
-}
-
-// WriteBench writes every N's report as benchmark results named
-// Many/n=N/patches=RUN/phase=PHASE (benchstat -row /n -col /patches).
-func (s *Sweep) WriteBench(w io.Writer) error {
-	bw := NewBenchWriter(w)
-	for _, r := range s.reports {
-		if err := bw.Write(r, true); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// WriteCSV writes one row per run, N and phase (and total), with the
-// fit of that run and phase repeated on each row.
-func (s *Sweep) WriteCSV(w io.Writer) error {
-	cw := csv.NewWriter(w)
-	cw.Write([]string{"run", "patches", "n", "phase", "ops", "est_cycles", "wall_ns", "registered", "decisions_digest",
-		"fit_a", "fit_b", "fit_c", "fit_r2", "loglog_slope", "loglog_r2", "kpsim", "kernel", "costs", "faults"})
-	var m Meta
-	if s.Meta != nil {
-		m = *s.Meta
-	}
-	ff := func(f float64) string { return strconv.FormatFloat(f, 'g', 8, 64) }
-	for _, run := range s.Runs {
-		for _, ph := range append(append([]string(nil), s.Phases...), "total") {
-			fit := run.Fits[ph]
-			for _, p := range run.Points {
-				ops, cyc, wall := p.PhaseOps[ph], p.PhaseCyc[ph], int64(0)
-				if ph == "total" {
-					ops, cyc, wall = p.Ops, p.EstCycles, p.WallNS
-				}
-				cw.Write([]string{run.Name, strings.Join(run.Patches, ","), strconv.Itoa(p.N), ph, strconv.FormatUint(ops, 10),
-					strconv.FormatInt(cyc, 10), strconv.FormatInt(wall, 10), strconv.Itoa(p.Registered), p.Digest,
-					ff(fit.A), ff(fit.B), ff(fit.C), ff(fit.R2), ff(fit.Slope), ff(fit.SlopeR2),
-					m.Kpsim.String(), m.Kernel.String(), m.Costs.String(), m.Faults})
-			}
-		}
-	}
-	cw.Flush()
-	return cw.Error()
-}
-
-// WriteTable writes the sweep for a terminal: the meta, total estimated
-// cycles per run at each N, and per run and phase the fit and exponent.
-func (s *Sweep) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, " Sweep of scenario %s via %s over N = %s\n", s.Scenario, s.Via, joinInts(s.Ns))
-	for _, l := range s.Meta.Lines() {
-		writeWrapped(w, " "+l, "          ")
-	}
-	var ps []string
-	for _, k := range sortedKeys(s.Params) {
-		ps = append(ps, fmt.Sprintf("%s=%v", k, s.Params[k]))
-	}
-	writeWrapped(w, " params:  "+strings.Join(ps, " "), "          ")
-	fmt.Fprintln(w)
-	var labels []string
-	for _, n := range s.Ns {
-		labels = append(labels, strconv.Itoa(n))
-	}
-	labels = append(labels, "exponent")
-	var units []unit
-	for _, run := range s.Runs {
-		var c, pp col
-		c.head, pp.head = "cycles", "per probe"
-		for _, p := range run.Points {
-			c.cells = append(c.cells, group(uint64(p.EstCycles)))
-			pp.cells = append(pp.cells, strconv.FormatFloat(float64(p.EstCycles)/float64(p.N), 'f', 0, 64))
-		}
-		f := run.Fits["total"]
-		c.cells = append(c.cells, strconv.FormatFloat(f.Slope, 'f', 2, 64))
-		pp.cells = append(pp.cells, "")
-		units = append(units, unit{name: run.Name, cols: []col{c, pp}})
-	}
-	renderGrouped(w, "estimated cycles (exponent: log-log slope of cycles against N)", "N", labels, units)
-	for _, run := range s.Runs {
-		fmt.Fprintln(w)
-		f := run.Fits["total"]
-		writeWrapped(w, fmt.Sprintf(" %s: cycles(N) = %s + %s·N + %s·N² (R² %.4f); log-log slope %.3f (R² %.4f)%s",
-			run.Name, sci(f.A), sci(f.B), sci(f.C), f.R2, f.Slope, f.SlopeR2, sameNote(run)), "   ")
-		fmt.Fprintf(w, "   %-20s %10s %12s %12s %8s %9s\n", "phase", "a", "b", "c", "R²", "exponent")
-		for _, ph := range s.Phases {
-			pf := run.Fits[ph]
-			if run.Points[len(run.Points)-1].PhaseCyc[ph] == 0 {
-				continue
-			}
-			fmt.Fprintf(w, "   %-20s %10s %12s %12s %8.4f %9.3f\n", ph, sci(pf.A), sci(pf.B), sci(pf.C), pf.R2, pf.Slope+0)
-		}
-	}
-	fmt.Fprintln(w)
-	writeWrapped(w, " Each N is a full run of the scenario; counts are exact, so the fits describe the model, not noise. An exponent near 2 is a quadratic walk.", " ")
-	return nil
-}
-
-func sameNote(r *SweepRun) string {
-	if r.SameDecisions {
-		return ""
-	}
-	return "; DECISIONS DIFFER from the first run at some N"
-}
-
-// sci prints a coefficient in 4 significant digits.
-func sci(f float64) string { return strconv.FormatFloat(f, 'g', 4, 64) }
-
-func joinInts(ns []int) string {
-	var s []string
-	for _, n := range ns {
-		s = append(s, strconv.Itoa(n))
-	}
-	return strings.Join(s, ",")
 }

@@ -91,25 +91,27 @@ func ReadTargetFile(path string, stdin io.Reader) ([]Target, error) {
 	}
 	st, err := os.Stat(path)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("%s: %v", path, pe.Err)
-		}
-		return nil, err
+		return nil, pathError(path, err)
 	}
 	if st.IsDir() {
 		return nil, fmt.Errorf("%s: is a directory, not a target list", path)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("%s: %v", path, pe.Err)
-		}
-		return nil, err
+		return nil, pathError(path, err)
 	}
 	defer f.Close()
 	return ParseTargets(path, f)
+}
+
+// pathError names the path once (an *os.PathError's own message repeats
+// the operation and the path).
+func pathError(path string, err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %v", path, pe.Err)
+	}
+	return err
 }
 
 // ParseTargets reads one target a line: "SYM", "SYM+OFF" (decimal or 0x

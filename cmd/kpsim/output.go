@@ -117,27 +117,23 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// formatted is a report kpsim can write as a table, JSON, CSV or Go
-// benchmark lines.
-type formatted interface {
-	WriteTable(io.Writer) error
-	WriteJSON(io.Writer) error
-	WriteCSV(io.Writer) error
-	WriteBench(io.Writer) error
+// formatted is a report's writers (scenarios/report) by --format name.
+type formatted struct {
+	table, json, csv, bench func(io.Writer) error
 }
 
-// writeFormat writes r to w in format (json, csv, bench; anything else
-// is the table).
+// writeFormat writes a report to w in format (json, csv, bench; anything
+// else is the table).
 func writeFormat(w io.Writer, format string, r formatted) error {
 	switch format {
 	case "json":
-		return r.WriteJSON(w)
+		return r.json(w)
 	case "csv":
-		return r.WriteCSV(w)
+		return r.csv(w)
 	case "bench":
-		return r.WriteBench(w)
+		return r.bench(w)
 	}
-	return r.WriteTable(w)
+	return r.table(w)
 }
 
 // resolveOutput follows symlinks in path to the file a write reaches.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kpsim/kpsim/scenarios"
+	"github.com/kpsim/kpsim/scenarios/report"
 )
 
 const reportUsage = "kpsim report many --out FILE.html|FILE.md [--format html|markdown] [--n N | --n START:STOP:STEP | --n N,N,...] [run many flags]"
@@ -58,7 +59,7 @@ func runReport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	doc := &scenarios.Document{Report: reps[len(reps)-1]}
+	doc := &report.Document{Report: reps[len(reps)-1]}
 	if len(reps) > 1 {
 		if doc.Sweep, err = scenarios.NewSweep(reps); err != nil {
 			return err
@@ -71,8 +72,8 @@ func runReport(args []string, stdout, stderr io.Writer) error {
 	}
 	return emitReport(sink, stdout, func(w io.Writer) error {
 		if j.format == "markdown" {
-			return doc.WriteMarkdown(w)
+			return report.Markdown(w, doc)
 		}
-		return doc.WriteHTML(w)
+		return report.HTML(w, doc)
 	})
 }

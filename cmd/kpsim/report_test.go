@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/kpsim/kpsim/scenarios"
+	"github.com/kpsim/kpsim/scenarios/report"
 )
 
 type reportJSON struct {
@@ -155,7 +156,7 @@ func TestReportTableWidth(t *testing.T) {
 			t.Fatalf("%v: %s", args, errs)
 		}
 		for i, l := range strings.Split(out, "\n") {
-			if len(l) > scenarios.TableWidth {
+			if len(l) > report.TableWidth {
 				t.Errorf("%v: line %d is %d columns: %q", args, i+1, len(l), l)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/scenarios"
+	"github.com/kpsim/kpsim/scenarios/report"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -241,23 +242,23 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 		var err error
 		switch *format {
 		case "json":
-			err = rep.WriteJSON(w)
+			err = report.JSON(w, rep)
 		case "csv":
-			err = rep.WriteCSV(w, costs)
+			err = report.CSV(w, rep, costs)
 		case "bench":
-			err = rep.WriteBench(w)
+			err = report.Bench(w, rep)
 		default:
 			if *designs {
-				err = rep.WriteDesignTable(w)
+				err = report.DesignTable(w, rep)
 			} else {
-				err = rep.WriteTable(w)
+				err = report.Table(w, rep)
 			}
 		}
 		if err != nil || probeSink == nil {
 			return err
 		}
 		var pb bytes.Buffer
-		if err := rep.WriteProbes(&pb, setup.Kernel, *format == "json"); err != nil {
+		if err := report.Probes(&pb, rep, setup.Kernel, *format == "json"); err != nil {
 			return err
 		}
 		return probeSink.commit(pb.Bytes())

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"io"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/scenarios"
+	"github.com/kpsim/kpsim/scenarios/report"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -123,11 +123,9 @@ func (f *bpfFlags) start(defaults []string) (scenarios.BPFOptions, []scenarios.R
 	return o, specs, costs, k, nil
 }
 
-// tableReport is a BPF command's report: written as JSON or as its table.
-type tableReport interface{ WriteTable(io.Writer) error }
-
-// bpfRun runs a BPF scenario on what start gave.
-type bpfRun func(o scenarios.BPFOptions, specs []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (tableReport, error)
+// bpfRun runs a BPF scenario on what start gave and returns its report
+// (written as JSON) and the report's table writer (scenarios/report).
+type bpfRun func(o scenarios.BPFOptions, specs []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (rep any, table func(io.Writer) error, err error)
 
 // report is every BPF command's body: start, the scenario run, and the
 // report it returns emitted.
@@ -137,11 +135,11 @@ func (f *bpfFlags) report(stdout io.Writer, defaults []string, run bpfRun) error
 	if err != nil {
 		return err
 	}
-	rep, err := run(o, specs, costs, k)
+	rep, table, err := run(o, specs, costs, k)
 	if err != nil {
 		return err
 	}
-	return f.emit(stdout, rep, rep.WriteTable)
+	return f.emit(stdout, rep, table)
 }
 
 // openOut checks --out before any work (a bad path costs nothing); the
@@ -179,8 +177,9 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 	if *programs <= 0 || *programs > 1<<20 {
 		return usagef("--programs: want 1..%d, got %d", 1<<20, *programs)
 	}
-	return f.report(stdout, sessionDefaultRuns, func(o scenarios.BPFOptions, specs []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (tableReport, error) {
-		return scenarios.RunSession(k, scenarios.SessionOptions{BPF: o, Programs: *programs, Pairs: *pairs, Runs: specs}, costs)
+	return f.report(stdout, sessionDefaultRuns, func(o scenarios.BPFOptions, specs []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (any, func(io.Writer) error, error) {
+		rep, err := scenarios.RunSession(k, scenarios.SessionOptions{BPF: o, Programs: *programs, Pairs: *pairs, Runs: specs}, costs)
+		return rep, func(w io.Writer) error { return report.BPFTable(w, rep) }, err
 	})
 }
 
@@ -204,8 +203,9 @@ func runMultiScenario(args []string, stdout, stderr io.Writer) error {
 	if *k0 < 0 || *k0 > bpf.MaxKprobeMultiCnt {
 		return usagef("--k: want 0..%d (MAX_KPROBE_MULTI_CNT), got %d", bpf.MaxKprobeMultiCnt, *k0)
 	}
-	return f.report(stdout, []string{"none", "libbpf-exact-syms,ftrace-single-lookup"}, func(o scenarios.BPFOptions, specs []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (tableReport, error) {
-		return scenarios.RunMulti(k, scenarios.SessionOptions{BPF: o, Pattern: *pattern, Functions: *k0, Runs: specs}, costs)
+	return f.report(stdout, []string{"none", "libbpf-exact-syms,ftrace-single-lookup"}, func(o scenarios.BPFOptions, specs []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (any, func(io.Writer) error, error) {
+		rep, err := scenarios.RunMulti(k, scenarios.SessionOptions{BPF: o, Pattern: *pattern, Functions: *k0, Runs: specs}, costs)
+		return rep, func(w io.Writer) error { return report.BPFTable(w, rep) }, err
 	})
 }
 
@@ -261,12 +261,12 @@ func runCrossover(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return f.report(stdout, []string{"none"}, func(_ scenarios.BPFOptions, _ []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (tableReport, error) {
+	return f.report(stdout, []string{"none"}, func(_ scenarios.BPFOptions, _ []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (any, func(io.Writer) error, error) {
 		rep, err := scenarios.RunCrossover(k, ks, vs, costs, f.jobs)
 		if err != nil {
-			return nil, usagef("%s", err.Error())
+			return nil, nil, usagef("%s", err.Error())
 		}
-		return rep, nil
+		return rep, func(w io.Writer) error { return report.CrossoverTable(w, rep) }, nil
 	})
 }
 
@@ -287,21 +287,8 @@ func runTracingMulti(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return f.report(stdout, []string{"none"}, func(_ scenarios.BPFOptions, _ []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (tableReport, error) {
+	return f.report(stdout, []string{"none"}, func(_ scenarios.BPFOptions, _ []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (any, func(io.Writer) error, error) {
 		rows, err := scenarios.RunTracingMulti(k, *k0, vs, costs, f.jobs)
-		return tracingMultiReport{k.Name, rows}, err
+		return rows, func(w io.Writer) error { return report.TracingMultiTable(w, k.Name, rows) }, err
 	})
 }
-
-// tracingMultiReport is run tracing-multi's report: its JSON is the rows
-// alone.
-type tracingMultiReport struct {
-	kernel string
-	rows   []scenarios.TracingMultiRow
-}
-
-func (r tracingMultiReport) WriteTable(w io.Writer) error {
-	return scenarios.WriteTracingMulti(w, r.kernel, r.rows)
-}
-
-func (r tracingMultiReport) MarshalJSON() ([]byte, error) { return json.Marshal(r.rows) }

@@ -13,6 +13,7 @@ import (
 	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/kallsyms/ktab"
 	"github.com/kpsim/kpsim/scenarios"
+	"github.com/kpsim/kpsim/scenarios/report"
 )
 
 func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
@@ -103,7 +104,14 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 	if rep.Meta, err = kallsymsMeta(fs, imf, kimg, o.Costs, *cf.file, *symbols, args); err != nil {
 		return err
 	}
-	return emitReport(sink, stdout, func(w io.Writer) error { return writeFormat(w, *format, rep) })
+	return emitReport(sink, stdout, func(w io.Writer) error {
+		return writeFormat(w, *format, formatted{
+			table: func(w io.Writer) error { return report.KallsymsTable(w, rep) },
+			json:  func(w io.Writer) error { return report.KallsymsJSON(w, rep) },
+			csv:   func(w io.Writer) error { return report.KallsymsCSV(w, rep) },
+			bench: func(w io.Writer) error { return report.KallsymsBench(w, rep) },
+		})
+	})
 }
 
 func splitList(s string) []string {

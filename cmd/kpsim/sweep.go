@@ -15,6 +15,7 @@ import (
 
 	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/scenarios"
+	"github.com/kpsim/kpsim/scenarios/report"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -55,7 +56,7 @@ type sweepJob struct {
 	jobs                int
 	vias                []string // front doors to sweep each run through (--vias)
 	format, out, plot   string
-	plotOpts            scenarios.PlotOptions
+	plotOpts            report.PlotOptions
 	scenarioArgs, given []string
 }
 
@@ -272,12 +273,17 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 	}
 	var plotBytes []byte
 	if plotSink != nil {
-		if plotBytes, err = sw.Plot(j.plotOpts); err != nil {
+		if plotBytes, err = report.Plot(sw, j.plotOpts); err != nil {
 			return usagef("%s", err.Error())
 		}
 	}
 	return emitReport(sink, stdout, func(w io.Writer) error {
-		if err := writeFormat(w, j.format, sw); err != nil || plotSink == nil {
+		if err := writeFormat(w, j.format, formatted{
+			table: func(w io.Writer) error { return report.SweepTable(w, sw) },
+			json:  func(w io.Writer) error { return report.SweepJSON(w, sw) },
+			csv:   func(w io.Writer) error { return report.SweepCSV(w, sw) },
+			bench: func(w io.Writer) error { return report.SweepBench(w, sw) },
+		}); err != nil || plotSink == nil {
 			return err
 		}
 		return plotSink.commit(plotBytes)

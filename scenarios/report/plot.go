@@ -1,4 +1,4 @@
-package scenarios
+package report
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kpsim/kpsim/scenarios"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -36,9 +37,9 @@ type PlotCurve struct {
 	Slope  float64      `json:"loglog_slope"`
 }
 
-// PlotData returns the curves the options select; on log axes points
+// PlotPoints returns the curves the options select; on log axes points
 // with no cycles are left out (log 0 has no place on the axis).
-func (s *Sweep) PlotData(o PlotOptions) (PlotData, error) {
+func PlotPoints(s *scenarios.Sweep, o PlotOptions) (PlotData, error) {
 	phase := o.Phase
 	if phase == "" {
 		phase = "total"
@@ -55,7 +56,7 @@ func (s *Sweep) PlotData(o PlotOptions) (PlotData, error) {
 	d := PlotData{Phase: phase, PerProbe: o.PerProbe, Log: !o.Linear}
 	for _, run := range s.Runs {
 		c := PlotCurve{Name: run.Name, Slope: run.Fits[phase].Slope}
-		for i, y := range run.series(phase) {
+		for i, y := range run.Series(phase) {
 			n := float64(s.Ns[i])
 			if o.PerProbe {
 				y /= n
@@ -72,8 +73,8 @@ func (s *Sweep) PlotData(o PlotOptions) (PlotData, error) {
 
 // Plot draws one curve per run (gonum.org/v1/plot) and returns the SVG
 // or PNG bytes.
-func (s *Sweep) Plot(o PlotOptions) ([]byte, error) {
-	d, err := s.PlotData(o)
+func Plot(s *scenarios.Sweep, o PlotOptions) ([]byte, error) {
+	d, err := PlotPoints(s, o)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package scenarios
+package report
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/scenarios"
 )
 
 // ProbeLine is one target's line of the per-probe report.
@@ -26,7 +27,7 @@ type ProbeLine struct {
 // ProbeLines lists every target's outcome: for the first run when every
 // run decided the same (decisions and reasons digests), else for every
 // run.
-func (r *ManyReport) ProbeLines(k *image.Kernel) []ProbeLine {
+func ProbeLines(r *scenarios.ManyReport, k *image.Kernel) []ProbeLine {
 	runs := r.Runs
 	same := true
 	for _, run := range runs[1:] {
@@ -66,10 +67,10 @@ func (r *ManyReport) ProbeLines(k *image.Kernel) []ProbeLine {
 	return out
 }
 
-// WriteProbes writes the per-probe report: TSV with a header, or JSON
+// Probes writes the per-probe report: TSV with a header, or JSON
 // lines.
-func (r *ManyReport) WriteProbes(w io.Writer, k *image.Kernel, jsonLines bool) error {
-	lines := r.ProbeLines(k)
+func Probes(w io.Writer, r *scenarios.ManyReport, k *image.Kernel, jsonLines bool) error {
+	lines := ProbeLines(r, k)
 	if jsonLines {
 		enc := json.NewEncoder(w)
 		for _, l := range lines {

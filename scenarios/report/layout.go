@@ -1,35 +1,26 @@
-package scenarios
+package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kpsim/kpsim/doors"
+	"github.com/kpsim/kpsim/scenarios"
 )
 
 // TableWidth is the widest line a table report prints (a terminal, an
 // email, a cover letter).
 const TableWidth = 100
 
-// Phase returns the run's phase of that name (zero if it counted nothing).
-func (r *RunResult) Phase(name string) PhaseResult {
-	for _, p := range r.Phases {
-		if p.Name == name {
-			return p
-		}
-	}
-	return PhaseResult{Name: name}
-}
-
 // usedPhases are the phases any run counted in, in PhaseNames order: the
 // rows of the table report (JSON, CSV and bench list every phase).
-func (r *ManyReport) usedPhases() []string {
+func usedPhases(r *scenarios.ManyReport) []string {
 	var out []string
-	for _, name := range PhaseNames() {
+	for _, name := range scenarios.PhaseNames() {
 		for _, run := range r.Runs {
 			if p := run.Phase(name); p.Ops != 0 || p.EstCycles != 0 || len(p.Counts) != 0 {
 				out = append(out, name)
@@ -42,7 +33,7 @@ func (r *ManyReport) usedPhases() []string {
 
 // seriesRun is the run named "series" when there is one besides the
 // first: ablation shows every run against it as well as against none.
-func (r *ManyReport) seriesRun() *RunResult {
+func seriesRun(r *scenarios.ManyReport) *scenarios.RunResult {
 	if len(r.Runs) < 3 {
 		return nil
 	}
@@ -53,9 +44,6 @@ func (r *ManyReport) seriesRun() *RunResult {
 	}
 	return nil
 }
-
-// Cycles rounds estimated cycles to the integer the reports print.
-func Cycles(c float64) int64 { return int64(math.Round(c)) }
 
 // jsonPhase and jsonRun are the JSON layout: integer cycles, and every
 // phase in PhaseNames order (zeros included) in every run.
@@ -68,55 +56,42 @@ type jsonPhase struct {
 }
 
 type jsonRun struct {
-	Name       string            `json:"name"`
-	Patches    []string          `json:"patches"`
-	Registered int               `json:"registered"`
-	Optimized  int               `json:"optimized"`
-	OnFtrace   int               `json:"on_ftrace"`
-	Rejected   map[string]int    `json:"rejected"`
-	Reasons    map[string]int    `json:"reasons"`
-	NotTried   int               `json:"not_attempted"`
-	Digest     string            `json:"decisions_digest"`
-	WhyDigest  string            `json:"reasons_digest"`
-	Ops        map[string]uint64 `json:"ops"`
-	TotalOps   uint64            `json:"total_ops"`
-	EstCycles  int64             `json:"est_cycles"`
-	WallNS     int64             `json:"wall_ns"`
-	Retained   uint64            `json:"sim_retained_bytes"`
-	Phases     []jsonPhase       `json:"phases"`
-	KernelMem  map[string]int64  `json:"kernel_bytes"`
-	Growth     []*Growth         `json:"growth,omitempty"`
+	scenarios.RunOutcome
+	EstCycles int64               `json:"est_cycles"`
+	WallNS    int64               `json:"wall_ns"`
+	Retained  uint64              `json:"sim_retained_bytes"`
+	Phases    []jsonPhase         `json:"phases"`
+	KernelMem map[string]int64    `json:"kernel_bytes"`
+	Growth    []*scenarios.Growth `json:"growth,omitempty"`
 }
 
 type jsonReport struct {
-	Schema   int            `json:"schema_version"`
-	Meta     *Meta          `json:"meta"`
-	Scenario string         `json:"scenario"`
-	Kernel   string         `json:"kernel"`
-	CPU      string         `json:"cpu"` // boot CPU the text was patched for, "none" when as built
-	Weights  string         `json:"weights"`
-	N        int            `json:"n"`
-	Via      doors.Via      `json:"via"`
-	Params   map[string]any `json:"params"`
-	Runs     []jsonRun      `json:"runs"`
+	Schema   int             `json:"schema_version"`
+	Meta     *scenarios.Meta `json:"meta"`
+	Scenario string          `json:"scenario"`
+	Kernel   string          `json:"kernel"`
+	CPU      string          `json:"cpu"` // boot CPU the text was patched for, "none" when as built
+	Weights  string          `json:"weights"`
+	N        int             `json:"n"`
+	Via      doors.Via       `json:"via"`
+	Params   map[string]any  `json:"params"`
+	Runs     []jsonRun       `json:"runs"`
 }
 
-func (r *ManyReport) jsonReport() jsonReport {
-	out := jsonReport{Schema: SchemaVersion, Meta: r.Meta, Scenario: r.Scenario, Kernel: r.Kernel, CPU: r.CPU, Weights: r.Weights, N: r.N, Via: r.Via, Params: r.Params, Runs: []jsonRun{}}
+func jsonOf(r *scenarios.ManyReport) jsonReport {
+	out := jsonReport{Schema: scenarios.SchemaVersion, Meta: r.Meta, Scenario: r.Scenario, Kernel: r.Kernel, CPU: r.CPU, Weights: r.Weights, N: r.N, Via: r.Via, Params: r.Params, Runs: []jsonRun{}}
 	for _, run := range r.Runs {
-		jr := jsonRun{Name: run.Name, Patches: run.Patches, Registered: run.Registered, Optimized: run.Optimized, OnFtrace: run.OnFtrace,
-			Rejected: run.Rejected, Reasons: run.Reasons, NotTried: run.NotTried, Digest: run.Digest, WhyDigest: run.WhyDigest,
-			Ops: run.Ops, TotalOps: run.TotalOps, EstCycles: Cycles(run.EstCycles), WallNS: run.WallNS, Retained: run.RetainedBytes,
+		jr := jsonRun{RunOutcome: run.RunOutcome, EstCycles: scenarios.Cycles(run.EstCycles), WallNS: run.WallNS, Retained: run.RetainedBytes,
 			KernelMem: run.KernelMem, Growth: run.Growth}
 		if jr.Patches == nil {
 			jr.Patches = []string{}
 		}
-		for _, name := range PhaseNames() {
+		for _, name := range scenarios.PhaseNames() {
 			p := run.Phase(name)
 			if p.Counts == nil {
 				p.Counts = map[string]uint64{}
 			}
-			jr.Phases = append(jr.Phases, jsonPhase{Name: name, Ops: p.Ops, EstCycles: Cycles(p.EstCycles), WallNS: p.WallNS, Counts: p.Counts})
+			jr.Phases = append(jr.Phases, jsonPhase{Name: name, Ops: p.Ops, EstCycles: scenarios.Cycles(p.EstCycles), WallNS: p.WallNS, Counts: p.Counts})
 		}
 		out.Runs = append(out.Runs, jr)
 	}
@@ -129,7 +104,7 @@ func (r *ManyReport) jsonReport() jsonReport {
 // one rejected_CODE column per errno any run returned, digests) and how
 // the report was made (version, kernel, costs, faults), so one row read
 // alone is self-describing. Cycles are integers.
-func (r *ManyReport) csvRows(costs interface{ WeightByName(string) float64 }) [][]string {
+func csvRows(r *scenarios.ManyReport, costs interface{ WeightByName(string) float64 }) [][]string {
 	codeSet := map[string]bool{}
 	for _, run := range r.Runs {
 		for c := range run.Rejected {
@@ -144,7 +119,7 @@ func (r *ManyReport) csvRows(costs interface{ WeightByName(string) float64 }) []
 	}
 	head = append(head, "decisions_digest", "reasons_digest", "n", "via", "kpsim", "kernel", "kernel_sha256", "costs", "faults")
 	rows := [][]string{head}
-	var m Meta
+	var m scenarios.Meta
 	if r.Meta != nil {
 		m = *r.Meta
 	}
@@ -161,9 +136,9 @@ func (r *ManyReport) csvRows(costs interface{ WeightByName(string) float64 }) []
 		patches := strings.Join(run.Patches, ",")
 		row := func(phase, counter string, count uint64, cyc float64, wall int64) {
 			rows = append(rows, append([]string{run.Name, patches, phase, counter, strconv.FormatUint(count, 10),
-				strconv.FormatInt(Cycles(cyc), 10), strconv.FormatInt(wall, 10)}, tail...))
+				strconv.FormatInt(scenarios.Cycles(cyc), 10), strconv.FormatInt(wall, 10)}, tail...))
 		}
-		for _, name := range PhaseNames() {
+		for _, name := range scenarios.PhaseNames() {
 			p := run.Phase(name)
 			for _, op := range sortedKeys(p.Counts) {
 				row(name, op, p.Counts[op], float64(p.Counts[op])*costs.WeightByName(op), 0)
@@ -301,9 +276,9 @@ func writeWrapped(w io.Writer, line, indent string) {
 // with none/run (the first run over it) and, with a series run among
 // several, series/run. More than four runs drop the ops columns (they
 // are in JSON, CSV and bench) so that more runs fit side by side.
-func (r *ManyReport) phaseTable(w io.Writer) {
-	base, series := r.Runs[0], r.seriesRun()
-	names := r.usedPhases()
+func phaseTable(w io.Writer, r *scenarios.ManyReport) {
+	base, series := r.Runs[0], seriesRun(r)
+	names := usedPhases(r)
 	labels := append(append([]string(nil), names...), "total")
 	withOps := len(r.Runs) <= 4
 	var units []unit
@@ -315,14 +290,14 @@ func (r *ManyReport) phaseTable(w io.Writer) {
 		for _, name := range names {
 			p, bp := run.Phase(name), base.Phase(name)
 			ops.cells = append(ops.cells, group(p.Ops))
-			cyc.cells = append(cyc.cells, group(uint64(Cycles(p.EstCycles))))
+			cyc.cells = append(cyc.cells, group(uint64(scenarios.Cycles(p.EstCycles))))
 			vb.cells = append(vb.cells, ratio(bp.EstCycles, p.EstCycles))
 			if series != nil {
 				vs.cells = append(vs.cells, ratio(series.Phase(name).EstCycles, p.EstCycles))
 			}
 		}
 		ops.cells = append(ops.cells, group(run.TotalOps))
-		cyc.cells = append(cyc.cells, group(uint64(Cycles(run.EstCycles))))
+		cyc.cells = append(cyc.cells, group(uint64(scenarios.Cycles(run.EstCycles))))
 		vb.cells = append(vb.cells, ratio(base.EstCycles, run.EstCycles))
 		if series != nil {
 			vs.cells = append(vs.cells, ratio(series.EstCycles, run.EstCycles))
@@ -349,8 +324,8 @@ func (r *ManyReport) phaseTable(w io.Writer) {
 
 // summaryTable prints one column per run: totals, ratios, wall time,
 // outcomes, memory and the decisions digest.
-func (r *ManyReport) summaryTable(w io.Writer) {
-	base, series := r.Runs[0], r.seriesRun()
+func summaryTable(w io.Writer, r *scenarios.ManyReport) {
+	base, series := r.Runs[0], seriesRun(r)
 	labels := []string{"ops", "est. cycles", base.Name + "/run (cycles)"}
 	if series != nil {
 		labels = append(labels, "series/run (cycles)")
@@ -362,7 +337,7 @@ func (r *ManyReport) summaryTable(w io.Writer) {
 		if run.Digest != base.Digest {
 			same = "DIFFERENT"
 		}
-		cells := []string{group(run.TotalOps), group(uint64(Cycles(run.EstCycles))), ratio(base.EstCycles, run.EstCycles)}
+		cells := []string{group(run.TotalOps), group(uint64(scenarios.Cycles(run.EstCycles))), ratio(base.EstCycles, run.EstCycles)}
 		if series != nil {
 			cells = append(cells, ratio(series.EstCycles, run.EstCycles))
 		}
@@ -375,7 +350,7 @@ func (r *ManyReport) summaryTable(w io.Writer) {
 }
 
 // memoryTable prints the modelled kernel memory of every run.
-func (r *ManyReport) memoryTable(w io.Writer) {
+func memoryTable(w io.Writer, r *scenarios.ManyReport) {
 	memKeys := map[string]bool{}
 	for _, run := range r.Runs {
 		for k := range run.KernelMem {
@@ -400,4 +375,12 @@ func (r *ManyReport) memoryTable(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	renderGrouped(w, "modelled kernel memory (bytes)", "", mk, units)
+}
+
+// indentJSON writes v as one JSON value indented by two spaces: every
+// JSON report's form.
+func indentJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

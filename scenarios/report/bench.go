@@ -1,10 +1,11 @@
-package scenarios
+package report
 
 import (
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/kpsim/kpsim/scenarios"
 	"golang.org/x/perf/benchfmt"
 )
 
@@ -24,8 +25,8 @@ type BenchWriter struct {
 // NewBenchWriter returns a writer on w.
 func NewBenchWriter(w io.Writer) *BenchWriter { return &BenchWriter{raw: w, w: benchfmt.NewWriter(w)} }
 
-// WriteBench writes the report as benchmark results.
-func (r *ManyReport) WriteBench(w io.Writer) error {
+// Bench writes the report as benchmark results.
+func Bench(w io.Writer, r *scenarios.ManyReport) error {
 	return NewBenchWriter(w).Write(r, false)
 }
 
@@ -35,7 +36,7 @@ func (r *ManyReport) WriteBench(w io.Writer) error {
 // take a geomean of), named
 // Many/patches=RUN/phase=PHASE (Many/n=N/patches=... when withN, for
 // sweeps), with the report's parameters and meta as configuration keys.
-func (b *BenchWriter) Write(r *ManyReport, withN bool) error {
+func (b *BenchWriter) Write(r *scenarios.ManyReport, withN bool) error {
 	if !b.meta {
 		b.meta = true
 		// What identifies the build goes in lines benchstat ignores (not
@@ -51,18 +52,18 @@ func (b *BenchWriter) Write(r *ManyReport, withN bool) error {
 			}
 		}
 	}
-	cfg := r.benchConfig(!withN)
+	cfg := benchConfig(r, !withN)
 	base := strings.ToUpper(r.Scenario[:1]) + r.Scenario[1:]
 	for _, run := range r.Runs {
 		name := fmt.Sprintf("%s/patches=%s", base, benchName(run.Name))
 		if withN {
 			name = fmt.Sprintf("%s/n=%d/patches=%s", base, r.N, benchName(run.Name))
 		}
-		for _, ph := range r.usedPhases() {
+		for _, ph := range usedPhases(r) {
 			p := run.Phase(ph)
 			res := &benchfmt.Result{Config: cfg, Name: benchfmt.Name(name + "/phase=" + ph), Iters: 1, Values: []benchfmt.Value{
 				{Value: float64(p.Ops), Unit: "ops/op"},
-				{Value: float64(Cycles(p.EstCycles)), Unit: "est-cycles/op"},
+				{Value: float64(scenarios.Cycles(p.EstCycles)), Unit: "est-cycles/op"},
 				{Value: float64(p.WallNS) / 1e9, Unit: "sec/op"},
 			}}
 			if err := b.w.Write(res); err != nil {
@@ -71,7 +72,7 @@ func (b *BenchWriter) Write(r *ManyReport, withN bool) error {
 		}
 		res := &benchfmt.Result{Config: cfg, Name: benchfmt.Name(name + "/phase=total"), Iters: 1, Values: []benchfmt.Value{
 			{Value: float64(run.TotalOps), Unit: "ops/op"},
-			{Value: float64(Cycles(run.EstCycles)), Unit: "est-cycles/op"},
+			{Value: float64(scenarios.Cycles(run.EstCycles)), Unit: "est-cycles/op"},
 			{Value: float64(run.WallNS) / 1e9, Unit: "sec/op"},
 			{Value: float64(run.Registered), Unit: "registered/op"},
 			{Value: float64(run.Optimized), Unit: "optimized/op"},
@@ -94,7 +95,7 @@ func benchName(s string) string {
 
 // benchConfig is the file configuration: how the report was made and
 // its parameters.
-func (r *ManyReport) benchConfig(withN bool) []benchfmt.Config {
+func benchConfig(r *scenarios.ManyReport, withN bool) []benchfmt.Config {
 	var cfg []benchfmt.Config
 	add := func(k, v string) {
 		if v != "" {

@@ -1,38 +1,39 @@
-package scenarios
+package report
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/kpsim/kpsim/scenarios"
 )
 
-// WriteJSON writes the report as one JSON object (see jsonReport: schema
-// SchemaVersion).
-func (r *ManyReport) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r.jsonReport())
+// JSON writes the report as one JSON object (see jsonReport: schema
+// scenarios.SchemaVersion).
+func JSON(w io.Writer, r *scenarios.ManyReport) error {
+	return indentJSON(w, jsonOf(r))
 }
 
-// WriteCSV writes one row per run, phase and counter (see csvRows).
-func (r *ManyReport) WriteCSV(w io.Writer, costs interface{ WeightByName(string) float64 }) error {
+// CSV writes one row per run, phase and counter (see csvRows).
+func CSV(w io.Writer, r *scenarios.ManyReport, costs interface{ WeightByName(string) float64 }) error {
 	cw := csv.NewWriter(w)
-	if err := cw.WriteAll(r.csvRows(costs)); err != nil {
+	if err := cw.WriteAll(csvRows(r, costs)); err != nil {
 		return err
 	}
 	return cw.Error()
 }
 
-// WriteTable writes the perf-stat-like report, at most TableWidth columns
+// Table writes the perf-stat-like report, at most TableWidth columns
 // wide: how it was made, parameters, per phase each run's operation count
 // and estimated cycles with the ratio of the first run (and of series) to
 // it, a summary per run, the decisions, growth fits and modelled kernel
 // memory. Runs that do not fit side by side are split into groups.
-func (r *ManyReport) WriteTable(w io.Writer) error {
+func Table(w io.Writer, r *scenarios.ManyReport) error {
 	fmt.Fprintf(w, " Simulated attach and detach of %d probes via %s (scenario %s)\n", r.N, r.Via, r.Scenario)
 	for _, l := range r.Meta.Lines() {
 		writeWrapped(w, " "+l, "          ")
@@ -55,11 +56,11 @@ func (r *ManyReport) WriteTable(w io.Writer) error {
 	if len(r.Runs) == 0 {
 		return nil
 	}
-	r.phaseTable(w)
-	r.summaryTable(w)
-	r.decisionsTable(w)
-	r.growthTable(w)
-	r.memoryTable(w)
+	phaseTable(w, r)
+	summaryTable(w, r)
+	decisionsTable(w, r)
+	growthTable(w, r)
+	memoryTable(w, r)
 	fmt.Fprintln(w)
 	writeWrapped(w, " Counts are exact and repeatable; cycles are counts x weights (kpsim list, docs/cost-model.md); wall time is this machine's, compare it only as a ratio within one run. "+retainedNote, " ")
 	return nil
@@ -69,7 +70,7 @@ func (r *ManyReport) WriteTable(w io.Writer) error {
 const retainedNote = "sim retained: the most the run's own simulator structures held (everything reachable from its machine, tracing layer and per-probe state; the shared image and kallsyms tables excluded), not the process heap, so it is the same however many runs run at once."
 
 // memSum adds up a run's modelled kernel memory (bytes_per_entry, peak and height figures excluded).
-func memSum(r *RunResult) int64 {
+func memSum(r *scenarios.RunResult) int64 {
 	var t int64
 	for k, v := range r.KernelMem {
 		if !strings.HasSuffix(k, "_per_entry") && !strings.HasSuffix(k, ".peak_bytes") && !strings.HasSuffix(k, ".height") {
@@ -131,7 +132,7 @@ func group(n uint64) string {
 // ftrace, lines never attempted, and the refusals and non-optimizations by
 // deciding check. The reasons are the same in every run when the reasons
 // digests agree, so they print once.
-func (r *ManyReport) decisionsTable(w io.Writer) {
+func decisionsTable(w io.Writer, r *scenarios.ManyReport) {
 	base := r.Runs[0]
 	same := true
 	for _, run := range r.Runs[1:] {
@@ -152,26 +153,13 @@ func (r *ManyReport) decisionsTable(w io.Writer) {
 		}
 		writeWrapped(w, fmt.Sprintf(" decisions (%s, via %s): %d registered, %d optimized, %d on ftrace, %d refused (%s), %d not attempted; reasons digest %s",
 			label, r.Via, run.Registered, run.Optimized, run.OnFtrace, refusedCount(run), rejected(run.Rejected), run.NotTried, run.WhyDigest[:12]), "   ")
-		type kv struct {
-			k string
-			v int
-		}
-		var cls []kv
-		for k, v := range run.Reasons {
-			cls = append(cls, kv{k, v})
-		}
-		sort.Slice(cls, func(i, j int) bool {
-			if cls[i].v != cls[j].v {
-				return cls[i].v > cls[j].v
-			}
-			return cls[i].k < cls[j].k
-		})
-		for i, c := range cls {
+		cls := heaviest(run.Reasons, func(n int) float64 { return float64(n) })
+		for i, k := range cls {
 			if i == 12 {
 				fmt.Fprintf(w, "   ... %d more classes (--probes FILE lists every probe's reason)\n", len(cls)-i)
 				break
 			}
-			fmt.Fprintf(w, "   %8s  %s\n", group(uint64(c.v)), c.k)
+			fmt.Fprintf(w, "   %8s  %s\n", group(uint64(run.Reasons[k])), k)
 		}
 	}
 	if !same {
@@ -179,7 +167,7 @@ func (r *ManyReport) decisionsTable(w io.Writer) {
 	}
 }
 
-func refusedCount(run *RunResult) int {
+func refusedCount(run *scenarios.RunResult) int {
 	n := 0
 	for _, v := range run.Rejected {
 		n += v
@@ -188,34 +176,32 @@ func refusedCount(run *RunResult) int {
 }
 
 // growthTable prints each run's per-batch growth fits (--batch-report).
-func (r *ManyReport) growthTable(w io.Writer) {
+func growthTable(w io.Writer, r *scenarios.ManyReport) {
 	for _, run := range r.Runs {
 		for _, g := range run.Growth {
 			f := g.Fit
 			fmt.Fprintln(w)
 			writeWrapped(w, fmt.Sprintf(" growth (%s, %s pass, batches of %d): cycles/probe c(N) = %.0f + %.4f·N, R² %.3f; b·N is %.1f%% of c at N = %d; first→last batch %.2fx",
 				run.Name, g.Pass, g.K, f.A, f.B, f.R2, 100*f.Share, f.NMax, f.Growth), "   ")
-			type kv struct {
-				k string
-				f Fit
-			}
-			var ps []kv
-			for k, pf := range g.Phases {
-				ps = append(ps, kv{k, pf})
-			}
-			sort.Slice(ps, func(i, j int) bool {
-				bi, bj := ps[i].f.B*float64(ps[i].f.NMax), ps[j].f.B*float64(ps[j].f.NMax)
-				if bi != bj {
-					return bi > bj
-				}
-				return ps[i].k < ps[j].k
-			})
-			for i, p := range ps {
-				if i == 5 || p.f.B*float64(p.f.NMax) < 1 {
+			bn := func(f scenarios.Fit) float64 { return f.B * float64(f.NMax) }
+			for i, k := range heaviest(g.Phases, bn) {
+				p := g.Phases[k]
+				if i == 5 || bn(p) < 1 {
 					break
 				}
-				fmt.Fprintf(w, "   %-22s c(N) = %.0f + %.4f·N (R² %.3f, b·N %.1f%% of the phase at N_max)\n", p.k, p.f.A, p.f.B, p.f.R2, 100*p.f.Share)
+				fmt.Fprintf(w, "   %-22s c(N) = %.0f + %.4f·N (R² %.3f, b·N %.1f%% of the phase at N_max)\n", k, p.A, p.B, p.R2, 100*p.Share)
 			}
 		}
 	}
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// heaviest returns m's keys by weight, heaviest first (equal weights in
+// key order).
+func heaviest[V any](m map[string]V, weight func(V) float64) []string {
+	ks := sortedKeys(m)
+	sort.SliceStable(ks, func(i, j int) bool { return weight(m[ks[i]]) > weight(m[ks[j]]) })
+	return ks
 }

@@ -1,4 +1,4 @@
-package scenarios
+package report
 
 import (
 	"bytes"
@@ -7,13 +7,15 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/kpsim/kpsim/scenarios"
 )
 
 // Document is what kpsim report writes: one run (Report) and, for a
 // sweep, the sweep across N (Sweep, whose last N is Report).
 type Document struct {
-	Report *ManyReport
-	Sweep  *Sweep
+	Report *scenarios.ManyReport
+	Sweep  *scenarios.Sweep
 }
 
 type docRow struct {
@@ -78,7 +80,7 @@ func (d *Document) build() (*docData, error) {
 	if len(r.Runs) == 0 {
 		return dd, nil
 	}
-	base, series := r.Runs[0], r.seriesRun()
+	base, series := r.Runs[0], seriesRun(r)
 	// Summary: one row per run.
 	sum := docTable{Title: fmt.Sprintf("Runs at N = %d", r.N), Head: []string{"run", "ops", "est. cycles", base.Name + "/run"}}
 	if series != nil {
@@ -86,7 +88,7 @@ func (d *Document) build() (*docData, error) {
 	}
 	sum.Head = append(sum.Head, "wall", "registered", "optimized", "rejected", "not attempted", "decisions digest")
 	for _, run := range r.Runs {
-		c := []string{group(run.TotalOps), group(uint64(Cycles(run.EstCycles))), ratio(base.EstCycles, run.EstCycles)}
+		c := []string{group(run.TotalOps), group(uint64(scenarios.Cycles(run.EstCycles))), ratio(base.EstCycles, run.EstCycles)}
 		if series != nil {
 			c = append(c, ratio(series.EstCycles, run.EstCycles))
 		}
@@ -107,14 +109,14 @@ func (d *Document) build() (*docData, error) {
 			ph.Head = append(ph.Head, base.Name+"/"+run.Name)
 		}
 	}
-	for _, name := range append(r.usedPhases(), "total") {
+	for _, name := range append(usedPhases(r), "total") {
 		row := docRow{Label: name}
 		for _, run := range r.Runs {
 			v, b := run.Phase(name).EstCycles, base.Phase(name).EstCycles
 			if name == "total" {
 				v, b = run.EstCycles, base.EstCycles
 			}
-			row.Cells = append(row.Cells, group(uint64(Cycles(v))))
+			row.Cells = append(row.Cells, group(uint64(scenarios.Cycles(v))))
 			if run != base {
 				row.Cells = append(row.Cells, ratio(b, v))
 			}
@@ -148,7 +150,7 @@ func (d *Document) build() (*docData, error) {
 		}
 		dd.Tables = append(dd.Tables, ft)
 		for _, po := range []PlotOptions{{Format: "svg"}, {Format: "svg", PerProbe: true}} {
-			b, err := sw.Plot(po)
+			b, err := Plot(sw, po)
 			if err != nil {
 				return nil, err
 			}
@@ -164,7 +166,7 @@ func (d *Document) build() (*docData, error) {
 		}
 	}
 	var txt bytes.Buffer
-	if err := r.WriteTable(&txt); err != nil {
+	if err := Table(&txt, r); err != nil {
 		return nil, err
 	}
 	dd.Text = txt.String()
@@ -221,9 +223,9 @@ window.addEventListener("load", function () {
 </body></html>
 `))
 
-// WriteHTML writes one self-contained HTML file: styles, tables and the
+// HTML writes one self-contained HTML file: styles, tables and the
 // plots (inline SVG) all in it, nothing fetched.
-func (d *Document) WriteHTML(w io.Writer) error {
+func HTML(w io.Writer, d *Document) error {
 	dd, err := d.build()
 	if err != nil {
 		return err
@@ -231,9 +233,9 @@ func (d *Document) WriteHTML(w io.Writer) error {
 	return htmlDoc.Execute(w, dd)
 }
 
-// WriteMarkdown writes the report as Markdown tables (for a cover
+// Markdown writes the report as Markdown tables (for a cover
 // letter); the plots are in the HTML form only.
-func (d *Document) WriteMarkdown(w io.Writer) error {
+func Markdown(w io.Writer, d *Document) error {
 	dd, err := d.build()
 	if err != nil {
 		return err

@@ -1,0 +1,128 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kpsim/kpsim/scenarios"
+)
+
+// BPFTable writes the per-stage table: one column pair (cycles, ms) per
+// run, then totals, per-attach cost, results and digests.
+func BPFTable(w io.Writer, rep *scenarios.BPFReport) error {
+	fmt.Fprintf(w, " kpsim run %s on %s\n", rep.Scenario, rep.Kernel)
+	for _, k := range []string{"libbpf", "kernel", "fprobe", "fprobe_y", "kconfig"} {
+		fmt.Fprintf(w, " %-9s %s\n", k+":", rep.Model[k])
+	}
+	fmt.Fprintf(w, " params:   %v\n", rep.Params)
+	fmt.Fprintf(w, " cycles at the weights' reference clock; ms = cycles / 2.6e6\n\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "stage\t")
+	for _, r := range rep.Runs {
+		fmt.Fprintf(tw, "%s cycles\tms\tms/attach\t", r.Name)
+	}
+	fmt.Fprintln(tw)
+	var phases []string
+	seen := map[string]bool{}
+	for _, r := range rep.Runs {
+		for _, s := range r.Stages {
+			if !seen[s.Phase] {
+				seen[s.Phase] = true
+				phases = append(phases, s.Phase)
+			}
+		}
+	}
+	for _, ph := range phases {
+		fmt.Fprintf(tw, "%s\t", ph)
+		for _, r := range rep.Runs {
+			cyc := 0.0
+			for _, s := range r.Stages {
+				if s.Phase == ph {
+					cyc = s.Cycles
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%.3f\t%.4f\t", group(uint64(cyc)), cyc/scenarios.CyclesPerMS, cyc/scenarios.CyclesPerMS/float64(max(r.Attaches, 1)))
+		}
+		fmt.Fprintln(tw)
+	}
+	fmt.Fprint(tw, "total\t")
+	for _, r := range rep.Runs {
+		fmt.Fprintf(tw, "%s\t%.3f\t%.4f\t", group(uint64(r.Cycles)), r.MS, r.PerAttach)
+	}
+	fmt.Fprintln(tw)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for _, r := range rep.Runs {
+		base := rep.Base(r)
+		same := "= " + base.Name
+		if r.Digest != base.Digest {
+			same = "DIFFERENT"
+		}
+		if r.Group == "pairs" {
+			same = "(2 perf events per function: own group)"
+		}
+		fmt.Fprintf(w, " %-40s attaches %d ok %d errors %v paths %v wall %v digest %s %s\n", r.Name, r.Attaches, r.OK,
+			r.Errors, r.Paths, time.Duration(r.WallNS).Round(time.Millisecond), r.Digest[:12], same)
+		for _, ch := range r.Changed {
+			fmt.Fprintf(w, "     changed: %s\n", ch)
+		}
+		if len(r.Failed) > 0 && len(r.Failed) < r.Attaches {
+			for i, f := range r.Failed {
+				if i == 8 {
+					fmt.Fprintf(w, "     failed: … %d more\n", len(r.Failed)-8)
+					break
+				}
+				fmt.Fprintf(w, "     failed: %s\n", f)
+			}
+		}
+	}
+	return nil
+}
+
+// CrossoverTable prints the crossover table and the crossover K per variant.
+func CrossoverTable(w io.Writer, rep *scenarios.CrossoverReport) error {
+	fmt.Fprintf(w, " kpsim run crossover on %s (%d kallsyms symbols)\n", rep.Kernel, rep.Symbols)
+	fmt.Fprintf(w, " lookups = K × (kallsyms_lookup_name + ftrace_location); walk = ftrace_lookup_symbols(K sorted names); ms = cycles / 2.6e6\n\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "variant\tK\tlookups cycles\tms\twalk cycles\tms\tvisited\twinner\t")
+	for _, r := range rep.Rows {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%s\t%.3f\t%d\t%s\t\n", r.Variant, r.K, group(uint64(r.LookupCyc)), r.LookupCyc/scenarios.CyclesPerMS,
+			group(uint64(r.WalkCyc)), r.WalkCyc/scenarios.CyclesPerMS, r.WalkVisited, r.Winner)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	var vs []string
+	for v := range rep.Crossover {
+		vs = append(vs, v)
+	}
+	sort.Strings(vs)
+	for _, v := range vs {
+		x := rep.Crossover[v]
+		s := fmt.Sprintf("K ≈ %.0f", x)
+		if x < 0 {
+			s = "none in the K range (lookups cheaper throughout)"
+		}
+		fmt.Fprintf(w, " %-24s crossover %s; %.0f cycles per name looked up, %.1f cycles per symbol walked (≈ %.0f symbols walked per lookup)\n",
+			v, s, rep.PerLookup[v], rep.PerVisit[v], rep.PerLookup[v]/rep.PerVisit[v])
+	}
+	return nil
+}
+
+// TracingMultiTable prints run tracing-multi's table.
+func TracingMultiTable(w io.Writer, kernel string, rows []scenarios.TracingMultiRow) error {
+	fmt.Fprintf(w, " kpsim run tracing-multi on %s: K kallsyms_lookup_name + one ftrace filter/registration (trampolines, BTF not modelled)\n\n", kernel)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "variant\tK\tkallsyms cycles\tms\tftrace cycles\tms\tkallsyms share\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.2f\t%s\t%.2f\t%.1f%%\t\n", r.Variant, r.K, group(uint64(r.KallsymsCyc)), r.KallsymsCyc/scenarios.CyclesPerMS,
+			group(uint64(r.FtraceCyc)), r.FtraceCyc/scenarios.CyclesPerMS, 100*r.Share)
+	}
+	return tw.Flush()
+}

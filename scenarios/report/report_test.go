@@ -1,0 +1,154 @@
+package report_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/kpsim/kpsim/scenarios"
+	"github.com/kpsim/kpsim/scenarios/report"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// fixture is a small hand-made report: two runs that decided alike, a
+// third that did not, counts in two phases, kernel memory and a growth
+// fit. Made by hand, so that the goldens depend on the renderers alone.
+func fixture() *scenarios.ManyReport {
+	lookup, arm := "name_lookup", "arm" // two of the many scenario's phases
+	run := func(name string, cyc float64, digest string, reasons map[string]int) *scenarios.RunResult {
+		r := &scenarios.RunResult{RunOutcome: scenarios.RunOutcome{Name: name, Registered: 3, Optimized: 2, NotTried: 1,
+			Rejected: map[string]int{"EINVAL": 1}, Reasons: reasons, Digest: digest, WhyDigest: strings.Repeat("e", 64),
+			Ops: map[string]uint64{"kprobe.hash.walk": 40, "rhashtable.insert": 3}, TotalOps: 1234567},
+			EstCycles: cyc, WallNS: 5e6, RetainedBytes: 3 << 20,
+			KernelMem: map[string]int64{"kprobe.table.bytes": 512, "kprobe.rhashtable.peak_bytes": 0}}
+		r.Phases = []scenarios.PhaseResult{
+			{Name: lookup, Ops: 1000000, EstCycles: cyc * 0.75, WallNS: 4e6, Counts: map[string]uint64{"kallsyms.visit": 1000000}},
+			{Name: arm, Ops: 234567, EstCycles: cyc * 0.25, WallNS: 1e6, Counts: map[string]uint64{"text_poke": 234567}},
+		}
+		if name != "none" {
+			r.Patches = []string{"kprobe-rhashtable"}
+		}
+		r.Results = []scenarios.ProbeResult{{Addr: 0xffffffff81000000}, {Addr: 0xffffffff81000040, Code: 22}}
+		return r
+	}
+	reasons := map[string]int{"optimized": 2, "not optimized: jump target": 1, "refused: blacklisted": 1}
+	series := run("series", 9.5e6, strings.Repeat("a", 64), reasons)
+	series.Growth = []*scenarios.Growth{{Pass: "attach", K: 100, Fit: scenarios.Fit{A: 900, B: 0.25, R2: 0.99, NMax: 300, Share: 0.08, Growth: 1.1},
+		Phases: map[string]scenarios.Fit{lookup: {A: 500, B: 0.2, R2: 0.98, NMax: 300, Share: 0.1}}}}
+	return &scenarios.ManyReport{Scenario: "many", Kernel: "synthetic", CPU: "none", N: 3, Weights: "built-in", Via: "register_kprobes",
+		Params: map[string]any{"probes": 3, "seed": 1},
+		Meta:   &scenarios.Meta{Kpsim: scenarios.Version{Version: "(test)", Go: "go"}, Faults: "", CPU: "a CPU", Host: "a host"},
+		Runs: []*scenarios.RunResult{
+			run("none", 1.2e7, strings.Repeat("a", 64), reasons),
+			series,
+			run("kprobe-rhashtable", 1.1e7, strings.Repeat("b", 64), map[string]int{"optimized": 3}),
+		}}
+}
+
+// TestGolden: the table, design table and bench forms of the fixture are
+// the golden files (go test -run TestGolden -update rewrites them).
+func TestGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		write func(io.Writer, *scenarios.ManyReport) error
+	}{
+		{"table", report.Table},
+		{"designs", report.DesignTable},
+		{"bench", report.Bench},
+	} {
+		var buf bytes.Buffer
+		if err := tc.write(&buf, fixture()); err != nil {
+			t.Fatal(err)
+		}
+		path := "testdata/" + tc.name + ".golden"
+		if *update {
+			if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf.Bytes(), want) {
+			t.Errorf("%s differs from %s (go test -run TestGolden -update rewrites it):\n%s", tc.name, path, buf.String())
+		}
+		for _, l := range strings.Split(buf.String(), "\n") {
+			if tc.name == "table" && len(l) > report.TableWidth {
+				t.Errorf("table line wider than %d: %q", report.TableWidth, l)
+			}
+		}
+	}
+}
+
+// TestJSONShape: a run's JSON keys are in the documented order (schema
+// version scenarios.SchemaVersion), every phase is listed, and cycles are
+// integers.
+func TestJSONShape(t *testing.T) {
+	var buf bytes.Buffer
+	if err := report.JSON(&buf, fixture()); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Runs []json.RawMessage `json:"runs"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+
+	// The keys of runs[1] (a run with growth) in order.
+	dec := json.NewDecoder(bytes.NewReader(doc.Runs[1]))
+	if _, err := dec.Token(); err != nil { // {
+		t.Fatal(err)
+	}
+	var got []string
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, k.(string))
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "name patches registered optimized on_ftrace rejected reasons not_attempted decisions_digest reasons_digest ops total_ops est_cycles wall_ns sim_retained_bytes phases kernel_bytes growth"
+	if strings.Join(got, " ") != want {
+		t.Errorf("run keys:\n got %s\nwant %s", strings.Join(got, " "), want)
+	}
+	var run struct {
+		EstCycles json.Number `json:"est_cycles"`
+		Phases    []struct {
+			Name string `json:"name"`
+		} `json:"phases"`
+	}
+	if err := json.Unmarshal(doc.Runs[1], &run); err != nil {
+		t.Fatal(err)
+	}
+	if run.EstCycles != "9500000" || len(run.Phases) != len(scenarios.PhaseNames()) {
+		t.Errorf("est_cycles %s (want 9500000), %d phases (want %d)", run.EstCycles, len(run.Phases), len(scenarios.PhaseNames()))
+	}
+}
+
+// A table of run tracing-multi's rows, as kpsim run tracing-multi prints
+// them; every renderer takes a writer and the report it writes.
+func ExampleTracingMultiTable() {
+	rows := []scenarios.TracingMultiRow{
+		{Variant: "baseline", K: 1000, KallsymsCyc: 26e6, FtraceCyc: 2.6e6, Share: 26 / 28.6},
+		{Variant: "offset-index", K: 1000, KallsymsCyc: 2.6e6, FtraceCyc: 2.6e6, Share: 0.5},
+	}
+	report.TracingMultiTable(os.Stdout, "synthetic", rows)
+	// Output:
+	//  kpsim run tracing-multi on synthetic: K kallsyms_lookup_name + one ftrace filter/registration (trampolines, BTF not modelled)
+	//
+	//        variant     K  kallsyms cycles     ms  ftrace cycles    ms  kallsyms share
+	//       baseline  1000       26,000,000  10.00      2,600,000  1.00           90.9%
+	//   offset-index  1000        2,600,000   1.00      2,600,000  1.00           50.0%
+}

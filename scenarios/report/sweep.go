@@ -1,0 +1,127 @@
+package report
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/kpsim/kpsim/scenarios"
+)
+
+// SweepJSON writes the sweep.
+func SweepJSON(w io.Writer, s *scenarios.Sweep) error {
+	return indentJSON(w, s)
+}
+
+// SweepBench writes every N's report as benchmark results named
+// Many/n=N/patches=RUN/phase=PHASE (benchstat -row /n -col /patches).
+func SweepBench(w io.Writer, s *scenarios.Sweep) error {
+	bw := NewBenchWriter(w)
+	for _, r := range s.Reports() {
+		if err := bw.Write(r, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SweepCSV writes one row per run, N and phase (and total), with the
+// fit of that run and phase repeated on each row.
+func SweepCSV(w io.Writer, s *scenarios.Sweep) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"run", "patches", "n", "phase", "ops", "est_cycles", "wall_ns", "registered", "decisions_digest",
+		"fit_a", "fit_b", "fit_c", "fit_r2", "loglog_slope", "loglog_r2", "kpsim", "kernel", "costs", "faults"})
+	var m scenarios.Meta
+	if s.Meta != nil {
+		m = *s.Meta
+	}
+	ff := func(f float64) string { return strconv.FormatFloat(f, 'g', 8, 64) }
+	for _, run := range s.Runs {
+		for _, ph := range append(append([]string(nil), s.Phases...), "total") {
+			fit := run.Fits[ph]
+			for _, p := range run.Points {
+				ops, cyc, wall := p.PhaseOps[ph], p.PhaseCyc[ph], int64(0)
+				if ph == "total" {
+					ops, cyc, wall = p.Ops, p.EstCycles, p.WallNS
+				}
+				cw.Write([]string{run.Name, strings.Join(run.Patches, ","), strconv.Itoa(p.N), ph, strconv.FormatUint(ops, 10),
+					strconv.FormatInt(cyc, 10), strconv.FormatInt(wall, 10), strconv.Itoa(p.Registered), p.Digest,
+					ff(fit.A), ff(fit.B), ff(fit.C), ff(fit.R2), ff(fit.Slope), ff(fit.SlopeR2),
+					m.Kpsim.String(), m.Kernel.String(), m.Costs.String(), m.Faults})
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// SweepTable writes the sweep for a terminal: the meta, total estimated
+// cycles per run at each N, and per run and phase the fit and exponent.
+func SweepTable(w io.Writer, s *scenarios.Sweep) error {
+	fmt.Fprintf(w, " Sweep of scenario %s via %s over N = %s\n", s.Scenario, s.Via, joinInts(s.Ns))
+	for _, l := range s.Meta.Lines() {
+		writeWrapped(w, " "+l, "          ")
+	}
+	var ps []string
+	for _, k := range sortedKeys(s.Params) {
+		ps = append(ps, fmt.Sprintf("%s=%v", k, s.Params[k]))
+	}
+	writeWrapped(w, " params:  "+strings.Join(ps, " "), "          ")
+	fmt.Fprintln(w)
+	var labels []string
+	for _, n := range s.Ns {
+		labels = append(labels, strconv.Itoa(n))
+	}
+	labels = append(labels, "exponent")
+	var units []unit
+	for _, run := range s.Runs {
+		var c, pp col
+		c.head, pp.head = "cycles", "per probe"
+		for _, p := range run.Points {
+			c.cells = append(c.cells, group(uint64(p.EstCycles)))
+			pp.cells = append(pp.cells, strconv.FormatFloat(float64(p.EstCycles)/float64(p.N), 'f', 0, 64))
+		}
+		f := run.Fits["total"]
+		c.cells = append(c.cells, strconv.FormatFloat(f.Slope, 'f', 2, 64))
+		pp.cells = append(pp.cells, "")
+		units = append(units, unit{name: run.Name, cols: []col{c, pp}})
+	}
+	renderGrouped(w, "estimated cycles (exponent: log-log slope of cycles against N)", "N", labels, units)
+	for _, run := range s.Runs {
+		fmt.Fprintln(w)
+		f := run.Fits["total"]
+		writeWrapped(w, fmt.Sprintf(" %s: cycles(N) = %s + %s·N + %s·N² (R² %.4f); log-log slope %.3f (R² %.4f)%s",
+			run.Name, sci(f.A), sci(f.B), sci(f.C), f.R2, f.Slope, f.SlopeR2, sameNote(run)), "   ")
+		fmt.Fprintf(w, "   %-20s %10s %12s %12s %8s %9s\n", "phase", "a", "b", "c", "R²", "exponent")
+		for _, ph := range s.Phases {
+			pf := run.Fits[ph]
+			if run.Points[len(run.Points)-1].PhaseCyc[ph] == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "   %-20s %10s %12s %12s %8.4f %9.3f\n", ph, sci(pf.A), sci(pf.B), sci(pf.C), pf.R2, pf.Slope+0)
+		}
+	}
+	fmt.Fprintln(w)
+	writeWrapped(w, " Each N is a full run of the scenario; counts are exact, so the fits describe the model, not noise. An exponent near 2 is a quadratic walk.", " ")
+	return nil
+}
+
+func sameNote(r *scenarios.SweepRun) string {
+	if r.SameDecisions {
+		return ""
+	}
+	return "; DECISIONS DIFFER from the first run at some N"
+}
+
+func joinInts(ns []int) string {
+	var s []string
+	for _, n := range ns {
+		s = append(s, strconv.Itoa(n))
+	}
+	return strings.Join(s, ",")
+}
+
+// sci prints a coefficient in 4 significant digits.
+func sci(f float64) string { return strconv.FormatFloat(f, 'g', 4, 64) }
