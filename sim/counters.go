@@ -144,11 +144,9 @@ func freeze() (nops, nphases int) {
 // Ops returns every registered operation in name order, indexed by
 // Op.Index. It freezes the registry.
 func Ops() []OpInfo {
-	freeze()
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	out := make([]OpInfo, len(registry.ops))
-	for i, d := range registry.ops {
+	ops, _ := handles()
+	out := make([]OpInfo, len(ops))
+	for i, d := range ops {
 		out[i] = d.info
 	}
 	return out
@@ -158,31 +156,19 @@ func Ops() []OpInfo {
 // Phase.Index. It freezes the registry. Reports list phases in their own
 // declared order, not this one.
 func Phases() []PhaseInfo {
-	freeze()
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	out := make([]PhaseInfo, len(registry.phases))
-	for i, d := range registry.phases {
+	_, phs := handles()
+	out := make([]PhaseInfo, len(phs))
+	for i, d := range phs {
 		out[i] = d.info
 	}
 	return out
 }
 
 // OpAt returns the op of index i (0 <= i < len(Ops())).
-func OpAt(i int) Op {
-	freeze()
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	return Op{registry.ops[i]}
-}
+func OpAt(i int) Op { ops, _ := handles(); return Op{ops[i]} }
 
 // PhaseAt returns the phase of index i (0 <= i < len(Phases())).
-func PhaseAt(i int) Phase {
-	freeze()
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	return Phase{registry.phases[i]}
-}
+func PhaseAt(i int) Phase { _, phs := handles(); return Phase{phs[i]} }
 
 // handles returns the frozen registry's ops and phases in index order.
 func handles() ([]*opDesc, []*phaseDesc) {
