@@ -68,26 +68,11 @@ var PhaseOther = NewPhase("other", "work outside any named phase")
 // or after the registry froze: ops are declared at package initialisation,
 // like kernel tracepoints, never at run time.
 func NewOp(name string, cycles float64, rationale, doc string) Op {
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	if registry.frozen {
-		panic("sim: NewOp(" + name + ") after counters were created")
-	}
-	if name == "" {
-		panic("sim: NewOp with empty name")
-	}
-	if registry.opIdx == nil {
-		registry.opIdx = map[string]*opDesc{}
-	}
-	if _, dup := registry.opIdx[name]; dup {
-		panic("sim: duplicate op " + name)
-	}
 	if cycles < 0 {
 		panic("sim: negative cost for op " + name)
 	}
 	d := &opDesc{info: OpInfo{Name: name, Cycles: cycles, Rationale: rationale, Doc: doc}, idx: -1}
-	registry.ops = append(registry.ops, d)
-	registry.opIdx[name] = d
+	enroll("op", name, d, &registry.ops, &registry.opIdx)
 	return Op{d}
 }
 
@@ -96,30 +81,36 @@ func NewOp(name string, cycles float64, rationale, doc string) Op {
 // it costs nothing.
 func NewMetric(name, doc string) Op {
 	op := NewOp(name, 0, "metric: not an operation, no cost of its own", doc)
-	op.d.info.Metric = true
+	op.d.info.Metric = true // before any reader: the registry is not frozen yet
 	return op
 }
 
 // NewPhase registers a phase. Same rules as NewOp.
 func NewPhase(name, doc string) Phase {
+	d := &phaseDesc{info: PhaseInfo{Name: name, Doc: doc}, idx: -1}
+	enroll("phase", name, d, &registry.phases, &registry.phIdx)
+	return Phase{d}
+}
+
+// enroll adds d to one of the registry's lists under name: the checks
+// NewOp and NewPhase share.
+func enroll[D any](kind, name string, d *D, list *[]*D, byName *map[string]*D) {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
-	if registry.frozen {
-		panic("sim: NewPhase(" + name + ") after counters were created")
+	switch {
+	case registry.frozen:
+		panic("sim: " + kind + " " + name + " registered after counters were created")
+	case name == "":
+		panic("sim: " + kind + " with empty name")
 	}
-	if name == "" {
-		panic("sim: NewPhase with empty name")
+	if *byName == nil {
+		*byName = map[string]*D{}
 	}
-	if registry.phIdx == nil {
-		registry.phIdx = map[string]*phaseDesc{}
+	if _, dup := (*byName)[name]; dup {
+		panic("sim: duplicate " + kind + " " + name)
 	}
-	if _, dup := registry.phIdx[name]; dup {
-		panic("sim: duplicate phase " + name)
-	}
-	d := &phaseDesc{info: PhaseInfo{Name: name, Doc: doc}, idx: -1}
-	registry.phases = append(registry.phases, d)
-	registry.phIdx[name] = d
-	return Phase{d}
+	*list = append(*list, d)
+	(*byName)[name] = d
 }
 
 // freeze closes the registry and numbers ops and phases in name order
