@@ -298,8 +298,9 @@ func TestLookupSymbolsEquivalenceDebian(t *testing.T) {
 // function with several traceable copies attaches to every copy on the
 // pattern path (one line of available_filter_functions_addrs each) and to
 // one copy — the lowest-address traceable one — on libbpf's exact-syms
-// path: the one decision the libbpf change makes differently
-// (kallsyms-ftrace.md §4.2); with unique_match it is -EINVAL instead.
+// path (kernel/trace/ftrace.c:kallsyms_callback, 6.1, keeps the first copy
+// with an ftrace location): the one decision the libbpf change makes
+// differently (docs/series.md §3); with unique_match it is -EINVAL instead.
 func TestExactSymsDuplicateName(t *testing.T) {
 	k := bpfImage(t, false)
 	none := bootTest(t, k, 0)

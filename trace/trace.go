@@ -48,8 +48,9 @@ const (
 	filesPerEvent = 1 + 6
 	// filesPerGroup: a new group's directory with filter and enable.
 	filesPerGroup = 1 + 2
-	// allocsPerSymbolProbe: alloc_trace_kprobe and trace_probe_init
-	// (front-doors.md §1.5): 6 allocations with a symbol, 5 without.
+	// allocsPerSymbolProbe: the kmallocs of a kprobe event with a symbol
+	// (trace_kprobe.c:__trace_kprobe_create's and alloc_trace_kprobe's,
+	// trace_probe.c:trace_probe_init's, 6.1): 6; 5 without (docs/cost-model.md).
 	allocsPerSymbolProbe = 6
 	// schedTracepoints: tracing_sched_register's probes (sched_switch,
 	// sched_wakeup, sched_wakeup_new).
