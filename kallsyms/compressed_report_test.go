@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/kallsyms/ktab"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -20,7 +21,7 @@ var refSample = []string{"_printk", "schedule", "vfs_read", "do_sys_openat2", "k
 // TestReportFigures logs the figures of the report on /proc/kallsyms
 // (go test -run ReportFigures -v ./kallsyms/). Skipped with -short/-race.
 func TestReportFigures(t *testing.T) {
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		t.Skip("report figures: long")
 	}
 	tab := procTables(t)

@@ -14,6 +14,7 @@ import (
 	"github.com/kpsim/kpsim/ftrace"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/libbpf"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -266,7 +267,7 @@ func TestLookupSymbolsEquivalenceDebian(t *testing.T) {
 		}
 	}
 	per := 4
-	if raceEnabled {
+	if race.Enabled {
 		per = 1 // each walk is ~10x slower under the race detector
 	}
 	var cases [][]string
