@@ -7,6 +7,7 @@ import (
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/internal/resvtest"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -78,7 +79,7 @@ var check = resvtest.Check[uint64, *image.BugEntry]{
 	},
 	Queries: func(k *image.Kernel) []uint64 {
 		every := 3
-		if raceEnabled {
+		if race.Enabled {
 			every = 60
 		}
 		return addrs(k, every)

@@ -65,8 +65,11 @@ func (t *ModuleSummary) add(m ModuleSummary) {
 	t.McountLocations += m.McountLocations
 }
 
-// BlacklistRangeNames are the section ranges within_kprobe_blacklist and
-// its boot-time population refuse (kprobes.md R4d, real-kernel.md).
+// BlacklistRangeNames are the section ranges the summary lists for the
+// kprobe blacklist: __kprobes_text and __noinstr_text
+// (kernel/kprobes.c:populate_kprobe_blacklist, 6.1), __entry_text
+// (arch/x86/kernel/kprobes/core.c:arch_populate_kprobe_blacklist), and the
+// irqentry and softirqentry texts, which 6.1 does not blacklist.
 var BlacklistRangeNames = []string{RangeEntryText, RangeIRQEntryText, RangeSoftIRQEntryText, RangeNoinstrText, RangeKprobesText}
 
 // BootCPU names the CPU the text was boot-patched for, "none" when it is

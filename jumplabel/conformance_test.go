@@ -7,6 +7,7 @@ import (
 
 	"github.com/kpsim/kpsim/boot"
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/internal/resvtest"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -36,7 +37,7 @@ var check = resvtest.Check[query, bool]{
 	// Small images, every function and every site.
 	Images: func(t testing.TB) []*image.Kernel {
 		seeds := uint64(3)
-		if raceEnabled { // the race detector slows the scans ~10x: sample
+		if race.Enabled { // the race detector slows the scans ~10x: sample
 			seeds = 1
 		}
 		var out []*image.Kernel
@@ -47,7 +48,7 @@ var check = resvtest.Check[query, bool]{
 	},
 	Queries: func(k *image.Kernel) []query {
 		every := 1
-		if raceEnabled {
+		if race.Enabled {
 			every = 8
 		}
 		return atStates(edgeQueries(k, every, every), boot.Booting, boot.Running)

@@ -23,7 +23,7 @@
 //     rules. Module tables stay linear.
 //
 // The index itself is inferred from the series' cover letter and diffstat
-// (shared/reference/kprobes.md §3 P2); the upstream code paths were read
+// (docs/series.md, P2); the upstream code paths were read
 // from Debian's linux-source-6.1 (6.1.192).
 //
 // A Table is not safe for concurrent use: the kernel runs these checks under

@@ -36,11 +36,13 @@ type fastSite struct {
 }
 
 // EnableFastScan turns on the simulator's fast path for the linear core
-// scan. The caller promises that neither the text nor the tables change
-// afterwards (scenario runs never patch text); tests that corrupt site bytes
-// leave it off and exercise the literal walk.
+// scan, and sizes sites with x86.JumpEntrySizeSim instead of a decode. The
+// caller promises that neither the text nor the tables change afterwards
+// (scenario runs never patch text); tests that corrupt site bytes leave it
+// off and exercise the literal walk.
 func (t *Table) EnableFastScan() {
 	t.scan = &fastScanner{f: t.sharedFastScan(), walk: coreWalk{t}, n: len(t.core), opcode: t.sw.Has(sim.JumpSizeOpcode)}
+	t.decodeSize = x86.JumpEntrySizeSim
 }
 
 // fastScanner is the coreScanner EnableFastScan chooses: the fast scan's

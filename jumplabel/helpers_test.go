@@ -43,8 +43,6 @@ func newForm(t fataler, k *image.Kernel, f resvtest.Form, st *boot.State) *Table
 	return tb
 }
 
-var raceEnabled bool
-
 type oSite struct {
 	code, end uint64 // [code, end)
 	init      bool

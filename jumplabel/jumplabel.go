@@ -102,6 +102,10 @@ type Table struct {
 
 	idx  lib.LateIndex[*site] // P2, built by LateInit
 	scan coreScanner          // the core walk, or its fast scan (EnableFastScan)
+	// decodeSize is upstream's arch_jump_entry_size: x86.JumpEntrySizeDecode,
+	// or x86.JumpEntrySizeSim (the same answers and counts, the site
+	// encodings sized from their bytes), chosen once by EnableFastScan.
+	decodeSize func(c *sim.Counters, code []byte) (int, error)
 }
 
 // coreScanner answers the linear walk of the core table: the walk itself
@@ -139,6 +143,7 @@ func New(k *image.Kernel, sw sim.Switches, f *sim.Faults, state func() boot.Stat
 	t.core = makeSites(k, k.JumpEntries)
 	t.idx = lib.NewLateIndex(&indexSpec, siteCode, IndexPointer)
 	t.scan = coreWalk{t}
+	t.decodeSize = x86.JumpEntrySizeDecode
 	return t, nil
 }
 
@@ -234,7 +239,7 @@ func (t *Table) jumpEntrySize(c *sim.Counters, s *site) (int, error) {
 	var n int
 	var err error
 	if mode == 0 {
-		n, err = x86.JumpEntrySizeSim(c, s.text)
+		n, err = t.decodeSize(c, s.text)
 	} else {
 		n, err = x86.JumpEntrySize(c, s.text)
 	}
@@ -305,7 +310,7 @@ func (t *Table) LateInit(c *sim.Counters) error {
 		N:          len(t.core),
 		Entry:      func(i int) *site { return &t.core[i] },
 		Check:      t.checkSortedEntries,
-		Finish:     checkNoOverlap,
+		Finish:     t.checkNoOverlap,
 	})
 }
 
@@ -321,12 +326,12 @@ func (t *Table) checkSortedEntries() error {
 }
 
 // checkNoOverlap: no two sites, in code order, overlap.
-func checkNoOverlap(sorted []*site) ([]*site, error) {
+func (t *Table) checkNoOverlap(sorted []*site) ([]*site, error) {
 	for i := 1; i < len(sorted); i++ {
 		a, b := sorted[i-1], sorted[i]
 		// Simulator-side size (not counted); an unsizable site counts as the
 		// smallest (2 bytes) here and is reported by TextReserved instead.
-		n, err := x86.JumpEntrySizeSim(nil, a.text)
+		n, err := t.decodeSize(nil, a.text)
 		if err != nil {
 			n = x86.JMP8InsnSize
 		}

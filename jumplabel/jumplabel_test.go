@@ -7,6 +7,7 @@ import (
 
 	"github.com/kpsim/kpsim/boot"
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/internal/resvtest"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/x86"
@@ -46,7 +47,7 @@ func edgeQueries(k *image.Kernel, everyFunc, everySite int) [][2]uint64 {
 func TestEquivalenceDefaultImage(t *testing.T) {
 	k := defaultImage(t)
 	every := 150
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		every = 4000
 	}
 	checkAll(t, k, atStates(edgeQueries(k, every, every), boot.Booting, boot.Running))
@@ -56,7 +57,7 @@ func TestEquivalenceInitSites(t *testing.T) {
 	k := defaultImage(t)
 	var rs [][2]uint64
 	for i, e := range k.JumpEntries {
-		if e.Init && i%(7+193*boolInt(raceEnabled)) == 0 {
+		if e.Init && i%(7+193*boolInt(race.Enabled)) == 0 {
 			rs = append(rs, [2]uint64{e.Code, e.Code}, [2]uint64{e.Code + 1, e.Code + 1})
 		}
 	}

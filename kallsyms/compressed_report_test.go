@@ -4,11 +4,13 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/kallsyms/ktab"
 	"github.com/kpsim/kpsim/sim"
 )
 
-// refSample is the reference's §6.4 sample: 16 hits, 8 misses.
+// refSample is a fixed lookup sample: 16 names of the Debian 6.1 kernel
+// (hits) and 8 names it does not have (misses).
 var refSample = []string{"_printk", "schedule", "vfs_read", "do_sys_openat2", "kernel_clone", "tcp_v4_rcv",
 	"kallsyms_lookup_names", "vm_area_alloc", "n_vclocks_show", "get_wchan", "copy_from_user_nmi",
 	"__pfx___traceiter_xfs_attr_leaf_to_sf", "final_note", "__pfx_vsock_shutdown", "put_cmsg_scm_timestamping64",
@@ -19,7 +21,7 @@ var refSample = []string{"_printk", "schedule", "vfs_read", "do_sys_openat2", "k
 // TestReportFigures logs the figures of the report on /proc/kallsyms
 // (go test -run ReportFigures -v ./kallsyms/). Skipped with -short/-race.
 func TestReportFigures(t *testing.T) {
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		t.Skip("report figures: long")
 	}
 	tab := procTables(t)

@@ -9,12 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/kallsyms/ktab"
 	"github.com/kpsim/kpsim/sim"
 )
 
 func sampleStep(tb testing.TB) int {
-	if raceEnabled || testing.Short() {
+	if race.Enabled || testing.Short() {
 		return 97
 	}
 	return 1

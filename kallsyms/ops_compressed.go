@@ -2,8 +2,8 @@ package kallsyms
 
 import "github.com/kpsim/kpsim/sim"
 
-// Counted operations of the compressed-table model (compressed.go), in the
-// units of shared/reference/kallsyms-ftrace.md §2.1. Weights: see
+// Counted operations of the compressed-table model (compressed.go), each
+// unit documented in docs/cost-model.md. Weights: see
 // weights_compressed.go. get_symbol_pos counts the existing
 // kallsyms.addr.probe / kallsyms.alias.step ops, so Sorted and Compressed
 // agree on address lookups; module scans count module.kallsyms.sym and

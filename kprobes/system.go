@@ -55,7 +55,8 @@ type Config struct {
 	// Without it prepare_singlestep may boost; with it, never.
 	Preemption bool
 	// OptprobeSlotSize is MAX_OPTINSN_SIZE: the optprobe template plus
-	// MAX_OPTIMIZED_LENGTH plus a JMP32 (kprobes.md §5: ≈110-130 bytes).
+	// MAX_OPTIMIZED_LENGTH plus a JMP32 (arch/x86/include/asm/kprobes.h,
+	// 6.1; the template's length depends on the build: ≈110-130 bytes).
 	OptprobeSlotSize int
 	// CPUs online: each text_poke_sync IPIs all of them.
 	CPUs int

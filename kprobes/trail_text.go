@@ -504,9 +504,9 @@ func (kp *Kprobes) words(r rec, err error, failed bool) Reason {
 	case evCopyInstruction:
 		if failed {
 			if tr {
-				note("__copy_instruction", kp.symPlus(r.addr), "0: the instruction "+r.name+": -EINVAL")
+				note("__copy_instruction", kp.symPlus(r.addr), "0: the instruction "+copyWhy(r.err)+": -EINVAL")
 			}
-			return why("arch_copy_kprobe: __copy_instruction", fmt.Sprintf("the instruction at %s %s", kp.rel(kp.fnOf(r.addr), r.addr), r.name))
+			return why("arch_copy_kprobe: __copy_instruction", fmt.Sprintf("the instruction at %s %s", kp.rel(kp.fnOf(r.addr), r.addr), copyWhy(r.err)))
 		}
 		if tr {
 			note("__copy_instruction", kp.symPlus(r.addr), fmt.Sprintf("%d (%s)", r.n, kp.insnName(r.insn, r.addr)))
@@ -514,9 +514,9 @@ func (kp *Kprobes) words(r rec, err error, failed bool) Reason {
 	case evPrepareEmulation:
 		if failed {
 			if tr {
-				note("prepare_emulation", kp.insnName(r.insn, r.addr), r.name+": "+errName(err))
+				note("prepare_emulation", kp.insnName(r.insn, r.addr), r.err.Error()+": "+errName(err))
 			}
-			return why("arch_copy_kprobe: prepare_emulation", r.name)
+			return why("arch_copy_kprobe: prepare_emulation", r.err.Error())
 		}
 		if tr {
 			note("prepare_emulation", kp.insnName(r.insn, r.addr), "0")
@@ -563,7 +563,7 @@ func (kp *Kprobes) words(r rec, err error, failed bool) Reason {
 	case evCopyOptInstruction, evCopyOptNotBoostable:
 		const ck = "copy_optimized_instructions"
 		fn := kp.fnOf(r.addr)
-		d := fmt.Sprintf("the instruction at %s %s", kp.rel(fn, r.end), r.name)
+		var d string
 		check := ck + ": __copy_instruction"
 		if r.ev == evCopyOptNotBoostable {
 			check = ck
@@ -571,6 +571,8 @@ func (kp *Kprobes) words(r rec, err error, failed bool) Reason {
 			if kp.Extable != nil && kp.Extable.SearchExceptionTables(nil, r.end) {
 				d = fmt.Sprintf("%s at %s is not boostable (exception-table entry)", kp.insnName(r.insn, r.end), kp.rel(fn, r.end))
 			}
+		} else {
+			d = fmt.Sprintf("the instruction at %s %s", kp.rel(fn, r.end), copyWhy(r.err))
 		}
 		if tr {
 			note(ck, kp.symPlus(r.addr), "-EINVAL: "+d)
@@ -933,4 +935,58 @@ func (kp *Kprobes) blacklistDetail(addr uint64) string {
 		}
 	}
 	return "blacklisted"
+}
+
+// copyWhy words what __copy_instruction refused: a copyRefusal, or the
+// recovery's model error.
+func copyWhy(err error) string {
+	var c copyRefusal
+	if errors.As(err, &c) {
+		return c.Error()
+	}
+	return "model error: " + err.Error()
+}
+
+func (c copyRefusal) Error() string {
+	switch c {
+	case copyNoDecode:
+		return "does not decode"
+	case copyEmulatePrefix:
+		return "has a Xen/KVM emulate prefix (ud2; .ascii)"
+	case copyInt3:
+		return "is an int3 (someone else's breakpoint, or padding)"
+	case copyMaskingException:
+		return "masks interrupts for one instruction (mov to %ss / pop %ss)"
+	case copyRIPOutOfReach:
+		return "is RIP-relative and its target is out of rel32 reach of the slot"
+	}
+	return fmt.Sprintf("copy refusal %d", uint8(c))
+}
+
+func (n notEmulated) Error() string {
+	switch n {
+	case notEmulatedFarCall:
+		return "far call (lcall) is not emulated"
+	case notEmulatedFarJmp:
+		return "far jmp (ljmp) is not emulated"
+	case notEmulatedInt3:
+		return "int3 is not emulated"
+	case notEmulatedIret:
+		return "iret is not emulated"
+	case notEmulatedVMX:
+		return "VMX instruction (0f 01 /0: vmcall, vmlaunch, ...) is not emulated"
+	}
+	what := "indirect call"
+	if n&0xf == notEmulatedIndirectJmp {
+		what = "indirect jmp"
+	}
+	switch n &^ 0xf {
+	case notEmulatedFar:
+		return "far " + what + " is not emulated"
+	case notEmulatedAddr32:
+		return what + " with a 32-bit address size is not emulated"
+	case notEmulatedMemory:
+		return what + " through memory is not emulated"
+	}
+	return fmt.Sprintf("emulation refusal %d", uint8(n))
 }

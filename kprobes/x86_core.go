@@ -191,34 +191,47 @@ func (kp *Kprobes) archPrepareKprobe(p *Kprobe) error {
 // copyInstruction models arch/x86/kernel/kprobes/core.c:__copy_instruction:
 // recover, copy MAX_INSN_SIZE bytes, decode, refuse emulate-prefixed,
 // int3 and exception-masking instructions, rebase a RIP-relative
-// displacement to real. It returns the length, or 0 and what refused it.
-func (kp *Kprobes) copyInstruction(r *recoverer, src, real uint64) (x86.Insn, int, string) {
+// displacement to real. It returns the length, or 0 and what refused it (a
+// copyRefusal, or the recovery's model error).
+func (kp *Kprobes) copyInstruction(r *recoverer, src, real uint64) (x86.Insn, int, error) {
 	ftraceSite, err := r.recoverProbedInstruction(src)
 	if err != nil {
-		return x86.Insn{}, 0, "model error: " + err.Error()
+		return x86.Insn{}, 0, err
 	}
 	kp.C.Inc(opCopyInsn)
 	insn, derr := kp.decodeAt(src, ftraceSite)
 	if derr != nil {
-		return insn, 0, "does not decode"
+		return insn, 0, copyNoDecode
 	}
 	if insn.EmulatePrefixLen > 0 {
-		return insn, 0, "has a Xen/KVM emulate prefix (ud2; .ascii)"
+		return insn, 0, copyEmulatePrefix
 	}
 	if insn.Opcode[0] == x86.INT3InsnOpcode {
-		return insn, 0, "is an int3 (someone else's breakpoint, or padding)"
+		return insn, 0, copyInt3
 	}
 	if insnMaskingException(insn) {
-		return insn, 0, "masks interrupts for one instruction (mov to %ss / pop %ss)"
+		return insn, 0, copyMaskingException
 	}
 	if insn.RIPRelative() {
 		newdisp := int64(src) + int64(insn.Disp) - int64(real)
 		if int64(int32(newdisp)) != newdisp {
-			return insn, 0, "is RIP-relative and its target is out of rel32 reach of the slot"
+			return insn, 0, copyRIPOutOfReach
 		}
 	}
-	return insn, insn.Len, ""
+	return insn, insn.Len, nil
 }
+
+// copyRefusal is why __copy_instruction refused an instruction (returned
+// 0); trail_text.go words it.
+type copyRefusal uint8
+
+const (
+	copyNoDecode         copyRefusal = iota + 1 // insn_decode_kernel failed
+	copyEmulatePrefix                           // insn_has_emulate_prefix
+	copyInt3                                    // an INT3_INSN_OPCODE
+	copyMaskingException                        // insn_masking_exception
+	copyRIPOutOfReach                           // the rebased disp32 overflows
+)
 
 // insnMaskingException models arch/x86/include/asm/insn.h:
 // insn_masking_exception: "pop %ss" or "mov ..., %ss".
@@ -228,42 +241,60 @@ func insnMaskingException(i x86.Insn) bool {
 
 // prepareEmulation models arch/x86/kernel/kprobes/core.c:prepare_emulation:
 // the instructions kprobes refuses to single-step or emulate. On refusal it
-// also says what the instruction is.
-func prepareEmulation(i x86.Insn) (string, error) {
+// also says which they are (notEmulated, worded in trail_text.go).
+func prepareEmulation(i x86.Insn) (notEmulated, error) {
 	switch op := i.Opcode[0]; {
 	case op == 0x9a:
-		return "far call (lcall) is not emulated", EOPNOTSUPP
+		return notEmulatedFarCall, EOPNOTSUPP
 	case op == 0xea:
-		return "far jmp (ljmp) is not emulated", EOPNOTSUPP
+		return notEmulatedFarJmp, EOPNOTSUPP
 	case op == 0xcc:
-		return "int3 is not emulated", EOPNOTSUPP
+		return notEmulatedInt3, EOPNOTSUPP
 	case op == 0xcf:
-		return "iret is not emulated", EOPNOTSUPP
+		return notEmulatedIret, EOPNOTSUPP
 	case op == 0x0f:
 		if i.Opcode[1] == 0x01 && i.ModRMReg() == 0 && i.ModRMMod() == 3 {
-			return "VMX instruction (0f 01 /0: vmcall, vmlaunch, ...) is not emulated", EOPNOTSUPP
+			return notEmulatedVMX, EOPNOTSUPP
 		}
 	case op == 0xff:
 		m := i.ModRM
 		if m&0x30 != 0x10 && m&0x30 != 0x20 {
-			return "", nil
+			return 0, nil
 		}
-		what := "indirect call"
+		what := notEmulatedIndirectCall
 		if m&0x30 == 0x20 {
-			what = "indirect jmp"
+			what = notEmulatedIndirectJmp
 		}
 		if m&0x8 == 0x8 {
-			return "far " + what + " is not emulated", EOPNOTSUPP // far call / far jmp
+			return what | notEmulatedFar, EOPNOTSUPP // far call / far jmp
 		}
 		if i.AddrBytes != 8 {
-			return what + " with a 32-bit address size is not emulated", EOPNOTSUPP
+			return what | notEmulatedAddr32, EOPNOTSUPP
 		}
 		if m>>6 != 3 {
-			return what + " through memory is not emulated", EOPNOTSUPP
+			return what | notEmulatedMemory, EOPNOTSUPP
 		}
 	}
-	return "", nil
+	return 0, nil
 }
+
+// notEmulated is what prepare_emulation refused; trail_text.go words it.
+// An indirect call or jmp (ff /2, /3, /4, /5) carries how it is refused.
+type notEmulated uint8
+
+const (
+	notEmulatedFarCall      notEmulated = iota + 1 // 9a: lcall
+	notEmulatedFarJmp                              // ea: ljmp
+	notEmulatedInt3                                // cc
+	notEmulatedIret                                // cf
+	notEmulatedVMX                                 // 0f 01 /0, mod 3
+	notEmulatedIndirectCall                        // ff /2, /3
+	notEmulatedIndirectJmp                         // ff /4, /5
+
+	notEmulatedFar    notEmulated = 1 << 4 // ff /3, /5
+	notEmulatedAddr32 notEmulated = 2 << 4 // a 32-bit address size
+	notEmulatedMemory notEmulated = 3 << 4 // through memory
+)
 
 // archCopyKprobe models arch/x86/kernel/kprobes/core.c:arch_copy_kprobe
 // with prepare_singlestep.
@@ -273,14 +304,14 @@ func (kp *Kprobes) archCopyKprobe(p *Kprobe) error {
 	flush := x.hold()
 	insn, n, why := kp.copyInstruction(r, p.Addr, p.ainsn.slot)
 	if n == 0 {
-		err := x.refuse(EINVAL, rec{ev: evCopyInstruction, addr: p.Addr, name: why})
+		err := x.refuse(EINVAL, rec{ev: evCopyInstruction, addr: p.Addr, err: why})
 		flush()
 		return err
 	}
 	x.step(rec{ev: evCopyInstruction, addr: p.Addr, n: n, insn: insn})
 	flush()
-	if why, err := prepareEmulation(insn); err != nil {
-		return x.refuse(err, rec{ev: evPrepareEmulation, addr: p.Addr, insn: insn, name: why})
+	if what, err := prepareEmulation(insn); err != nil {
+		return x.refuse(err, rec{ev: evPrepareEmulation, addr: p.Addr, insn: insn, err: what})
 	}
 	x.step(rec{ev: evPrepareEmulation, addr: p.Addr, insn: insn})
 	p.ainsn.size = insn.Len

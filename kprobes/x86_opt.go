@@ -93,7 +93,7 @@ func (kp *Kprobes) copyOptimizedInstructions(src, real uint64) (int, error) {
 		at := src + uint64(n)
 		insn, ret, why := kp.copyInstruction(r, at, real+uint64(n))
 		if ret == 0 {
-			return 0, x.refuse(EINVAL, rec{ev: evCopyOptInstruction, addr: src, end: at, name: why})
+			return 0, x.refuse(EINVAL, rec{ev: evCopyOptInstruction, addr: src, end: at, err: why})
 		}
 		if !kp.canBoost(insn, at) {
 			return 0, x.refuse(EINVAL, rec{ev: evCopyOptNotBoostable, addr: src, end: at, insn: insn})

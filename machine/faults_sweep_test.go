@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/kprobes"
 	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
@@ -35,7 +36,7 @@ func TestFaultSweep(t *testing.T) {
 	}
 	hits := []string{"", "@1", "@2", "@3", "@5", "@8", "@13"}
 	sets := func(sw sim.Switches) []sim.Switches { return []sim.Switches{sw, sw | sim.PresetSeries.Set} }
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		// Under -race (CI) one plan per point, with the series on; the
 		// plain run covers the rest.
 		hits = []string{"@2"}
@@ -193,7 +194,7 @@ func TestFaultSweepEventLayer(t *testing.T) {
 	points := []string{"trace_kprobe.alloc", "tracefs.dir", "trace_event_file.alloc", "trace.subsystem.alloc", "perf.trace_event.alloc", "perf.event.alloc",
 		"kretprobe.instance.alloc", "ftrace.hash.alloc", "kprobe.insn_slot.alloc", "kprobe.aggr.alloc"}
 	hits := []string{"", "@1", "@2", "@4", "@7"}
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		hits = []string{"@2"}
 	}
 	for _, pt := range points {

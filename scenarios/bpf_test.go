@@ -14,6 +14,7 @@ import (
 	"github.com/kpsim/kpsim/ftrace"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/libbpf"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -266,7 +267,7 @@ func TestLookupSymbolsEquivalenceDebian(t *testing.T) {
 		}
 	}
 	per := 4
-	if raceEnabled {
+	if race.Enabled {
 		per = 1 // each walk is ~10x slower under the race detector
 	}
 	var cases [][]string
@@ -298,8 +299,9 @@ func TestLookupSymbolsEquivalenceDebian(t *testing.T) {
 // function with several traceable copies attaches to every copy on the
 // pattern path (one line of available_filter_functions_addrs each) and to
 // one copy — the lowest-address traceable one — on libbpf's exact-syms
-// path: the one decision the libbpf change makes differently
-// (kallsyms-ftrace.md §4.2); with unique_match it is -EINVAL instead.
+// path (kernel/trace/ftrace.c:kallsyms_callback, 6.1, keeps the first copy
+// with an ftrace location): the one decision the libbpf change makes
+// differently (docs/series.md §3); with unique_match it is -EINVAL instead.
 func TestExactSymsDuplicateName(t *testing.T) {
 	k := bpfImage(t, false)
 	none := bootTest(t, k, 0)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kpsim/kpsim/doors"
+	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -50,7 +51,7 @@ func TestRealKernelReasons(t *testing.T) {
 		t.Fatal(err)
 	}
 	step := 11
-	if raceEnabled {
+	if race.Enabled {
 		step = 37
 	}
 	var sample []Target
@@ -103,7 +104,7 @@ func TestRealKernelTrailsSame(t *testing.T) {
 	k := realKernel(t)
 	fs := k.Functions()
 	n := 100
-	if raceEnabled {
+	if race.Enabled {
 		n = 20
 	}
 	var targets []Target

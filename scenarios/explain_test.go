@@ -11,6 +11,7 @@ import (
 
 	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/kprobes"
 	"github.com/kpsim/kpsim/sim"
 	"pgregory.net/rapid"
@@ -160,7 +161,7 @@ func TestReasonsSameProperty(t *testing.T) {
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	checks := "20"
-	if raceEnabled {
+	if race.Enabled {
 		checks = "6"
 	}
 	for name, v := range map[string]string{"rapid.checks": checks, "rapid.seed": "20261201", "rapid.nofailfile": "true"} {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -77,7 +78,7 @@ func runBothWays(t *testing.T, s *ManySetup, specs []RunSpec) *ManyReport {
 // (aggregation, refusals of every kind, unregistering aggregated probes).
 func TestFastPathsMatchWalk(t *testing.T) {
 	n := 2500
-	if raceEnabled || testing.Short() {
+	if race.Enabled || testing.Short() {
 		n = 300
 	}
 	specs := fastPathSpecs()
@@ -123,7 +124,7 @@ func TestFastPathsMatchWalk(t *testing.T) {
 			switch {
 			case tc.name != "register_kprobes" && tc.name != "register_kprobe/mixed":
 				sp = specs[:2] // the designs through the other doors: same registry calls
-			case tc.name == "register_kprobes" && (raceEnabled || testing.Short()):
+			case tc.name == "register_kprobes" && (race.Enabled || testing.Short()):
 				sp = specs[:3] // CI time: the designs run on the mixed probes
 			}
 			rep := runBothWays(t, s, sp)

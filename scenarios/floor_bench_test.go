@@ -13,7 +13,7 @@ import (
 	"github.com/kpsim/kpsim/x86"
 )
 
-// The registration work against its floor (issue 15). The floor is the
+// The registration work against its floor. The floor is the
 // least any registration of these probes must do: decode each target
 // function's instructions once (can_optimize and the boundary check must
 // at least do that) and the tree work (insert each probe into an

@@ -42,7 +42,7 @@ func opCount(t testing.TB, name string) sim.Op {
 
 // TestGetKprobeCallsPerRegistration: a fresh int3 probe whose optimization
 // succeeds, with nothing else nearby, costs 25 + 6·I_b + 6·I_f + 6·k_c + s
-// get_kprobe calls on 6.1 (kprobes.md §2.13), where I_b, I_f, k_c and s
+// get_kprobe calls on 6.1 (docs/series.md, P4–P6), where I_b, I_f, k_c and s
 // come from the target's own decoded instructions.
 func TestGetKprobeCallsPerRegistration(t *testing.T) {
 	o := DefaultManyOptions()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -20,7 +21,7 @@ import (
 // race-free.
 func TestConcurrentRunsShareImage(t *testing.T) {
 	n := 400
-	if raceEnabled || testing.Short() {
+	if race.Enabled || testing.Short() {
 		n = 150
 	}
 	cfg := smallImage(16)

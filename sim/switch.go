@@ -12,7 +12,7 @@ import (
 type Switch uint8
 
 // The switches. P1–P12 are the patches of the kprobes lookup-cost series
-// (shared/reference/kprobes.md §3); BugIndex and BlacklistIndex go beyond it.
+// (docs/series.md §1); BugIndex and BlacklistIndex go beyond it.
 const (
 	StaticCallIndex      Switch = iota // P1
 	JumpLabelIndex                     // P2
@@ -33,7 +33,7 @@ const (
 	LibbpfExactSyms                    // libbpf: exact names go to the kernel as syms[0]
 	ModuleBugIndex                     // beyond the series
 	TraceEventIndex                    // beyond the series: tracefs event lookups by name
-	// The alternative designs a reviewer asks about (issue 13). They are
+	// The alternative designs a reviewer asks about (docs/series.md). They are
 	// not in any preset: each replaces a structure the series keeps.
 	KprobeHashBits   // kprobe_table with 2^B buckets (parameterised: kprobe-hash-bits=B)
 	KprobeRhashtable // lib/rhashtable.c as the probe index

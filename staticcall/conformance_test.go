@@ -7,6 +7,7 @@ import (
 
 	"github.com/kpsim/kpsim/boot"
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/internal/resvtest"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -55,7 +56,7 @@ func allSites(k *image.Kernel) []image.StaticCallSite {
 // sample of each on a large image), at three system states.
 func equivalenceQueries(k *image.Kernel) []query {
 	sample := 8
-	if raceEnabled {
+	if race.Enabled {
 		sample = 200
 	}
 	var qs []query

@@ -19,6 +19,6 @@
 //     site <= end, same rules. Module sites stay linear.
 //
 // The index is inferred from the series' cover letter and diffstat
-// (shared/reference/kprobes.md §3 P1); the upstream code was read from
+// (docs/series.md, P1); the upstream code was read from
 // Debian's linux-source-6.1 (6.1.192).
 package staticcall

@@ -2,66 +2,92 @@ package trace
 
 import (
 	"fmt"
+	"iter"
 	"strings"
 
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kprobes"
-	"github.com/kpsim/kpsim/sim"
 )
 
-// findTraceKprobe models kernel/trace/trace_kprobe.c:find_trace_kprobe
-// (with sim.TraceEventIndex, once built: findTraceKprobeIndexed): walk
-// dyn_event_list from its head (oldest first), skip other dynamic event
-// types (an ops-pointer compare), strcmp the event name of every kprobe
-// entry and, on a name match only, the group. It returns the first match.
-//
-// The walk is counted from the list's maintained state: a miss visits all
-// D entries and compares E names; a hit at the k-th live trace_kprobe
-// visits the non-kprobe entries (which sit before every kprobe event in a
-// run that starts with them) and k entries, compares k names and one group.
-func (t *Tracing) findTraceKprobe(name, group string) *TraceKprobe {
-	if t.sw.Has(sim.TraceEventIndex) && t.idx != nil {
-		return t.findTraceKprobeIndexed(name, group)
-	}
-	c := t.counters()
-	e := t.events[eventKey{group, name}]
-	if e == nil || e.local || len(e.probes) == 0 {
-		// A name match in another group also costs a group compare.
-		c.Add(opDynVisit, uint64(t.DynEvents()))
-		c.Add(opStrcmp, uint64(t.dyn.len()+t.sameNameOtherGroups(name)))
-		return nil
-	}
-	primary := e.probes[0]
-	k := t.dyn.before(primary.seq) + 1
-	c.Add(opDynVisit, uint64(t.cfg.OtherDynEvents+k))
-	c.Add(opStrcmp, uint64(k+1+t.sameNameOtherGroupsBefore(name, group, primary.seq)))
-	return primary
-}
-
-// sameNameOtherGroups counts live kprobe entries named name in any group
-// (their group compares fail).
-func (t *Tracing) sameNameOtherGroups(name string) int {
-	n := 0
-	for _, e := range t.byName[name] {
-		n += len(e.probes)
-	}
-	return n
-}
-
-func (t *Tracing) sameNameOtherGroupsBefore(name, group string, seq int) int {
-	n := 0
-	for _, e := range t.byName[name] {
-		if e.Group == group {
-			continue
+// findTraceKprobe models kernel/trace/trace_kprobe.c:find_trace_kprobe.
+// It is the plain walk; New chooses it, the counted shortcut or the
+// trace-event-index form once (lookup.go).
+func (t *Tracing) findTraceKprobe(event, group string) *TraceKprobe {
+	for tk := range t.forEachTraceKprobe() {
+		if t.strcmp(tk.ev.Name, event) == 0 &&
+			t.strcmp(tk.ev.Group, group) == 0 {
+			return tk
 		}
-		for _, tk := range e.probes {
-			if tk.seq < seq {
-				n++
+	}
+	return nil
+}
+
+// forEachTraceKprobe models kernel/trace/trace_kprobe.c:for_each_trace_kprobe
+// over for_each_dyn_event: dyn_event_list from its head (oldest first). The
+// other dynamic event types, which sit before every kprobe event in a run
+// that starts with them, are visited and skipped (is_trace_kprobe: an
+// ops-pointer compare).
+func (t *Tracing) forEachTraceKprobe() iter.Seq[*TraceKprobe] {
+	return func(yield func(*TraceKprobe) bool) {
+		c := t.counters()
+		c.Add(opDynVisit, uint64(t.cfg.OtherDynEvents))
+		for e := t.dynList.Front(); e != nil; e = e.Next() {
+			c.Inc(opDynVisit)
+			if !yield(e.Value.(*TraceKprobe)) {
+				return
 			}
 		}
 	}
-	return n
+}
+
+// findTraceEventCall models kernel/trace/trace_probe.c:find_trace_event_call
+// (every call here has a system and a name). It is the plain walk; New
+// chooses it, the counted shortcut or the trace-event-index form once
+// (lookup.go).
+func (t *Tracing) findTraceEventCall(system, eventName string) *Event {
+	for call := range t.forEachTraceEventCall() {
+		if t.strcmp(system, call.Group) != 0 {
+			continue
+		}
+		if t.strcmp(eventName, call.Name) != 0 {
+			continue
+		}
+		return call
+	}
+	return nil
+}
+
+// staticCall stands for every static trace event on ftrace_events: kpsim
+// knows their count, not their systems or names, so each is compared
+// under a placeholder no written system equals.
+var staticCall = &Event{Group: staticGroup, Name: staticGroup}
+
+// forEachTraceEventCall is find_trace_event_call's list_for_each_entry over
+// ftrace_events: from its head, newest first, so the dynamic events come
+// before the static ones registered at boot.
+func (t *Tracing) forEachTraceEventCall() iter.Seq[*Event] {
+	return func(yield func(*Event) bool) {
+		c := t.counters()
+		for e := t.callList.Front(); e != nil; e = e.Next() {
+			c.Inc(opEvVisit)
+			if !yield(e.Value.(*Event)) {
+				return
+			}
+		}
+		for range t.cfg.StaticEvents {
+			c.Inc(opEvVisit)
+			if !yield(staticCall) {
+				return
+			}
+		}
+	}
+}
+
+// strcmp is one counted compare of event, group or system names.
+func (t *Tracing) strcmp(a, b string) int {
+	t.counters().Inc(opStrcmp)
+	return strings.Compare(a, b)
 }
 
 // addEvent and removeEvent keep the simulator's indexes of live events.
@@ -92,6 +118,7 @@ func (t *Tracing) dynEventAdd(tk *TraceKprobe) {
 	tk.seq = t.dynSeq
 	t.dynSeq++
 	t.dyn.insert(tk.seq)
+	tk.dynNode = t.dynList.PushBack(tk)
 	tk.listed = true
 }
 
@@ -100,6 +127,8 @@ func (t *Tracing) dynEventRemove(tk *TraceKprobe) {
 	t.counters().Inc(opConst)
 	if tk.listed {
 		t.dyn.remove(tk.seq)
+		t.dynList.Remove(tk.dynNode)
+		tk.dynNode = nil
 		tk.listed = false
 	}
 }
@@ -110,7 +139,7 @@ func (t *Tracing) registerTraceKprobe(tk *TraceKprobe) *probeErr {
 	c := t.counters()
 	c.Enter(PhaseLookup)
 	ev := tk.ev
-	old := t.findTraceKprobe(ev.Name, ev.Group)
+	old := t.lookup.findTraceKprobe(ev.Name, ev.Group)
 	// The trail reads as upstream's under every switch set (kpsim explain
 	// --verify holds it to that); the index changes only what the lookup
 	// costs.
@@ -352,19 +381,12 @@ func (t *Tracing) withinNotraceFunc(tk *TraceKprobe) bool {
 func (t *Tracing) registerKprobeEvent(ev *Event) *probeErr {
 	c := t.counters()
 	c.Enter(PhaseLookup)
-	// find_trace_event_call: ftrace_events newest first; a system compare
-	// each, a name compare for entries of the same system. A new event
-	// is a miss (a collision with a static or other dynamic event of this
-	// group/name is not modelled: kpsim does not know the static events'
+	// A new event is a miss unless a static or other dynamic event of this
+	// system and name exists (kpsim does not know the static events'
 	// systems; the only dynamic events on ftrace_events are kprobe events,
 	// which find_trace_kprobe found first).
-	if t.sw.Has(sim.TraceEventIndex) && t.idx != nil {
-		if _, found := t.findTraceEventCallIndexed(ev.Group, ev.Name); found {
-			return refuse(errno.EEXIST, "trace_probe_register_event_call", "find_trace_event_call: a trace event of this system and name exists")
-		}
-	} else {
-		c.Add(opEvVisit, uint64(t.NumTraceEvents()))
-		c.Add(opStrcmp, uint64(t.NumTraceEvents()+t.perGrp[ev.Group]))
+	if t.lookup.findTraceEventCall(ev.Group, ev.Name) != nil {
+		return refuse(errno.EEXIST, "trace_probe_register_event_call", "find_trace_event_call: a trace event of this system and name exists")
 	}
 	// As upstream's trail under every switch set (see registerTraceKprobe).
 	t.note("find_trace_event_call", ev.Group+"/"+ev.Name, fmt.Sprintf("NULL (walked all %d trace events)", t.NumTraceEvents()))
@@ -382,6 +404,7 @@ func (t *Tracing) registerKprobeEvent(ev *Event) *probeErr {
 	ev.seq = t.callSeq
 	t.callSeq++
 	t.calls.insert(ev.seq)
+	ev.callNode = t.callList.PushFront(ev)
 	t.perGrp[ev.Group]++
 	if t.idx != nil {
 		t.indexAdd(t.idx.calls, ev) // trace-event-index: hlist_add_head_rcu
@@ -568,6 +591,8 @@ func (t *Tracing) unregisterKprobeEvent(ev *Event) *probeErr {
 		c.Add(opKmalloc, uint64(fields+ev.nargs))
 	}
 	t.calls.remove(ev.seq)
+	t.callList.Remove(ev.callNode)
+	ev.callNode = nil
 	if t.idx != nil {
 		t.indexRemove(t.idx.calls, ev) // trace-event-index: hlist_del_rcu
 	}

@@ -141,15 +141,12 @@ func sameLookups(t fataler, tr *Tracing, groups, names []string) {
 	}
 	for _, g := range groups {
 		for _, n := range names {
-			idx := tr.idx
-			tr.idx = nil
-			lin := tr.findTraceKprobe(n, g)
-			tr.idx = idx
-			got := tr.findTraceKprobe(n, g)
+			lin := tr.findTraceKprobe(n, g) // the plain walk
+			got := tr.lookup.findTraceKprobe(n, g)
 			if got != lin {
 				t.Fatalf("find_trace_kprobe(%s/%s): indexed %v, linear %v", g, n, got, lin)
 			}
-			if idx == nil {
+			if tr.idx == nil {
 				continue
 			}
 			ev, found := tr.findTraceEventCallIndexed(g, n)

@@ -56,6 +56,9 @@ func (t *Tracing) CheckInvariants() error {
 	if tks != t.dyn.len() {
 		return fmt.Errorf("trace: dyn_event_list holds %d trace_kprobes, the events %d", t.dyn.len(), tks)
 	}
+	if t.dynList.Len() != t.dyn.len() || t.callList.Len() != t.calls.len() {
+		return fmt.Errorf("trace: the lists hold %d and %d entries, their positions %d and %d", t.dynList.Len(), t.callList.Len(), t.dyn.len(), t.calls.len())
+	}
 	sys := 0
 	for _, s := range t.systems {
 		if isStaticSystem(s) {

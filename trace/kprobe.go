@@ -406,7 +406,7 @@ func (t *Tracing) uniqueSymbol(symbol, check string, back sim.Phase) *probeErr {
 }
 
 // allocTraceKprobe models alloc_trace_kprobe + trace_probe_init's
-// allocations (front-doors.md §1.5: six with a symbol, five without, and
+// allocations (docs/cost-model.md: six with a symbol, five without, and
 // the percpu hit counter); -ENOMEM when the fault point fires.
 func (t *Tracing) allocTraceKprobe(symbol string) *probeErr {
 	c := t.counters()

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"container/list"
 	"fmt"
 	"slices"
 	"strings"
@@ -47,8 +48,9 @@ const (
 	filesPerEvent = 1 + 6
 	// filesPerGroup: a new group's directory with filter and enable.
 	filesPerGroup = 1 + 2
-	// allocsPerSymbolProbe: alloc_trace_kprobe and trace_probe_init
-	// (front-doors.md §1.5): 6 allocations with a symbol, 5 without.
+	// allocsPerSymbolProbe: the kmallocs of a kprobe event with a symbol
+	// (trace_kprobe.c:__trace_kprobe_create's and alloc_trace_kprobe's,
+	// trace_probe.c:trace_probe_init's, 6.1): 6; 5 without (docs/cost-model.md).
 	allocsPerSymbolProbe = 6
 	// schedTracepoints: tracing_sched_register's probes (sched_switch,
 	// sched_wakeup, sched_wakeup_new).
@@ -120,17 +122,23 @@ type Tracing struct {
 
 	idx      *eventIndex // trace-event-index, once late init built it
 	lateDone bool
+	// lookup answers find_trace_kprobe and find_trace_event_call: the
+	// walks, their counted shortcut, or the trace-event-index form; chosen
+	// once, in New (lookup.go).
+	lookup eventLookup
 
-	dyn     seqSet // dyn_event_list: live trace_kprobes, oldest first
-	dynSeq  int
-	events  map[eventKey]*Event // live trace events of trace_kprobes (not perf-local ones)
-	byName  map[string][]*Event // the same, by event name
-	calls   seqSet              // ftrace_events: head-inserted
-	files   seqSet              // tr->events (the instance's trace_event_files): head-inserted
-	callSeq int
-	perGrp  map[string]int // dynamic events per group
-	systems []*subsystem   // tr->systems, head first
-	sysSeq  int
+	dynList  list.List // dyn_event_list: live trace_kprobes, oldest first
+	callList list.List // ftrace_events' dynamic events, newest first
+	dyn      seqSet    // dynList's positions
+	dynSeq   int
+	events   map[eventKey]*Event // live trace events of trace_kprobes (not perf-local ones)
+	byName   map[string][]*Event // the same, by event name
+	calls    seqSet              // callList's positions
+	files    seqSet              // tr->events (the instance's trace_event_files): head-inserted
+	callSeq  int
+	perGrp   map[string]int // dynamic events per group
+	systems  []*subsystem   // tr->systems, head first
+	sysSeq   int
 
 	nextType int
 	typeUsed []bool
@@ -156,6 +164,7 @@ type Event struct {
 	Group, Name string
 	probes      []*TraceKprobe // the primary first, appended siblings after
 	seq         int            // ftrace_events / tr->events order
+	callNode    *list.Element  // on ftrace_events (Tracing.callList)
 	id          int
 	local       bool // perf-local: on no list
 	traceOn     bool // TP_FLAG_TRACE (the tracefs file is enabled)
@@ -187,7 +196,8 @@ type TraceKprobe struct {
 	Rp *kprobes.Kretprobe
 
 	ev      *Event
-	seq     int // dyn_event_list order
+	seq     int           // dyn_event_list order
+	dynNode *list.Element // on dyn_event_list (Tracing.dynList)
 	listed  bool
 	pending bool // MOD:SYM whose module is not loaded
 }
@@ -205,6 +215,7 @@ func (tk *TraceKprobe) Pending() bool { return tk.pending }
 // initcall (LateInit) is the caller's to run.
 func New(d Deps, cfg Config) *Tracing {
 	t := &Tracing{d: d, cfg: cfg, sw: d.KP.Sw, events: map[eventKey]*Event{}, byName: map[string][]*Event{}, perGrp: map[string]int{}}
+	t.lookup = newEventLookup(t, d.KP.Cfg.Sim.Walk)
 	// Boot: the builtin output types (ids below __TRACE_LAST_TYPE) and the
 	// static events took ids in order; every one is in event_hash.
 	t.typeUsed = make([]bool, TraceEventTypeMax+1)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/scenarios"
 )
@@ -39,7 +40,7 @@ func TestCacheHitIsFreshBuild(t *testing.T) {
 	args := append([]string{"run", "many", "--format", "json", "--patches", "none", "--patches", "series", "--sample-functions", "0"}, smallRun...)
 	noCache := filepath.Join(t.TempDir(), "none")
 	extras := [][]string{{"--jobs", "1"}, {"--jobs", "2"}, {"--jobs", "1"}, {"--no-cache", "--jobs", "2"}}
-	if raceEnabled {
+	if race.Enabled {
 		extras = [][]string{{"--jobs", "1"}, {"--jobs", "2"}, {"--no-cache", "--jobs", "2"}}
 	}
 	var want []map[string]any
@@ -93,7 +94,7 @@ func TestCacheHitIsFreshBuild(t *testing.T) {
 	if !reflect.DeepEqual(cached, built) {
 		t.Fatal("cached kallsyms tables differ from built ones")
 	}
-	if !raceEnabled {
+	if !race.Enabled {
 		t.Setenv("KPSIM_CACHE_DIR", noCache)
 		t.Setenv("KPSIM_NO_CACHE", "1")
 		if _, _, code := runKpsim(args...); code != 0 {

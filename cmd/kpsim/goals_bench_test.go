@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The command-level goals of issue 15, as benchmarks: each is one whole
+// The command-level speed goals, as benchmarks: each is one whole
 // kpsim command run in-process with a warm cache (the first, untimed call
 // fills a private cache directory, as a user's second run finds it). The
 // process start (a few ms) is not in these figures; the whole-process

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kpsim/kpsim/internal/race"
 )
 
 // realKernelPath is the cached Debian kernel (make real-kernel) and its
@@ -60,7 +62,7 @@ func TestModulesRealKernel(t *testing.T) {
 	} {
 		oneLineExit2(t, tc.want, append([]string{"image", "--kernel", k}, tc.args...)...)
 	}
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("-race: one real --kernel load costs minutes; the module package's real tests cover loading")
 	}
 	out, errs, code := runKpsim("image", "--kernel", k, "--modules", "kvm-intel")

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/internal/testcache"
 )
 
@@ -21,7 +22,7 @@ func TestLoadedKernelCache(t *testing.T) {
 	if err != nil {
 		t.Skip("no real kernel: run `make real-kernel` to enable")
 	}
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		t.Skip("loads the real kernel three times (slow under -short or -race)")
 	}
 	for _, cpuName := range []string{"", "none"} {

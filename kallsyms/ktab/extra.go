@@ -72,7 +72,7 @@ func (t *Tables) NamesOffsets() ([]byte, error) {
 // bytes). Record 2k+1 is reached from entry k by one header hop
 // (NextRecord). This is NamesOffsets with the odd entries removed, so the
 // same ld3 decoder serves both and the index of an entry is i>>1; it is
-// the layout whose size matches the reference's 1.5·N figure.
+// the layout whose size is the review's 1.5·N bytes (docs/series.md §2).
 func (t *Tables) NamesOffsetsStride2() ([]byte, error) {
 	offs, err := t.recordOffsets(2)
 	if err != nil {

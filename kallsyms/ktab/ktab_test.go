@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/race"
 	"pgregory.net/rapid"
 )
 
@@ -431,7 +432,7 @@ func TestToolRandom(t *testing.T) {
 // The default synthetic image's core symbols through the real tool.
 func TestToolSynth(t *testing.T) {
 	tool := kallsymsTool(t)
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("covered by TestToolProcKallsyms prefix under -race")
 	}
 	syms := synthSymbols(t)
@@ -461,11 +462,11 @@ func synthSymbols(t testing.TB) []Symbol {
 // build time.
 func TestProcKallsymsBuild(t *testing.T) {
 	syms := procKallsyms(t)
-	if raceEnabled {
+	if race.Enabled {
 		syms = syms[:min(len(syms), 30000)]
 	}
 	opt := Options{BaseRelative: true, AbsolutePercpu: true}
-	if raceEnabled {
+	if race.Enabled {
 		opt.AllSymbols = true // the prefix has no _etext
 	}
 	start := time.Now()

@@ -21,6 +21,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/kpsim/kpsim/internal/race"
 )
 
 var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/fixture.golden from the real scripts/kallsyms")
@@ -353,12 +355,12 @@ func procKallsyms(t testing.TB) []Symbol {
 func TestToolProcKallsyms(t *testing.T) {
 	tool := kallsymsTool(t)
 	syms := procKallsyms(t)
-	if raceEnabled {
+	if race.Enabled {
 		syms = syms[:min(len(syms), 30000)]
 	}
 	mapFile := writeMap(t, syms)
 	opts := []Options{{BaseRelative: true}, {BaseRelative: true, AbsolutePercpu: true}, {}, {AllSymbols: true, BaseRelative: true}}
-	if raceEnabled {
+	if race.Enabled {
 		// The prefix has no _etext: keep everything.
 		opts = []Options{{AllSymbols: true, BaseRelative: true, AbsolutePercpu: true}}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/internal/resvtest"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -42,7 +43,7 @@ var check = resvtest.Check[uint64, bool]{
 	},
 	Queries: func(k *image.Kernel) []uint64 {
 		every := 5
-		if raceEnabled {
+		if race.Enabled {
 			every = 50
 		}
 		l, _ := New(nil, k, 0, nil, nil)

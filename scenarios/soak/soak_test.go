@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/kprobes"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -26,7 +27,7 @@ func loadImage(t testing.TB) *Image {
 func TestSmallCampaignNoDivergence(t *testing.T) {
 	img := loadImage(t)
 	n := 2000
-	if raceEnabled || testing.Short() {
+	if race.Enabled || testing.Short() {
 		n = 600
 	}
 	s, err := Run(img, Options{Seed: 1, Steps: n, CampaignSteps: n / 2, Sets: 2}, nil)

@@ -1,3 +1,0 @@
-package bug
-
-var raceEnabled bool

@@ -1,5 +1,0 @@
-//go:build race
-
-package bug
-
-func init() { raceEnabled = true }

@@ -1,5 +1,0 @@
-//go:build race
-
-package jumplabel
-
-func init() { raceEnabled = true }

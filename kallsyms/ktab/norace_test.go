@@ -1,5 +1,0 @@
-//go:build !race
-
-package ktab
-
-const raceEnabled = false

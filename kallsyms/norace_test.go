@@ -1,5 +1,0 @@
-//go:build !race
-
-package kallsyms
-
-const raceEnabled = false

@@ -1,3 +1,0 @@
-package blacklist
-
-var raceEnabled bool

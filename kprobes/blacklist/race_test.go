@@ -1,5 +1,0 @@
-//go:build race
-
-package blacklist
-
-func init() { raceEnabled = true }

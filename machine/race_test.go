@@ -1,5 +1,0 @@
-//go:build race
-
-package machine_test
-
-func init() { raceEnabled = true }

@@ -1,5 +1,0 @@
-//go:build !race
-
-package soak
-
-const raceEnabled = false

@@ -1,3 +1,0 @@
-package staticcall
-
-var raceEnabled bool

@@ -1,5 +1,0 @@
-//go:build race
-
-package staticcall
-
-func init() { raceEnabled = true }
