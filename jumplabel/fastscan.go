@@ -1,6 +1,7 @@
 package jumplabel
 
 import (
+	"bytes"
 	"cmp"
 	"slices"
 	"sort"
@@ -42,7 +43,44 @@ type fastSite struct {
 // off and exercise the literal walk.
 func (t *Table) EnableFastScan() {
 	t.scan = &fastScanner{f: t.sharedFastScan(), walk: coreWalk{t}, n: len(t.core), opcode: t.sw.Has(sim.JumpSizeOpcode)}
-	t.decodeSize = x86.JumpEntrySizeSim
+	t.sizeSite = memoSize(x86.JumpEntrySizeSim)
+}
+
+// sizeCache remembers a successful size computation together with the
+// bytes it depended on (an instruction's length depends only on its own
+// bytes). A hit replays the kernel's count instead of re-running the
+// simulator's decoder: the count is identical, only simulator time is saved.
+type sizeCache struct {
+	n int8
+	b [JumpLabelMaxSize]byte
+}
+
+// memoSize is the kernel's size computation (jumpEntrySize's) behind a
+// memo per site and size mode: a hit on unchanged bytes replays the one
+// count the computation makes (OpDecode or OpJumpSizeOpcode); a miss
+// computes, with x86.JumpEntrySize under P3, else with decode: New passes
+// the kernel's decode (x86.JumpEntrySizeDecode), EnableFastScan
+// x86.JumpEntrySizeSim (the same answers and counts, the site encodings
+// read from their bytes).
+func memoSize(decode func(*sim.Counters, []byte) (int, error)) func(*sim.Counters, *site, bool) (int, error) {
+	return func(c *sim.Counters, s *site, opcode bool) (int, error) {
+		mode, op, size := 0, x86.OpDecode, decode
+		if opcode {
+			mode, op, size = 1, x86.OpJumpSizeOpcode, x86.JumpEntrySize
+		}
+		sc := &s.cache[mode]
+		if sc.n != 0 && len(s.text) >= int(sc.n) && bytes.Equal(s.text[:sc.n], sc.b[:sc.n]) {
+			c.Inc(op)
+			return int(sc.n), nil
+		}
+		n, err := size(c, s.text)
+		if err != nil {
+			return 0, err
+		}
+		sc.n = int8(n)
+		copy(sc.b[:], s.text[:n])
+		return n, nil
+	}
 }
 
 // fastScanner is the coreScanner EnableFastScan chooses: the fast scan's

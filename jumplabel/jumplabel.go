@@ -1,7 +1,6 @@
 package jumplabel
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
@@ -70,22 +69,14 @@ var _ TextReserver = (*Table)(nil)
 
 // site is the simulator's view of one struct jump_entry: its code address,
 // init flag, the live text bytes at the site (an alias of the region's
-// bytes, so text changes are seen) and a cache of the size computations.
+// bytes, so text changes are seen) and, for the fast path's memo
+// (fastscan.go), its size computations.
 type site struct {
 	code  uint64
 	key   uint64
 	init  bool
 	text  []byte
 	cache [2]sizeCache // [0] decode (upstream), [1] opcode (P3)
-}
-
-// sizeCache remembers a successful size computation together with the
-// bytes it depended on (an instruction's length depends only on its own
-// bytes). A hit replays the kernel's count instead of re-running the
-// simulator's decoder: the count is identical, only simulator time is saved.
-type sizeCache struct {
-	n int8
-	b [JumpLabelMaxSize]byte
 }
 
 // Table models the kernel's jump-label tables as seen by
@@ -102,10 +93,10 @@ type Table struct {
 
 	idx  lib.LateIndex[*site] // P2, built by LateInit
 	scan coreScanner          // the core walk, or its fast scan (EnableFastScan)
-	// decodeSize is upstream's arch_jump_entry_size: x86.JumpEntrySizeDecode,
-	// or x86.JumpEntrySizeSim (the same answers and counts, the site
-	// encodings sized from their bytes), chosen once by EnableFastScan.
-	decodeSize func(c *sim.Counters, code []byte) (int, error)
+	// sizeSite sizes one site as jumpEntrySize says, behind the
+	// simulator's counted memo (memoSize, fastscan.go); EnableFastScan
+	// swaps its decoder for the byte-reading one.
+	sizeSite func(c *sim.Counters, s *site, opcode bool) (int, error)
 }
 
 // coreScanner answers the linear walk of the core table: the walk itself
@@ -143,7 +134,7 @@ func New(k *image.Kernel, sw sim.Switches, f *sim.Faults, state func() boot.Stat
 	t.core = makeSites(k, k.JumpEntries)
 	t.idx = lib.NewLateIndex(&indexSpec, siteCode, IndexPointer)
 	t.scan = coreWalk{t}
-	t.decodeSize = x86.JumpEntrySizeDecode
+	t.sizeSite = memoSize(x86.JumpEntrySizeDecode)
 	return t, nil
 }
 
@@ -217,37 +208,16 @@ func (t *Table) addrConflict(c *sim.Counters, s *site, start, end uint64) (bool,
 	return s.code+uint64(n) > start, nil
 }
 
-// jumpEntrySize sizes a site: x86.JumpEntrySizeDecode (upstream, one
-// decode) or, under sim.JumpSizeOpcode (P3), x86.JumpEntrySize (byte
-// compares). A repeat on unchanged bytes replays the same count.
+// jumpEntrySize sizes a site: arch_jump_entry_size decodes the
+// instruction (upstream), or under sim.JumpSizeOpcode (P3) reads its
+// opcode byte.
 //
 // Models include/linux/jump_label.h:jump_entry_size (x86: arch_jump_entry_size).
 func (t *Table) jumpEntrySize(c *sim.Counters, s *site) (int, error) {
-	mode := 0
-	if t.sw.Has(sim.JumpSizeOpcode) {
-		mode = 1
-	}
-	sc := &s.cache[mode]
-	if sc.n != 0 && len(s.text) >= int(sc.n) && bytes.Equal(s.text[:sc.n], sc.b[:sc.n]) {
-		if mode == 0 {
-			c.Inc(x86.OpDecode)
-		} else {
-			c.Inc(x86.OpJumpSizeOpcode)
-		}
-		return int(sc.n), nil
-	}
-	var n int
-	var err error
-	if mode == 0 {
-		n, err = t.decodeSize(c, s.text)
-	} else {
-		n, err = x86.JumpEntrySize(c, s.text)
-	}
+	n, err := t.sizeSite(c, s, t.sw.Has(sim.JumpSizeOpcode))
 	if err != nil {
 		return 0, fmt.Errorf("jump_label: jump entry at %#x (key %#x): %w", s.code, s.key, err)
 	}
-	sc.n = int8(n)
-	copy(sc.b[:], s.text[:n])
 	return n, nil
 }
 
@@ -331,7 +301,7 @@ func (t *Table) checkNoOverlap(sorted []*site) ([]*site, error) {
 		a, b := sorted[i-1], sorted[i]
 		// Simulator-side size (not counted); an unsizable site counts as the
 		// smallest (2 bytes) here and is reported by TextReserved instead.
-		n, err := t.decodeSize(nil, a.text)
+		n, err := t.sizeSite(nil, a, false)
 		if err != nil {
 			n = x86.JMP8InsnSize
 		}
