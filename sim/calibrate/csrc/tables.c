@@ -347,9 +347,7 @@ void bench_tables(void)
 			tail = &p->next;
 		}
 		uintptr_t key = recs[54999].ip + 100;
-		for (int r = 0; r < R; r += clean()) {
-			long visits = 0;
-			double t0 = now_cycles();
+		TIMED_REPS(s, visits,
 			for (int i = 0; i < NQ * 8; i++)
 				for (struct ftrace_page *p = pg; p; p = p->next) {
 					visits++;
@@ -357,22 +355,18 @@ void bench_tables(void)
 						continue;
 					acc++;
 				}
-			s[r] = (now_cycles() - t0) / visits;
-		}
+		)
 		report("ftrace_group", "group", s, R, "groups=4 (32768/16384/4096/1752)");
 
 		/* ftrace_bsearch in the 32768-record group. */
 		uintptr_t *keys = xmalloc(NQ * sizeof(*keys));
 		for (int i = 0; i < NQ; i++)
 			keys[i] = recs[cfg->hot ? (uint64_t)(i % 8) * 4000 + 7 : rnd(&seed) % 32768].ip + 1;
-		for (int r = 0; r < R; r += clean()) {
-			long steps = 0;
-			double t0 = now_cycles();
+		TIMED_REPS(s, steps,
 			for (int k = 0; k < (q ? 1 : 8); k++)
 				for (int i = 0; i < NQ; i++)
 					acc += (uintptr_t)bsearch_count(&keys[i], recs, 32768, sizeof(*recs), cmp_rec_p, &steps);
-			s[r] = (now_cycles() - t0) / steps;
-		}
+		)
 		report("ftrace_bsearch", "step", s, R, "records=32768 (512 KB) cmp callback");
 		free(keys);
 		while (pg) {
@@ -393,14 +387,11 @@ void bench_tables(void)
 		uintptr_t *keys = xmalloc(NQ * sizeof(*keys));
 		for (int i = 0; i < NQ; i++)
 			keys[i] = ex_insn(&ex[cfg->hot ? (uint64_t)(i % 8) * 500 + 3 : rnd(&seed) % ne]) + 1; /* misses */
-		for (int r = 0; r < R; r += clean()) {
-			long steps = 0;
-			double t0 = now_cycles();
+		TIMED_REPS(s, steps,
 			for (int k = 0; k < (q ? 1 : 8); k++)
 				for (int i = 0; i < NQ; i++)
 					acc += (uintptr_t)bsearch_count(&keys[i], ex, ne, sizeof(*ex), cmp_ex_p, &steps);
-			s[r] = (now_cycles() - t0) / steps;
-		}
+		)
 		report("extable_bsearch", "step", s, R, "entries=4096 (48 KB) cmp callback");
 		free(keys);
 		free(ex);
@@ -445,14 +436,11 @@ void bench_tables(void)
 		uintptr_t *keys = xmalloc(NQ * sizeof(*keys));
 		for (int i = 0; i < NQ; i++)
 			keys[i] = jump_entry_code(ji[cfg->hot ? (i % 8) * (nj / 8) + 1 : rnd(&seed) % nj]) - 4;
-		for (int r = 0; r < R; r += clean()) {
-			long steps = 0;
-			double t0 = now_cycles();
+		TIMED_REPS(s, steps,
 			for (int k = 0; k < (q ? 1 : 8); k++)
 				for (int i = 0; i < NQ; i++)
 					acc += IDX_SEARCH(ji, nj, jump_entry_code((const struct jump_entry *)e), keys[i], steps);
-			s[r] = (now_cycles() - t0) / steps;
-		}
+		)
 		report("idx_jump_probe", "step", s, R, "n=%zu (table %zu KB)", nj, nj * 16 / 1024);
 		free(keys);
 		free(ji);
@@ -477,14 +465,11 @@ void bench_tables(void)
 		uintptr_t *keys = xmalloc(NQ * sizeof(*keys));
 		for (int i = 0; i < NQ; i++)
 			keys[i] = static_call_addr(si[cfg->hot ? (i % 8) * (ns / 8) + 1 : rnd(&seed) % ns]) - 4;
-		for (int r = 0; r < R; r += clean()) {
-			long steps = 0;
-			double t0 = now_cycles();
+		TIMED_REPS(s, steps,
 			for (int k = 0; k < (q ? 1 : 8); k++)
 				for (int i = 0; i < NQ; i++)
 					acc += IDX_SEARCH(si, ns, static_call_addr((const struct static_call_site *)e), keys[i], steps);
-			s[r] = (now_cycles() - t0) / steps;
-		}
+		)
 		report("idx_static_probe", "step", s, R, "n=%zu (table %zu KB)", ns, ns * 8 / 1024);
 		free(keys);
 		free(si);
@@ -509,14 +494,11 @@ void bench_tables(void)
 		uintptr_t *keys = xmalloc(NQ * sizeof(*keys));
 		for (int i = 0; i < NQ; i++)
 			keys[i] = bug_addr(bi[cfg->hot ? (i % 8) * (nb / 8) + 1 : rnd(&seed) % nb]);
-		for (int r = 0; r < R; r += clean()) {
-			long steps = 0;
-			double t0 = now_cycles();
+		TIMED_REPS(s, steps,
 			for (int k = 0; k < (q ? 1 : 8); k++)
 				for (int i = 0; i < NQ; i++)
 					acc += IDX_SEARCH(bi, nb, bug_addr((const struct bug_entry *)e), keys[i], steps);
-			s[r] = (now_cycles() - t0) / steps;
-		}
+		)
 		report("idx_bug_probe", "step", s, R, "n=%zu (table %zu KB)", nb, nb * 12 / 1024);
 		free(keys);
 		free(bi);
@@ -533,9 +515,7 @@ void bench_tables(void)
 		uintptr_t *keys = xmalloc(NQ * sizeof(*keys));
 		for (int i = 0; i < NQ; i++)
 			keys[i] = rg[cfg->hot ? (i % 8) * (nl / 8) : rnd(&seed) % nl].start + 300;
-		for (int r = 0; r < R; r += clean()) {
-			long steps = 0;
-			double t0 = now_cycles();
+		TIMED_REPS(s, steps,
 			for (int k = 0; k < (q ? 1 : 16); k++)
 				for (int i = 0; i < NQ; i++) {
 					size_t lo = 0, hi = nl;
@@ -549,8 +529,7 @@ void bench_tables(void)
 					}
 					acc += lo && keys[i] < rg[lo - 1].end;
 				}
-			s[r] = (now_cycles() - t0) / steps;
-		}
+		)
 		report("idx_blacklist_probe", "step", s, R, "n=%zu ranges of 16 bytes", nl);
 		free(keys);
 		free(rg);
@@ -569,9 +548,7 @@ void bench_tables(void)
 			free(e);
 		}
 		size_t passes = cfg->hot ? (q ? 8 : 256) : nc * (q ? 1 : 4);
-		for (int r = 0; r < R; r += clean()) {
-			long visits = 0;
-			double t0 = now_cycles();
+		TIMED_REPS(s, visits,
 			for (size_t p = 0; p < passes; p++)
 				for (struct list_head *l = &heads[p % nc]->list; l; l = l->next) {
 					struct kprobe_blacklist_entry *ent = (struct kprobe_blacklist_entry *)l;
@@ -579,8 +556,7 @@ void bench_tables(void)
 					if (qlo >= ent->start_addr && qlo < ent->end_addr)
 						break;
 				}
-			s[r] = (now_cycles() - t0) / visits;
-		}
+		)
 		report("blacklist_walk", "node", s, R, "n=%zu obj=48 in kmalloc-64, copies=%zu", nl, nc);
 		free(heads); /* the slab arenas stay: freed at exit */
 	}
@@ -608,9 +584,7 @@ void bench_tables(void)
 		uint32_t *pick = xmalloc((size_t)rounds * NQ * sizeof(*pick));
 		for (int i = 0; i < rounds * NQ; i++)
 			pick[i] = (uint32_t)(cfg->hot ? (uint64_t)(i % 8) * 1000 : rnd(&seed) % nsite);
-		for (int r = 0; r < R; r += clean()) {
-			long calls = 0;
-			double t0 = now_cycles();
+		TIMED_REPS(s, calls,
 			for (int i = 0; i < rounds * NQ; i++, calls++) {
 					const unsigned char *c = text + site[pick[i]];
 					int sz;
@@ -626,8 +600,7 @@ void bench_tables(void)
 						sz = 0;
 					acc += (unsigned)sz;
 				}
-			s[r] = (now_cycles() - t0) / calls;
-		}
+		)
 		report("jump_size", "call", s, R, "sites=%zu text=%zu MB", nsite, tsz >> 20);
 		free(pick);
 		free(site);
