@@ -13,14 +13,7 @@ import (
 // forms: linear, indexed, indexed with its allocation failing, indexed
 // before late init.
 func forms(t testing.TB, k *image.Kernel) []*Table {
-	fs, tbs := check.Tables(t, k)
-	var out []*Table
-	for i, f := range fs {
-		if f.Name != "indexed-btree" {
-			out = append(out, resvtest.Unwrap[*Table](tbs[i]))
-		}
-	}
-	return out
+	return resvtest.Unwrapped[*Table](t, check, k)
 }
 
 // TestCounts: a miss walks the whole core table, every module and every

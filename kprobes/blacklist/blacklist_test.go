@@ -14,14 +14,7 @@ import (
 // forms: linear, indexed, indexed with its allocation failing, indexed
 // before late init.
 func forms(t testing.TB, k *image.Kernel) []*List {
-	fs, ls := check.Tables(t, k)
-	var out []*List
-	for i, f := range fs {
-		if f.Name != "indexed-btree" {
-			out = append(out, resvtest.Unwrap[*List](ls[i]))
-		}
-	}
-	return out
+	return resvtest.Unwrapped[*List](t, check, k)
 }
 
 // oracle: within_kprobe_blacklist from the list contents and symbol names,
