@@ -10,6 +10,7 @@ import (
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
 	"github.com/kpsim/kpsim/internal/fixture"
+	"github.com/kpsim/kpsim/internal/ftboot"
 	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/kallsyms/ktab"
 	"github.com/kpsim/kpsim/sim"
@@ -28,14 +29,7 @@ func newEnv(t testing.TB) *env {
 	cfg.JumpEntries, cfg.JumpKeys, cfg.StaticCallSites, cfg.StaticCallKeys, cfg.BugEntries, cfg.Blacklist = 500, 100, 100, 20, 200, 20
 	k := fixture.Generate(t, cfg)
 	tab := fixture.KallsymsTables(t, k, ktab.Options{AllSymbols: true, AbsolutePercpu: true, BaseRelative: true})
-	syms, err := kallsyms.NewCompressed(tab, kallsyms.Baseline, kallsyms.CompressedOptions{Modules: k.Modules})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ft, err := ftrace.New(k, syms, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	syms, ft := ftboot.New(t, k, tab)
 	ft.FreeInitMem()
 	return &env{k, syms, ft}
 }

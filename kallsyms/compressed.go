@@ -914,8 +914,9 @@ func (c *Compressed) findSymbolValue(m *image.Module, name string, tl *tally) (u
 	return 0, false
 }
 
-// moduleAddressLookup is module_address_lookup for the Compressed
-// resolver.
+// moduleAddressLookup models module_address_lookup → __module_address +
+// find_kallsyms_symbol for the Compressed resolver: the shared scan
+// (kallsyms.go), tallied.
 func (c *Compressed) moduleAddressLookup(addr uint64, tl *tally) (*image.Module, *image.Symbol, uint64) {
 	tl.modLookup++
 	m, best, next, visited := moduleAddressLookup(c.mods, addr)

@@ -288,7 +288,9 @@ func moduleAddressLookup(mods []*image.Module, addr uint64) (m *image.Module, be
 	return m, best, next, len(m.Symbols)
 }
 
-// moduleAddressLookup is module_address_lookup for the Sorted resolver.
+// moduleAddressLookup models kernel/module/kallsyms.c:module_address_lookup
+// → __module_address + find_kallsyms_symbol for the Sorted resolver: the
+// shared scan above, counted.
 func (s *Sorted) moduleAddressLookup(c *sim.Counters, addr uint64) (*image.Module, *image.Symbol, uint64) {
 	c.Inc(OpModLookup)
 	m, best, next, visited := moduleAddressLookup(s.modules, addr)

@@ -116,7 +116,9 @@ retry:
 // newInsnPage is __get_insn_slot's tail when every page is full: kmalloc
 // the page descriptor, c->alloc the page (failing at fail), announce it
 // (perf_event_ksymbol) and take its first slot. It returns nil when the
-// allocation fails.
+// allocation fails. Both forms of getInsnSlot end with it.
+//
+// Models kernel/kprobes.c:__get_insn_slot (the new page).
 func (ic *insnCache) newInsnPage(c *sim.Counters, faults *sim.Faults, fail sim.FaultPoint) *insnPage {
 	c.Inc(opKmalloc)
 	if faults.Fail(fail) {

@@ -295,6 +295,61 @@ static int cmp_uptr(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static uintptr_t static_call_addr_of(const void *p) { return static_call_addr(p); }
+static uintptr_t bug_addr_of(const void *p) { return bug_addr(p); }
+
+/* sorted_index returns pointers to the n entries of tab (sz bytes each),
+ * sorted by their address addr_of (a late-init index, built untimed). */
+static const void **sorted_index(void *tab, size_t n, size_t sz, uintptr_t (*addr_of)(const void *))
+{
+	struct pair {
+		uintptr_t a;
+		const void *p;
+	} *pr = xmalloc(n * sizeof(*pr));
+	for (size_t i = 0; i < n; i++) {
+		pr[i].p = (const char *)tab + i * sz;
+		pr[i].a = addr_of(pr[i].p);
+	}
+	qsort(pr, n, sizeof(*pr), cmp_uptr);
+	const void **idx = xmalloc(n * sizeof(*idx));
+	for (size_t i = 0; i < n; i++)
+		idx[i] = pr[i].p;
+	free(pr);
+	return idx;
+}
+
+/* IDX_PROBE times one binary-search step (IDX_SEARCH, ADDR inlined) over
+ * the sorted index IDX of N TYPE entries, for NQ keys ADDR(entry) - BACK
+ * (hot: 8 entries spread over the table; cold: random ones), and reports
+ * it per step as NAME. Uses bench_tables' locals. */
+#define IDX_PROBE(NAME, IDX, N, TYPE, ADDR, BACK)                                                      \
+	do {                                                                                           \
+		uintptr_t *keys = xmalloc(NQ * sizeof(*keys));                                         \
+		for (int i = 0; i < NQ; i++)                                                           \
+			keys[i] = ADDR((IDX)[cfg->hot ? (i % 8) * ((N) / 8) + 1 : rnd(&seed) % (N)]) - (BACK); \
+		TIMED_REPS(s, steps,                                                                   \
+			for (int k = 0; k < (q ? 1 : 8); k++)                                          \
+				for (int i = 0; i < NQ; i++)                                           \
+					acc += IDX_SEARCH(IDX, N, ADDR((const TYPE *)e), keys[i], steps); \
+		)                                                                                      \
+		report(NAME, "step", s, R, "n=%zu (table %zu KB)", (size_t)(N), (size_t)(N) * sizeof(TYPE) / 1024); \
+		free(keys);                                                                            \
+	} while (0)
+
+/* SORTED_INDEX_PROBE: IDX_PROBE over a table of N TYPE entries whose
+ * relative field DISP points far into the text, indexed by sorted_index
+ * (ADDR##_of is ADDR for it). */
+#define SORTED_INDEX_PROBE(NAME, TYPE, N, DISP, ADDR, BACK)                                    \
+	do {                                                                                   \
+		TYPE *tab = page_alloc((N) * sizeof(*tab));                                    \
+		for (size_t i = 0; i < (N); i++)                                               \
+			tab[i].DISP = (int32_t)(far + rnd(&seed) % far);                       \
+		const TYPE **idx = (const TYPE **)sorted_index(tab, N, sizeof(*tab), ADDR##_of); \
+		IDX_PROBE(NAME, idx, N, TYPE, ADDR, BACK);                                     \
+		free(idx);                                                                     \
+		free(tab);                                                                     \
+	} while (0)
+
 void bench_tables(void)
 {
 	int R = reps();
@@ -433,77 +488,12 @@ void bench_tables(void)
 				fail("tables: heapsort left the index unsorted at %zu", i);
 		report("idx_sort", "cmp", s, R, "n=%zu heapsort, cmp callback, swaps included (regime-independent: one-shot at late init)", nj);
 
-		uintptr_t *keys = xmalloc(NQ * sizeof(*keys));
-		for (int i = 0; i < NQ; i++)
-			keys[i] = jump_entry_code(ji[cfg->hot ? (i % 8) * (nj / 8) + 1 : rnd(&seed) % nj]) - 4;
-		TIMED_REPS(s, steps,
-			for (int k = 0; k < (q ? 1 : 8); k++)
-				for (int i = 0; i < NQ; i++)
-					acc += IDX_SEARCH(ji, nj, jump_entry_code((const struct jump_entry *)e), keys[i], steps);
-		)
-		report("idx_jump_probe", "step", s, R, "n=%zu (table %zu KB)", nj, nj * 16 / 1024);
-		free(keys);
+		IDX_PROBE("idx_jump_probe", ji, nj, struct jump_entry, jump_entry_code, 4);
 		free(ji);
 		free(jt);
 	}
-	{
-		struct static_call_site *st = page_alloc(ns * sizeof(*st));
-		struct pair {
-			uintptr_t a;
-			const struct static_call_site *p;
-		} *pr = xmalloc(ns * sizeof(*pr));
-		for (size_t i = 0; i < ns; i++) {
-			st[i].addr = (int32_t)(far + rnd(&seed) % far);
-			pr[i].a = static_call_addr(&st[i]);
-			pr[i].p = &st[i];
-		}
-		qsort(pr, ns, sizeof(*pr), cmp_uptr);
-		const struct static_call_site **si = xmalloc(ns * sizeof(*si));
-		for (size_t i = 0; i < ns; i++)
-			si[i] = pr[i].p;
-		free(pr);
-		uintptr_t *keys = xmalloc(NQ * sizeof(*keys));
-		for (int i = 0; i < NQ; i++)
-			keys[i] = static_call_addr(si[cfg->hot ? (i % 8) * (ns / 8) + 1 : rnd(&seed) % ns]) - 4;
-		TIMED_REPS(s, steps,
-			for (int k = 0; k < (q ? 1 : 8); k++)
-				for (int i = 0; i < NQ; i++)
-					acc += IDX_SEARCH(si, ns, static_call_addr((const struct static_call_site *)e), keys[i], steps);
-		)
-		report("idx_static_probe", "step", s, R, "n=%zu (table %zu KB)", ns, ns * 8 / 1024);
-		free(keys);
-		free(si);
-		free(st);
-	}
-	{
-		struct bug_entry *bt = page_alloc(nb * sizeof(*bt));
-		struct pair {
-			uintptr_t a;
-			const struct bug_entry *p;
-		} *pr = xmalloc(nb * sizeof(*pr));
-		for (size_t i = 0; i < nb; i++) {
-			bt[i].bug_addr_disp = (int32_t)(far + rnd(&seed) % far);
-			pr[i].a = bug_addr(&bt[i]);
-			pr[i].p = &bt[i];
-		}
-		qsort(pr, nb, sizeof(*pr), cmp_uptr);
-		const struct bug_entry **bi = xmalloc(nb * sizeof(*bi));
-		for (size_t i = 0; i < nb; i++)
-			bi[i] = pr[i].p;
-		free(pr);
-		uintptr_t *keys = xmalloc(NQ * sizeof(*keys));
-		for (int i = 0; i < NQ; i++)
-			keys[i] = bug_addr(bi[cfg->hot ? (i % 8) * (nb / 8) + 1 : rnd(&seed) % nb]);
-		TIMED_REPS(s, steps,
-			for (int k = 0; k < (q ? 1 : 8); k++)
-				for (int i = 0; i < NQ; i++)
-					acc += IDX_SEARCH(bi, nb, bug_addr((const struct bug_entry *)e), keys[i], steps);
-		)
-		report("idx_bug_probe", "step", s, R, "n=%zu (table %zu KB)", nb, nb * 12 / 1024);
-		free(keys);
-		free(bi);
-		free(bt);
-	}
+	SORTED_INDEX_PROBE("idx_static_probe", struct static_call_site, ns, addr, static_call_addr, 4);
+	SORTED_INDEX_PROBE("idx_bug_probe", struct bug_entry, nb, bug_addr_disp, bug_addr, 0);
 	/* The blacklist index: a sorted array of [start, end) ranges. */
 	{
 		size_t nl = q ? 110 : 1100;
