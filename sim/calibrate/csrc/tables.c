@@ -336,10 +336,10 @@ static const void **sorted_index(void *tab, size_t n, size_t sz, uintptr_t (*add
 		free(keys);                                                                            \
 	} while (0)
 
-/* SORTED_INDEX_PROBE: IDX_PROBE over a table of N TYPE entries whose
+/* SORTED_IDX_PROBE: IDX_PROBE over a table of N TYPE entries whose
  * relative field DISP points far into the text, indexed by sorted_index
  * (ADDR##_of is ADDR for it). */
-#define SORTED_INDEX_PROBE(NAME, TYPE, N, DISP, ADDR, BACK)                                    \
+#define SORTED_IDX_PROBE(NAME, TYPE, N, DISP, ADDR, BACK)                                    \
 	do {                                                                                   \
 		TYPE *tab = page_alloc((N) * sizeof(*tab));                                    \
 		for (size_t i = 0; i < (N); i++)                                               \
@@ -492,8 +492,8 @@ void bench_tables(void)
 		free(ji);
 		free(jt);
 	}
-	SORTED_INDEX_PROBE("idx_static_probe", struct static_call_site, ns, addr, static_call_addr, 4);
-	SORTED_INDEX_PROBE("idx_bug_probe", struct bug_entry, nb, bug_addr_disp, bug_addr, 0);
+	SORTED_IDX_PROBE("idx_static_probe", struct static_call_site, ns, addr, static_call_addr, 4);
+	SORTED_IDX_PROBE("idx_bug_probe", struct bug_entry, nb, bug_addr_disp, bug_addr, 0);
 	/* The blacklist index: a sorted array of [start, end) ranges. */
 	{
 		size_t nl = q ? 110 : 1100;
