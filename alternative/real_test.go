@@ -4,35 +4,17 @@ import (
 	"bytes"
 	"debug/elf"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/image"
-	"github.com/kpsim/kpsim/image/bzimage"
 	"github.com/kpsim/kpsim/image/load"
+	"github.com/kpsim/kpsim/internal/realkernel"
 	"github.com/kpsim/kpsim/x86"
 )
 
-// The pinned Debian kernel (make real-kernel, or KPSIM_KERNEL); the tests
-// skip without it.
-func realKernelPath(t testing.TB) string {
-	if p := os.Getenv("KPSIM_KERNEL"); p != "" {
-		return p
-	}
-	p, _ := filepath.Abs("../.cache/kernels/vmlinuz-6.1.0-57-amd64")
-	if _, err := os.Stat(p); err != nil {
-		t.Skip("no real kernel: run `make real-kernel` (or set KPSIM_KERNEL) to enable")
-	}
-	return p
-}
-
 var (
-	vmOnce sync.Once
-	vmELF  []byte
-	vmErr  error
 	bootMu sync.Mutex
 	boots  = map[string]*load.Result{}
 )
@@ -52,22 +34,7 @@ func eachBootedCPU(t *testing.T, f func(t *testing.T, name string, r *load.Resul
 // booted loads the real kernel booted for cpu, with site records; the
 // vmlinux is decompressed once.
 func booted(t testing.TB, cpu string) *load.Result {
-	path := realKernelPath(t)
-	vmOnce.Do(func() {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			vmErr = err
-			return
-		}
-		if load.Detect(b) == load.BzImage {
-			vmELF, _, vmErr = bzimage.Decompress(path, b)
-		} else {
-			vmELF = b
-		}
-	})
-	if vmErr != nil {
-		t.Fatal(vmErr)
-	}
+	path, vmELF := realkernel.Vmlinux(t)
 	bootMu.Lock()
 	defer bootMu.Unlock()
 	if r, ok := boots[cpu]; ok {
@@ -282,6 +249,7 @@ func le32(b []byte) uint32 {
 // replacement returns the replacement bytes of a from the as-built ELF.
 func replacement(t testing.TB, r *load.Result, a alternative.AltInstr) []byte {
 	t.Helper()
+	_, vmELF := realkernel.Vmlinux(t)
 	b, err := readVA(vmELF, a.Repl, int(a.ReplLen))
 	if err != nil {
 		t.Fatal(err)

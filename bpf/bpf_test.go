@@ -9,6 +9,8 @@ import (
 	"github.com/kpsim/kpsim/ftrace/fprobe"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/fixture"
+	"github.com/kpsim/kpsim/internal/ftboot"
 	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/kallsyms/ktab"
 	"github.com/kpsim/kpsim/sim"
@@ -25,26 +27,9 @@ func newEnv(t testing.TB) *env {
 	cfg := synth.DefaultConfig()
 	cfg.Functions, cfg.InitFunctions, cfg.Modules, cfg.ModuleFunctions = 2000, 100, 2, 60
 	cfg.JumpEntries, cfg.JumpKeys, cfg.StaticCallSites, cfg.StaticCallKeys, cfg.BugEntries, cfg.Blacklist = 500, 100, 100, 20, 200, 20
-	k, _, err := synth.Generate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var in []ktab.Symbol
-	for _, s := range k.Symbols {
-		in = append(in, ktab.Symbol{Addr: s.Addr, Type: byte(s.Type), Name: s.Name})
-	}
-	tab, err := ktab.Build(in, ktab.Options{AllSymbols: true, AbsolutePercpu: true, BaseRelative: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	syms, err := kallsyms.NewCompressed(tab, kallsyms.Baseline, kallsyms.CompressedOptions{Modules: k.Modules})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ft, err := ftrace.New(k, syms, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := fixture.Generate(t, cfg)
+	tab := fixture.KallsymsTables(t, k, ktab.Options{AllSymbols: true, AbsolutePercpu: true, BaseRelative: true})
+	syms, ft := ftboot.New(t, k, tab)
 	ft.FreeInitMem()
 	return &env{k, syms, ft}
 }

@@ -10,19 +10,6 @@ import (
 	"github.com/kpsim/kpsim/sim"
 )
 
-// forms: linear, indexed, indexed with its allocation failing, indexed
-// before late init.
-func forms(t testing.TB, k *image.Kernel) []*Table {
-	fs, tbs := check.Tables(t, k)
-	var out []*Table
-	for i, f := range fs {
-		if f.Name != "indexed-btree" {
-			out = append(out, resvtest.Unwrap[*Table](tbs[i]))
-		}
-	}
-	return out
-}
-
 // TestCounts: a miss walks the whole core table, every module and every
 // module entry; the indexed form makes about log2(B)+1 probes instead.
 func TestCounts(t *testing.T) {
@@ -36,7 +23,7 @@ func TestCounts(t *testing.T) {
 	if oracle(k, addr) != nil {
 		t.Fatal("function entry is a bug address")
 	}
-	tbs := forms(t, k)
+	tbs := resvtest.Unwrapped[*Table](t, check, k)
 	c := sim.NewCounters(false)
 	tbs[0].FindBug(c, addr)
 	if n := c.Total(OpScanEntry); n != uint64(B+modB) {

@@ -24,9 +24,7 @@ func newTable(t testing.TB, k *image.Kernel, sw sim.Switches, f *sim.Faults) res
 func defaultImage(t testing.TB) *image.Kernel { return resvtest.DefaultImage(t) }
 
 func smallImage(t testing.TB, seed uint64) *image.Kernel {
-	c := resvtest.SmallConfig(seed)
-	c.Modules, c.ModuleBugEntries = 3, 15
-	return resvtest.Generate(t, c)
+	return resvtest.SmallImage(t, seed, func(c *synth.Config) { c.Modules, c.ModuleBugEntries = 3, 15 })
 }
 
 // oracle: the first entry in find_bug's order (core, then modules newest first).

@@ -27,8 +27,6 @@ func rawBugs(n int) []rawBug {
 	return t
 }
 
-var sink int
-
 // BenchmarkCostScanEntry: one find_bug step over an 18k-entry (216 KB)
 // table: bug_addr() (relative) and the compare with addr (no hit).
 func BenchmarkCostScanEntry(b *testing.B) {
@@ -43,17 +41,11 @@ func BenchmarkCostScanEntry(b *testing.B) {
 			}
 		}
 	}
-	sink = n
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(t)), "ns/entry")
+	resvtest.ReportPerEntry(b, n, len(t), "ns/entry")
 }
 
 // BenchmarkCostIndexProbe: one binary-search step over 18k pointers into
 // the bug table, random keys.
 func BenchmarkCostIndexProbe(b *testing.B) {
-	t := rawBugs(18000)
-	keys := make([]*int32, len(t))
-	for i := range t {
-		keys[i] = &t[i].addr
-	}
-	resvtest.BenchIndexProbe(b, keys)
+	resvtest.BenchIndexProbe(b, rawBugs(18000), func(e *rawBug) *int32 { return &e.addr })
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/fixture"
 	"github.com/kpsim/kpsim/sim"
 	"pgregory.net/rapid"
 )
@@ -22,10 +23,7 @@ func moduleImage(t testing.TB, seed uint64) *image.Kernel {
 	c.BugEntries, c.Blacklist = 400, 20
 	c.Modules, c.ModuleFunctions, c.ModuleInitFunctions = 12, 40, 3
 	c.ModuleJumpEntries, c.ModuleStaticCallSites, c.ModuleBugEntries = 10, 4, 25
-	k, _, err := synth.Generate(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := fixture.Generate(t, c)
 	m := k.Modules[3]
 	dup := m.BugEntries[len(m.BugEntries)/2]
 	dup.Line++

@@ -3,29 +3,16 @@ package extable
 import (
 	"fmt"
 	"math/bits"
-	"sync"
 	"testing"
 
 	"github.com/kpsim/kpsim/image"
-	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/fixture"
 	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/sim"
 	"pgregory.net/rapid"
 )
 
-var (
-	defOnce sync.Once
-	defK    *image.Kernel
-	defErr  error
-)
-
-func defaultImage(t testing.TB) *image.Kernel {
-	defOnce.Do(func() { defK, _, defErr = synth.Generate(synth.DefaultConfig()) })
-	if defErr != nil {
-		t.Fatal(defErr)
-	}
-	return defK
-}
+var defaultImage = fixture.DefaultImage
 
 func newDefault(t testing.TB) *Extable {
 	e, err := New(defaultImage(t))

@@ -5,9 +5,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kpsim/kpsim/ftrace"
 	"github.com/kpsim/kpsim/image/synth"
-	"github.com/kpsim/kpsim/kallsyms"
+	"github.com/kpsim/kpsim/internal/fixture"
+	"github.com/kpsim/kpsim/internal/ftboot"
 	"github.com/kpsim/kpsim/kallsyms/ktab"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -19,32 +19,11 @@ func TestReplayCountsMatch(t *testing.T) {
 	cfg := synth.DefaultConfig()
 	cfg.Functions, cfg.InitFunctions, cfg.Modules, cfg.ModuleFunctions = 2000, 100, 2, 50
 	cfg.JumpEntries, cfg.JumpKeys, cfg.StaticCallSites, cfg.StaticCallKeys, cfg.BugEntries, cfg.Blacklist = 400, 80, 80, 20, 100, 20
-	k, _, err := synth.Generate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var in []ktab.Symbol
-	for _, s := range k.Symbols {
-		in = append(in, ktab.Symbol{Addr: s.Addr, Type: byte(s.Type), Name: s.Name})
-	}
-	tab, err := ktab.Build(in, ktab.Options{AllSymbols: true, BaseRelative: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mk := func(noReplay bool) (*kallsyms.Compressed, *ftrace.Ftrace) {
-		syms, err := kallsyms.NewCompressed(tab, kallsyms.Baseline, kallsyms.CompressedOptions{Modules: k.Modules})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ft, err := ftrace.New(k, syms, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ft.NoReplay = noReplay
-		return syms, ft
-	}
-	symsR, ftR := mk(false)
-	_, ftM := mk(true)
+	k := fixture.Generate(t, cfg)
+	tab := fixture.KallsymsTables(t, k, ktab.Options{AllSymbols: true, BaseRelative: true})
+	symsR, ftR := ftboot.New(t, k, tab)
+	_, ftM := ftboot.New(t, k, tab)
+	ftM.NoReplay = true
 	read := func(f func(c *sim.Counters, out func([]byte))) ([]uint64, []byte) {
 		c := sim.NewCounters(false)
 		var b bytes.Buffer
@@ -66,10 +45,7 @@ func TestReplayCountsMatch(t *testing.T) {
 		// /proc/kallsyms: symsM's table is the same; its first read runs
 		// the model, symsR's later ones replay.
 		cr, lr := read(func(c *sim.Counters, o func([]byte)) { symsR.ProcKallsyms(c, o) })
-		syms2, err := kallsyms.NewCompressed(tab, kallsyms.Baseline, kallsyms.CompressedOptions{Modules: k.Modules})
-		if err != nil {
-			t.Fatal(err)
-		}
+		syms2 := ftboot.Syms(t, k, tab)
 		cm, lm := read(func(c *sim.Counters, o func([]byte)) { syms2.ProcKallsyms(c, o) })
 		if !slices.Equal(cr, cm) || !bytes.Equal(lr, lm) {
 			t.Fatalf("round %d: replayed /proc/kallsyms differs", round)

@@ -4,16 +4,17 @@ import (
 	"fmt"
 
 	"github.com/kpsim/kpsim/ftrace"
+	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
 	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/sim"
 )
 
-// ftrace_location maps a traced function's sym+0 (its ENDBR with IBT) to
-// the __fentry__ site at sym+4, through the kallsyms fallback.
-func ExampleFtrace_Location() {
+// exampleFtrace is a small IBT kernel (the fentry site is at sym+4) and
+// its ftrace records.
+func exampleFtrace() (*image.Kernel, *ftrace.Ftrace) {
 	cfg := synth.DefaultConfig()
-	cfg.IBT = true // an IBT kernel: the fentry site is at sym+4
+	cfg.IBT = true
 	cfg.Functions, cfg.InitFunctions, cfg.JumpEntries, cfg.JumpKeys = 2000, 100, 500, 100
 	cfg.StaticCallSites, cfg.StaticCallKeys, cfg.BugEntries, cfg.Blacklist = 100, 20, 300, 20
 	k, _, err := synth.Generate(cfg)
@@ -24,6 +25,13 @@ func ExampleFtrace_Location() {
 	if err != nil {
 		panic(err)
 	}
+	return k, ft
+}
+
+// ftrace_location maps a traced function's sym+0 (its ENDBR with IBT) to
+// the __fentry__ site at sym+4, through the kallsyms fallback.
+func ExampleFtrace_Location() {
+	k, ft := exampleFtrace()
 	site := k.McountLocs[0]
 	fn := k.LookupFunction(site)
 	c := sim.NewCounters(false)
@@ -40,18 +48,7 @@ func ExampleFtrace_Location() {
 // kprobe_ftrace_ops; every arm walks every record twice in x86's
 // ftrace_replace_code.
 func ExampleFtrace_ArmKprobeFtrace() {
-	cfg := synth.DefaultConfig()
-	cfg.IBT = true // an IBT kernel: the fentry site is at sym+4
-	cfg.Functions, cfg.InitFunctions, cfg.JumpEntries, cfg.JumpKeys = 2000, 100, 500, 100
-	cfg.StaticCallSites, cfg.StaticCallKeys, cfg.BugEntries, cfg.Blacklist = 100, 20, 300, 20
-	k, _, err := synth.Generate(cfg)
-	if err != nil {
-		panic(err)
-	}
-	ft, err := ftrace.New(k, kallsyms.NewSorted(k), nil)
-	if err != nil {
-		panic(err)
-	}
+	k, ft := exampleFtrace()
 	for i, ip := range k.McountLocs[:3] {
 		c := sim.NewCounters(false)
 		if err := ft.ArmKprobeFtrace(c, ip, false); err != nil {

@@ -6,7 +6,6 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -14,12 +13,7 @@ import (
 // 1024-bucket temporary hash, add every ip not yet there (counting the
 // chain nodes __ftrace_lookup_ip compares), dup_hash.
 func (h *literalHash) setMany(ips []uint64) (nodes uint64) {
-	tmp := &literalHash{bits: HashDefaultBits, buckets: make([][]uint64, 1<<HashDefaultBits)}
-	h.iterate(func(e uint64) {
-		j := hashKey(e, HashDefaultBits)
-		tmp.buckets[j] = append(tmp.buckets[j], e)
-		tmp.count++
-	})
+	tmp := h.copyDefault()
 	for _, ip := range ips {
 		j := hashKey(ip, HashDefaultBits)
 		ch := tmp.chain(j)
@@ -38,13 +32,7 @@ func (h *literalHash) setMany(ips []uint64) (nodes uint64) {
 		tmp.buckets[j] = append(tmp.buckets[j], ip)
 		tmp.count++
 	}
-	b := dupHashBits(tmp.count)
-	nh := literalHash{bits: b, buckets: make([][]uint64, 1<<b), count: tmp.count}
-	tmp.iterate(func(e uint64) {
-		k := hashKey(e, b)
-		nh.buckets[k] = append(nh.buckets[k], e)
-	})
-	*h = nh
+	*h = tmp.dup()
 	return nodes
 }
 
@@ -53,11 +41,7 @@ func (h *literalHash) setMany(ips []uint64) (nodes uint64) {
 // match the literal kernel hash, and the counted chain nodes are the
 // literal temporary hash's.
 func TestSetFilterIPsOracle(t *testing.T) {
-	k := smallImage(t)
-	ft, err := New(k, kallsyms.NewSorted(k), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ft := newOn(t, smallImage(t))
 	var ips []uint64
 	for _, pg := range ft.Pages() {
 		for _, r := range pg.Records {

@@ -4,41 +4,30 @@ import (
 	"errors"
 	"math/bits"
 	"math/rand/v2"
-	"sync"
 	"testing"
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/fixture"
 	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/sim"
 	"pgregory.net/rapid"
 )
 
-var (
-	defOnce sync.Once
-	defK    *image.Kernel
-	defErr  error
-)
-
-// defaultImage is the default synthetic image, generated once per package.
-func defaultImage(t testing.TB) *image.Kernel {
-	// IBT on: these tests exercise the sym+0 -> sym+4 fentry mapping.
-	defOnce.Do(func() {
-		cfg := synth.DefaultConfig()
-		cfg.IBT = true
-		cfg.IBT = true
-		defK, _, defErr = synth.Generate(cfg)
-	})
-	if defErr != nil {
-		t.Fatal(defErr)
-	}
-	return defK
-}
+// defaultImage is the default synthetic image with IBT on (these tests
+// exercise the sym+0 -> sym+4 fentry mapping), generated once per package.
+var defaultImage = fixture.OnceImage(func() synth.Config {
+	cfg := synth.DefaultConfig()
+	cfg.IBT = true
+	return cfg
+})
 
 // newDefault builds a fresh Ftrace over the shared default image (records
 // are copied, the image is not modified).
-func newDefault(t testing.TB) *Ftrace {
-	k := defaultImage(t)
+func newDefault(t testing.TB) *Ftrace { return newOn(t, defaultImage(t)) }
+
+// newOn builds a fresh Ftrace over k with sorted kallsyms.
+func newOn(t testing.TB, k *image.Kernel) *Ftrace {
 	ft, err := New(k, kallsyms.NewSorted(k), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -46,27 +35,15 @@ func newDefault(t testing.TB) *Ftrace {
 	return ft
 }
 
-var (
-	smallOnce sync.Once
-	smallK    *image.Kernel
-	smallErr  error
-)
-
 // smallImage is a small synthetic image (fast walks for the oracles).
-func smallImage(t testing.TB) *image.Kernel {
-	smallOnce.Do(func() {
-		cfg := synth.DefaultConfig()
-		cfg.Functions, cfg.InitFunctions = 3000, 200
-		cfg.JumpEntries, cfg.JumpKeys, cfg.StaticCallSites, cfg.StaticCallKeys = 1000, 300, 200, 40
-		cfg.BugEntries, cfg.Blacklist = 500, 50
-		cfg.Modules, cfg.ModuleFunctions = 2, 300
-		smallK, _, smallErr = synth.Generate(cfg)
-	})
-	if smallErr != nil {
-		t.Fatal(smallErr)
-	}
-	return smallK
-}
+var smallImage = fixture.OnceImage(func() synth.Config {
+	cfg := synth.DefaultConfig()
+	cfg.Functions, cfg.InitFunctions = 3000, 200
+	cfg.JumpEntries, cfg.JumpKeys, cfg.StaticCallSites, cfg.StaticCallKeys = 1000, 300, 200, 40
+	cfg.BugEntries, cfg.Blacklist = 500, 50
+	cfg.Modules, cfg.ModuleFunctions = 2, 300
+	return cfg
+})
 
 // TestGroupsFollowAllocator: the vmlinux groups are exactly
 // ftrace_allocate_pages' orders for the image's __mcount_loc count, each
@@ -335,13 +312,30 @@ func (h *literalHash) chain(j int) []uint64 {
 	return out
 }
 
-func (h *literalHash) set(ip uint64, remove bool) {
+// copyDefault copies h into a temporary hash of the default size.
+func (h *literalHash) copyDefault() *literalHash {
 	tmp := &literalHash{bits: HashDefaultBits, buckets: make([][]uint64, 1<<HashDefaultBits)}
 	h.iterate(func(e uint64) {
 		j := hashKey(e, HashDefaultBits)
 		tmp.buckets[j] = append(tmp.buckets[j], e)
 		tmp.count++
 	})
+	return tmp
+}
+
+// dup is dup_hash of h: a copy sized for h's count.
+func (h *literalHash) dup() literalHash {
+	b := dupHashBits(h.count)
+	nh := literalHash{bits: b, buckets: make([][]uint64, 1<<b), count: h.count}
+	h.iterate(func(e uint64) {
+		k := hashKey(e, b)
+		nh.buckets[k] = append(nh.buckets[k], e)
+	})
+	return nh
+}
+
+func (h *literalHash) set(ip uint64, remove bool) {
+	tmp := h.copyDefault()
 	j := hashKey(ip, HashDefaultBits)
 	if remove {
 		for i, e := range tmp.buckets[j] {
@@ -359,24 +353,14 @@ func (h *literalHash) set(ip uint64, remove bool) {
 		*h = literalHash{}
 		return
 	}
-	b := dupHashBits(tmp.count)
-	nh := literalHash{bits: b, buckets: make([][]uint64, 1<<b), count: tmp.count}
-	tmp.iterate(func(e uint64) {
-		k := hashKey(e, b)
-		nh.buckets[k] = append(nh.buckets[k], e)
-	})
-	*h = nh
+	*h = tmp.dup()
 }
 
 // TestFilterHashOracle: chain positions and lengths, and the walk sums,
 // match the literal kernel hash and the literal walks over a random
 // add/remove sequence (sizes crossing 2^11 so dup_hash goes above 10 bits).
 func TestFilterHashOracle(t *testing.T) {
-	k := smallImage(t)
-	ft, err := New(k, kallsyms.NewSorted(k), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ft := newOn(t, smallImage(t))
 	var ips []uint64
 	for _, pg := range ft.Pages() {
 		for _, r := range pg.Records {

@@ -270,19 +270,34 @@ func (ft *Ftrace) rebuild(h *filterHash) {
 		w.sumSq += int64(n) * int64(n)
 	}
 	for p := range ft.flat {
-		r := ft.rec(p)
-		if r.Flags&FlDisabled != 0 {
+		j, ok := ft.liveBucket(p, h.bits)
+		if !ok {
 			continue
 		}
-		j := hashKey(r.IP, h.bits)
 		w.nAll[j]++
 		w.F += int64(w.k[j])
 		if p < w.L {
-			w.cntPre[j]++
-			w.P += int64(w.k[j])
-			w.preNonDis++
+			w.pre(j, 1)
 		}
 	}
+}
+
+// liveBucket is the bucket of record p's ip in a hash of 2^bits buckets;
+// false for a disabled record.
+func (ft *Ftrace) liveBucket(p, bits int) (int, bool) {
+	r := ft.rec(p)
+	if r.Flags&FlDisabled != 0 {
+		return 0, false
+	}
+	return hashKey(r.IP, bits), true
+}
+
+// pre moves a live record of bucket j into (sign 1) or out of (sign -1)
+// the prefix sums.
+func (w *walkCache) pre(j, sign int) {
+	w.cntPre[j] += int32(sign)
+	w.P += int64(sign) * int64(w.k[j])
+	w.preNonDis += sign
 }
 
 // sync brings the cache up to date: from scratch when the record list or
@@ -308,14 +323,9 @@ func (ft *Ftrace) cacheAdd(h *filterHash, ip uint64) {
 	}
 	w.isMember[p] = true
 	for q := w.L; q <= int(p); q++ {
-		r := ft.rec(q)
-		if r.Flags&FlDisabled != 0 {
-			continue
+		if j, ok := ft.liveBucket(q, h.bits); ok {
+			w.pre(j, 1)
 		}
-		jj := hashKey(r.IP, h.bits)
-		w.cntPre[jj]++
-		w.P += int64(w.k[jj])
-		w.preNonDis++
 	}
 	w.L = max(w.L, int(p)+1)
 }
@@ -342,14 +352,9 @@ func (ft *Ftrace) cacheRemove(h *filterHash, ip uint64) {
 		newL--
 	}
 	for q := newL; q < w.L; q++ {
-		r := ft.rec(q)
-		if r.Flags&FlDisabled != 0 {
-			continue
+		if j, ok := ft.liveBucket(q, h.bits); ok {
+			w.pre(j, -1)
 		}
-		jj := hashKey(r.IP, h.bits)
-		w.cntPre[jj]--
-		w.P -= int64(w.k[jj])
-		w.preNonDis--
 	}
 	w.L = newL
 }

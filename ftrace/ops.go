@@ -436,6 +436,15 @@ func (ft *Ftrace) RegisterFunction(c *sim.Counters, o *Ops) error {
 	if h.count > 0 {
 		c.Add(OpRecMatch, uint64(h.count-h.w.irregular))
 	}
+	ft.finishUpdate(c, h, before)
+	return nil
+}
+
+// finishUpdate recomputes the records of h's ips (the simulator's record
+// flags) and counts ftrace_startup/ftrace_shutdown's tail: the trace
+// function update when the ops count crossed 1, and ftrace_replace_code
+// over the records that changed.
+func (ft *Ftrace) finishUpdate(c *sim.Counters, h *filterHash, before int) {
 	var dirty []uint64
 	update := false
 	for ip := range h.member {
@@ -444,11 +453,6 @@ func (ft *Ftrace) RegisterFunction(c *sim.Counters, o *Ops) error {
 			update = true
 		}
 	}
-	ft.finishUpdate(c, update, before, dirty)
-	return nil
-}
-
-func (ft *Ftrace) finishUpdate(c *sim.Counters, update bool, before int, dirty []uint64) {
 	funcChanged := traceFunc(ft.opsCount()) != before
 	if funcChanged {
 		c.Inc(OpUpdateTraceFunc)
@@ -485,15 +489,7 @@ func (ft *Ftrace) UnregisterFunction(c *sim.Counters, o *Ops) error {
 		c.Add(OpRecMatch, uint64(h.count-h.w.irregular))
 	}
 	o.enabled = false
-	var dirty []uint64
-	update := false
-	for ip := range h.member {
-		if r := ft.recompute(ip); r != nil {
-			dirty = append(dirty, ip)
-			update = true
-		}
-	}
-	ft.finishUpdate(c, update, before, dirty)
+	ft.finishUpdate(c, h, before)
 	if ft.opsCount() == 0 {
 		c.Add(OpRecVisit, uint64(len(ft.flat)))
 	}

@@ -43,10 +43,7 @@ func deref(ps []*Page) []Page {
 // and a changed image or another kallsyms source is booted afresh.
 func TestNewSharedMatchesNew(t *testing.T) {
 	k := smallImage(t)
-	want, err := New(k, kallsyms.NewSorted(k), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := newOn(t, k)
 	src := new(int)
 	var got []*Ftrace
 	for range 3 {

@@ -18,7 +18,6 @@ package image
 import (
 	"fmt"
 	"sort"
-	"sync"
 
 	"github.com/kpsim/kpsim/sim"
 )
@@ -257,29 +256,17 @@ type Kernel struct {
 	Notes []string
 
 	// derived is the simulator's data derived from this image; see
-	// Derived. derivedOf is the image it was made for: a copy of the
-	// struct (a test editing an image) gets a store of its own.
-	derived   *sim.Derived
-	derivedOf *Kernel
+	// Derived. A copy of the struct (a test editing an image) gets a
+	// store of its own.
+	derived sim.DerivedSlot
 }
-
-// derivedMu guards every image's derived and derivedOf (taken once per
-// run wiring, never on a model path).
-var derivedMu sync.Mutex
 
 // Derived returns the store of the simulator's data derived from this
 // image (the reservation tables' fast scans, booted ftrace records,
 // kallsyms tables), built once and shared read-only by every run over
 // it; it goes when the image goes. It is not part of the image: no model
 // reads it. A copy of the Kernel struct starts with an empty store.
-func (k *Kernel) Derived() *sim.Derived {
-	derivedMu.Lock()
-	defer derivedMu.Unlock()
-	if k.derived == nil || k.derivedOf != k {
-		k.derived, k.derivedOf = &sim.Derived{}, k
-	}
-	return k.derived
-}
+func (k *Kernel) Derived() *sim.Derived { return k.derived.For(k) }
 
 // CoreText returns the core text region ([_stext, _etext)), or nil.
 func (k *Kernel) CoreText() *Region {
@@ -429,4 +416,19 @@ func (k *Kernel) SymbolsByName(name string) []Symbol {
 		}
 	}
 	return out
+}
+
+// NameCounts counts the symbols of each name, vmlinux and module symbols
+// together (simulator helper: which names are unique).
+func (k *Kernel) NameCounts() map[string]int {
+	count := map[string]int{}
+	for _, s := range k.Symbols {
+		count[s.Name]++
+	}
+	for _, m := range k.Modules {
+		for _, s := range m.Symbols {
+			count[s.Name]++
+		}
+	}
+	return count
 }

@@ -30,8 +30,6 @@ func rawTable(n int) []rawEntry {
 	return t
 }
 
-var sink int
-
 // BenchmarkCostScanEntry: one __jump_label_text_reserved step over a
 // 30k-entry (480 KB) table: load the key's init bit and the relative code
 // (code + &field), compare with end (end below every code, so no size is
@@ -52,18 +50,12 @@ func BenchmarkCostScanEntry(b *testing.B) {
 			}
 		}
 	}
-	sink = n
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(t)), "ns/entry")
+	resvtest.ReportPerEntry(b, n, len(t), "ns/entry")
 }
 
 // BenchmarkCostIndexProbe: one binary-search step over a 30k-slot array
 // of pointers to entries scattered over the 480 KB table: load the slot,
 // then the entry it points at (dependent load), compare. Reported per step.
 func BenchmarkCostIndexProbe(b *testing.B) {
-	t := rawTable(30000)
-	keys := make([]*int32, len(t))
-	for i := range t {
-		keys[i] = &t[i].code
-	}
-	resvtest.BenchIndexProbe(b, keys)
+	resvtest.BenchIndexProbe(b, rawTable(30000), func(e *rawEntry) *int32 { return &e.code })
 }

@@ -15,7 +15,7 @@ func defaultImage(t testing.TB) *image.Kernel { return resvtest.DefaultImage(t) 
 
 // smallImage is a small randomised image (fast to generate and scan).
 func smallImage(t testing.TB, seed uint64) *image.Kernel {
-	return resvtest.Generate(t, resvtest.SmallConfig(seed))
+	return resvtest.SmallImage(t, seed, nil)
 }
 
 // fataler is what testing.TB and *rapid.T share.
@@ -94,16 +94,5 @@ func oracle(t fataler, k *image.Kernel, st boot.State, start, end uint64) bool {
 		}
 		return false
 	}
-	if hit(k.JumpEntries, st.InitSitesCount()) {
-		return true
-	}
-	for _, m := range k.Modules {
-		if m.State != image.ModuleUnformed && m.Contains(start) {
-			if m.State == image.ModuleGoing {
-				return false
-			}
-			return hit(m.JumpEntries, m.State == image.ModuleComing)
-		}
-	}
-	return false
+	return resvtest.Reserved(k, st, start, k.JumpEntries, func(m *image.Module) []image.JumpEntry { return m.JumpEntries }, hit)
 }

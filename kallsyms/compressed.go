@@ -915,42 +915,12 @@ func (c *Compressed) findSymbolValue(m *image.Module, name string, tl *tally) (u
 }
 
 // moduleAddressLookup models module_address_lookup → __module_address +
-// find_kallsyms_symbol: the closest preceding named symbol (the first in
-// symtab order at that address) and the next higher one, default the end
-// of the text the address is in.
+// find_kallsyms_symbol for the Compressed resolver: the shared scan
+// (kallsyms.go), tallied.
 func (c *Compressed) moduleAddressLookup(addr uint64, tl *tally) (*image.Module, *image.Symbol, uint64) {
 	tl.modLookup++
-	var m *image.Module
-	for _, mm := range c.mods {
-		if mm.State != image.ModuleUnformed && mm.Contains(addr) {
-			m = mm
-			break
-		}
-	}
-	if m == nil {
-		return nil, nil, 0
-	}
-	next := m.Text.End()
-	if m.InitContains(addr) {
-		next = m.Init.End()
-	}
-	var best *image.Symbol
-	for i := range m.Symbols {
-		tl.modSym++
-		s := &m.Symbols[i]
-		if s.Name == "" || IsMappingSymbol(s.Name) {
-			continue
-		}
-		if s.Addr <= addr && (best == nil || s.Addr > best.Addr) {
-			best = s
-		}
-		if s.Addr > addr && s.Addr < next {
-			next = s.Addr
-		}
-	}
-	if best == nil {
-		return nil, nil, 0
-	}
+	m, best, next, visited := moduleAddressLookup(c.mods, addr)
+	tl.modSym += uint64(visited)
 	return m, best, next
 }
 

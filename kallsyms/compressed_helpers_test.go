@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/fixture"
 	"github.com/kpsim/kpsim/kallsyms/ktab"
 )
 
@@ -16,15 +17,9 @@ import (
 // machine's /proc/kallsyms.
 
 var (
-	synthOnce sync.Once
-	synthTab  *ktab.Tables
-	synthErr  error
-	procOnce  sync.Once
-	procTab   *ktab.Tables
-	procSkip  string
-	debOnce   sync.Once
-	debTab    *ktab.Tables
-	debErr    error
+	procOnce sync.Once
+	procTab  *ktab.Tables
+	procSkip string
 )
 
 // debianSymbols is the pinned Debian 6.1.0-57-amd64 kernel's vmlinux
@@ -35,52 +30,32 @@ const debianSymbols = "testdata/debian-6.1.0-57-amd64.syms.gz"
 
 // debianTables builds the table from debianSymbols as scripts/kallsyms
 // builds it for that kernel (all symbols, absolute percpu, base-relative).
-func debianTables(tb testing.TB) *ktab.Tables {
-	tb.Helper()
-	debOnce.Do(func() {
-		f, err := os.Open(debianSymbols)
-		if err != nil {
-			debErr = err
-			return
-		}
-		defer f.Close()
-		z, err := gzip.NewReader(f)
-		if err != nil {
-			debErr = err
-			return
-		}
-		syms, err := ktab.ParseSymbols(debianSymbols, z)
-		if err != nil {
-			debErr = err
-			return
-		}
-		debTab, debErr = ktab.Build(syms, ktab.Options{BaseRelative: true, AllSymbols: true, AbsolutePercpu: true})
-	})
-	if debErr != nil {
-		tb.Fatal(debErr)
+var debianTables = fixture.Once(func() (*ktab.Tables, error) {
+	f, err := os.Open(debianSymbols)
+	if err != nil {
+		return nil, err
 	}
-	return debTab
-}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	syms, err := ktab.ParseSymbols(debianSymbols, z)
+	if err != nil {
+		return nil, err
+	}
+	return ktab.Build(syms, ktab.Options{BaseRelative: true, AllSymbols: true, AbsolutePercpu: true})
+})
 
-func synthTables(tb testing.TB) *ktab.Tables {
-	tb.Helper()
-	synthOnce.Do(func() {
-		k, _, err := synth.Generate(synth.DefaultConfig())
-		if err != nil {
-			synthErr = err
-			return
-		}
-		syms := make([]ktab.Symbol, 0, len(k.Symbols))
-		for _, s := range k.Symbols {
-			syms = append(syms, ktab.Symbol{Addr: s.Addr, Type: byte(s.Type), Name: s.Name})
-		}
-		synthTab, synthErr = ktab.Build(syms, ktab.Options{BaseRelative: true, AllSymbols: true})
-	})
-	if synthErr != nil {
-		tb.Fatal(synthErr)
+// synthTables builds the default synthetic image's table (all symbols,
+// base-relative).
+var synthTables = fixture.Once(func() (*ktab.Tables, error) {
+	k, _, err := synth.Generate(synth.DefaultConfig())
+	if err != nil {
+		return nil, err
 	}
-	return synthTab
-}
+	return ktab.Build(fixture.KtabSymbols(k), ktab.Options{BaseRelative: true, AllSymbols: true})
+})
 
 // procTables builds the table from /proc/kallsyms as the machine's kernel
 // holds it: core symbols in file (kallsyms index) order, all kept

@@ -252,27 +252,25 @@ func IsMappingSymbol(name string) bool {
 
 // moduleAddressLookup models kernel/module/kallsyms.c:module_address_lookup
 // → __module_address, then find_kallsyms_symbol's linear scan for the
-// closest preceding symbol and the next one (default: end of the text the
-// address is in).
-func (s *Sorted) moduleAddressLookup(c *sim.Counters, addr uint64) (*image.Module, *image.Symbol, uint64) {
-	c.Inc(OpModLookup)
-	var m *image.Module
-	for _, mm := range s.modules {
+// closest preceding symbol (the first in symtab order at that address)
+// and the next one (default: end of the text the address is in). Both
+// resolvers use it; visited is the number of symtab entries the scan
+// read, for the caller's counters.
+func moduleAddressLookup(mods []*image.Module, addr uint64) (m *image.Module, best *image.Symbol, next uint64, visited int) {
+	for _, mm := range mods {
 		if mm.State != image.ModuleUnformed && mm.Contains(addr) {
 			m = mm
 			break
 		}
 	}
 	if m == nil {
-		return nil, nil, 0
+		return nil, nil, 0, 0
 	}
-	next := m.Text.End()
+	next = m.Text.End()
 	if m.InitContains(addr) {
 		next = m.Init.End()
 	}
-	var best *image.Symbol
 	for i := range m.Symbols {
-		c.Inc(OpModSym)
 		sym := &m.Symbols[i]
 		if sym.Name == "" || IsMappingSymbol(sym.Name) {
 			continue
@@ -285,7 +283,17 @@ func (s *Sorted) moduleAddressLookup(c *sim.Counters, addr uint64) (*image.Modul
 		}
 	}
 	if best == nil {
-		return nil, nil, 0
+		return nil, nil, 0, len(m.Symbols)
 	}
+	return m, best, next, len(m.Symbols)
+}
+
+// moduleAddressLookup models kernel/module/kallsyms.c:module_address_lookup
+// → __module_address + find_kallsyms_symbol for the Sorted resolver: the
+// shared scan above, counted.
+func (s *Sorted) moduleAddressLookup(c *sim.Counters, addr uint64) (*image.Module, *image.Symbol, uint64) {
+	c.Inc(OpModLookup)
+	m, best, next, visited := moduleAddressLookup(s.modules, addr)
+	c.Add(OpModSym, uint64(visited))
 	return m, best, next
 }

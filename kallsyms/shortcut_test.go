@@ -5,9 +5,34 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/fixture"
 	"github.com/kpsim/kpsim/kallsyms/ktab"
 )
+
+// scanTables builds cfg's vmlinux symbols as scripts/kallsyms does (all
+// symbols, absolute percpu, base-relative).
+func scanTables(t testing.TB, cfg synth.Config) (*image.Kernel, *ktab.Tables) {
+	k := fixture.Generate(t, cfg)
+	return k, fixture.KallsymsTables(t, k, ktab.Options{AllSymbols: true, AbsolutePercpu: true, BaseRelative: true})
+}
+
+// fastAndWalk returns tb's table with the fast scan on, and a copy from
+// which drop removed one shortcut (so it walks as the kernel does); drop
+// reports whether the shortcut was there.
+func fastAndWalk(t testing.TB, tb *ktab.Tables, v Variant, drop func(*Compressed) bool) (fast, walk *Compressed) {
+	fast, err := NewCompressed(tb, v, CompressedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast.EnableFastScan()
+	w := *fast
+	if !drop(&w) {
+		t.Fatalf("%v: no shortcut to drop", v)
+	}
+	return fast, &w
+}
 
 // TestMarkerWalkShortcutCounts: the simulator's precomputed record offsets
 // give markerWalk the literal walk's result and exactly its counts, for
@@ -15,28 +40,8 @@ import (
 func TestMarkerWalkShortcutCounts(t *testing.T) {
 	cfg := synth.DefaultConfig()
 	cfg.Functions, cfg.JumpEntries, cfg.JumpKeys, cfg.StaticCallSites, cfg.BugEntries, cfg.Blacklist = 6000, 1500, 400, 300, 800, 60
-	k, _, err := synth.Generate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var syms []ktab.Symbol
-	for _, s := range k.Symbols {
-		syms = append(syms, ktab.Symbol{Addr: s.Addr, Type: byte(s.Type), Name: s.Name})
-	}
-	tb, err := ktab.Build(syms, ktab.Options{AllSymbols: true, AbsolutePercpu: true, BaseRelative: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fast, err := NewCompressed(tb, Baseline, CompressedOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fast.EnableFastScan()
-	if fast.simOffs == nil {
-		t.Fatal("no shortcut table")
-	}
-	walk := *fast
-	walk.simOffs = nil
+	_, tb := scanTables(t, cfg)
+	fast, walk := fastAndWalk(t, tb, Baseline, func(c *Compressed) bool { had := c.simOffs != nil; c.simOffs = nil; return had })
 	for i := 0; i < tb.NumSyms; i++ {
 		var tf, tw tally
 		pf, pw := fast.markerWalk(i, &tf), walk.markerWalk(i, &tw)
@@ -54,28 +59,8 @@ func TestMarkerWalkShortcutCounts(t *testing.T) {
 func TestSymPosMemoMatchesWalk(t *testing.T) {
 	cfg := synth.DefaultConfig()
 	cfg.Functions, cfg.JumpEntries, cfg.JumpKeys, cfg.StaticCallSites, cfg.BugEntries, cfg.Blacklist = 3000, 800, 200, 150, 400, 30
-	k, _, err := synth.Generate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var syms []ktab.Symbol
-	for _, s := range k.Symbols {
-		syms = append(syms, ktab.Symbol{Addr: s.Addr, Type: byte(s.Type), Name: s.Name})
-	}
-	tb, err := ktab.Build(syms, ktab.Options{AllSymbols: true, AbsolutePercpu: true, BaseRelative: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fast, err := NewCompressed(tb, Baseline, CompressedOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fast.EnableFastScan()
-	if fast.posMemo == nil {
-		t.Fatal("no memo on a sorted table")
-	}
-	walk := *fast
-	walk.posMemo = nil
+	_, tb := scanTables(t, cfg)
+	fast, walk := fastAndWalk(t, tb, Baseline, func(c *Compressed) bool { had := c.posMemo != nil; c.posMemo = nil; return had })
 	lo, hi := tb.SymAddress(0), tb.SymAddress(tb.NumSyms-1)+64
 	rapid.Check(t, func(rt *rapid.T) {
 		addr := rapid.Uint64Range(lo, hi).Draw(rt, "start")
@@ -105,31 +90,13 @@ func TestSymPosMemoMatchesWalk(t *testing.T) {
 func TestNameMemoMatchesWalk(t *testing.T) {
 	cfg := synth.DefaultConfig()
 	cfg.Functions, cfg.JumpEntries, cfg.JumpKeys, cfg.StaticCallSites, cfg.BugEntries, cfg.Blacklist = 3000, 800, 200, 150, 400, 30
-	k, _, err := synth.Generate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var syms []ktab.Symbol
+	k, tb := scanTables(t, cfg)
 	var names []string
 	for _, s := range k.Symbols {
-		syms = append(syms, ktab.Symbol{Addr: s.Addr, Type: byte(s.Type), Name: s.Name})
 		names = append(names, s.Name)
 	}
-	tb, err := ktab.Build(syms, ktab.Options{AllSymbols: true, AbsolutePercpu: true, BaseRelative: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, v := range []Variant{Baseline, {Index: IndexOffsets3}, {Index: IndexStride2}} {
-		fast, err := NewCompressed(tb, v, CompressedOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		fast.EnableFastScan()
-		if fast.nameMemo == nil {
-			t.Fatalf("%v: no name memo", v)
-		}
-		walk := *fast
-		walk.nameMemo = nil
+		fast, walk := fastAndWalk(t, tb, v, func(c *Compressed) bool { had := c.nameMemo != nil; c.nameMemo = nil; return had })
 		rapid.Check(t, func(rt *rapid.T) {
 			for i := rapid.IntRange(1, 30).Draw(rt, "lookups"); i > 0; i-- {
 				name := rapid.SampledFrom(names).Draw(rt, "name")

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"sort"
 	"testing"
+
+	"github.com/kpsim/kpsim/internal/fixture"
 )
 
 // The micro-benchmarks behind the cost weights in weights.go. Each runs the
@@ -17,24 +19,7 @@ const benchSyms = 150000
 // table entry → copy its bytes, then compare with the wanted name.
 func BenchmarkWeightExpandCompare(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	tokens := make([][]byte, 256)
-	for i := range tokens {
-		t := make([]byte, 1+rng.IntN(4))
-		for j := range t {
-			t[j] = byte('a' + rng.IntN(26))
-		}
-		tokens[i] = t
-	}
-	var blob []byte
-	offs := make([]int, benchSyms)
-	for i := range offs {
-		offs[i] = len(blob)
-		n := 6 + rng.IntN(10)
-		blob = append(blob, byte(n))
-		for j := 0; j < n; j++ {
-			blob = append(blob, byte(rng.IntN(256)))
-		}
-	}
+	tokens, blob, offs := fixture.CompressedNames(rng, benchSyms, 10)
 	// Token table as the kernel lays it out: NUL-terminated strings plus a
 	// u16 index, copied byte by byte like kallsyms_expand_symbol's loop.
 	var ttab []byte

@@ -59,11 +59,16 @@ func BenchmarkWeightCHop(b *testing.B) {
 // writing (the token-index load + token string walk).
 func BenchmarkWeightCTok(b *testing.B) {
 	t, offs := weightTables(b)
-	pick := randIdx(t.NumSyms)
+	benchTokens(b, t, randRecords(t, offs))
+}
+
+// benchTokens decodes every token of the records at recs (offsets into
+// kallsyms_names, taken in turn) without writing, reporting ns/tok.
+func benchTokens(b *testing.B, t *ktab.Tables, recs []int) {
 	var toks, sink int
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		o := offs[pick[i&(1<<16-1)]]
+		o := recs[i%len(recs)]
 		l := int(t.Names[o])
 		for _, tk := range t.Names[o+1 : o+1+l] {
 			for p := int(t.TokenIndex[tk]); t.TokenTable[p] != 0; p++ {
@@ -76,22 +81,37 @@ func BenchmarkWeightCTok(b *testing.B) {
 	_ = sink
 }
 
+// randRecords is 64k offsets of random records of t.
+func randRecords(t *ktab.Tables, offs []int) []int {
+	recs := randIdx(t.NumSyms)
+	for i, j := range recs {
+		recs[i] = offs[j]
+	}
+	return recs
+}
+
 // BenchmarkWeightCExpand: kallsyms_expand_symbol on random records; the
 // chr_out weight is (this − BenchmarkWeightCTok's per-record time) / chars.
 func BenchmarkWeightCExpand(b *testing.B) {
 	t, offs := weightTables(b)
+	tl := benchExpand(b, t, randRecords(t, offs))
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/record")
+	b.ReportMetric(float64(tl.chrOut)/float64(b.N), "chr/record")
+}
+
+// benchExpand runs kallsyms_expand_symbol on the records at recs (taken
+// in turn), reporting ns/tok and chr/tok; it returns the tally.
+func benchExpand(b *testing.B, t *ktab.Tables, recs []int) tally {
 	c, _ := NewCompressed(t, Baseline, CompressedOptions{})
-	pick := randIdx(t.NumSyms)
 	var buf [KsymNameLen]byte
 	var tl tally
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		c.expand(offs[pick[i&(1<<16-1)]], &buf, &tl)
+		c.expand(recs[i%len(recs)], &buf, &tl)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(tl.tok), "ns/tok")
 	b.ReportMetric(float64(tl.chrOut)/float64(tl.tok), "chr/tok")
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/record")
-	b.ReportMetric(float64(tl.chrOut)/float64(b.N), "chr/record")
+	return tl
 }
 
 // BenchmarkWeightCChrCmp: strcmp of a name with the next name in name
@@ -176,33 +196,12 @@ func BenchmarkWeightCVisit(b *testing.B) {
 // case): the per-token and per-character costs without the record miss.
 func BenchmarkWeightCTokSeq(b *testing.B) {
 	t, offs := weightTables(b)
-	var toks, sink int
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		o := offs[i%len(offs)]
-		l := int(t.Names[o])
-		for _, tk := range t.Names[o+1 : o+1+l] {
-			for p := int(t.TokenIndex[tk]); t.TokenTable[p] != 0; p++ {
-				sink += int(t.TokenTable[p])
-			}
-		}
-		toks += l
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(toks), "ns/tok")
-	_ = sink
+	benchTokens(b, t, offs)
 }
 
 func BenchmarkWeightCExpandSeq(b *testing.B) {
 	t, offs := weightTables(b)
-	c, _ := NewCompressed(t, Baseline, CompressedOptions{})
-	var buf [KsymNameLen]byte
-	var tl tally
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		c.expand(offs[i%len(offs)], &buf, &tl)
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(tl.tok), "ns/tok")
-	b.ReportMetric(float64(tl.chrOut)/float64(tl.tok), "chr/tok")
+	benchExpand(b, t, offs)
 }
 
 // BenchmarkWeightCChrCmpHot: strcmp's per-character loop on cache-hot

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/fixture"
 	"github.com/kpsim/kpsim/kallsyms"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/x86"
@@ -17,10 +18,7 @@ func TestInvariantsCatchCorruption(t *testing.T) {
 	cfg := synth.DefaultConfig()
 	cfg.Functions, cfg.InitFunctions, cfg.Modules, cfg.SampleFunctions = 1200, 10, 0, 0
 	cfg.JumpEntries, cfg.JumpKeys, cfg.StaticCallSites, cfg.StaticCallKeys, cfg.BugEntries, cfg.Blacklist = 50, 10, 20, 5, 40, 5
-	k, _, err := synth.Generate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := fixture.Generate(t, cfg)
 	setup := func(t *testing.T, sw sim.Switches) (*Kprobes, []*Kprobe) {
 		kp, err := New(Deps{Image: k, Syms: kallsyms.NewSorted(k)}, DefaultConfig(), sw, sim.NewCounters(false))
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/fixture"
 	"github.com/kpsim/kpsim/kprobes"
 	"github.com/kpsim/kpsim/scenarios"
 	"github.com/kpsim/kpsim/sim"
@@ -41,14 +42,7 @@ var (
 	cfiFunc string
 )
 
-func smallConfig(seed uint64) synth.Config {
-	cfg := synth.DefaultConfig()
-	cfg.Seed = seed
-	cfg.Functions, cfg.InitFunctions = 4000, 200
-	cfg.JumpEntries, cfg.JumpKeys, cfg.StaticCallSites, cfg.StaticCallKeys = 2500, 600, 500, 60
-	cfg.BugEntries, cfg.Blacklist, cfg.Modules, cfg.ModuleFunctions = 1500, 80, 2, 80
-	return cfg
-}
+func smallConfig(seed uint64) synth.Config { return fixture.SmallConfig(seed) }
 
 func testImage(t testing.TB) *image.Kernel {
 	t.Helper()

@@ -105,18 +105,32 @@ retry:
 		ic.collectGarbageSlots(c)
 		goto retry
 	}
+	kip := ic.newInsnPage(c, faults, fail)
+	if kip == nil {
+		return 0, false
+	}
+	ic.pages = append(ic.pages, kip)
+	return kip.base, true
+}
+
+// newInsnPage is __get_insn_slot's tail when every page is full: kmalloc
+// the page descriptor, c->alloc the page (failing at fail), announce it
+// (perf_event_ksymbol) and take its first slot. It returns nil when the
+// allocation fails. Both forms of getInsnSlot end with it.
+//
+// Models kernel/kprobes.c:__get_insn_slot (the new page).
+func (ic *insnCache) newInsnPage(c *sim.Counters, faults *sim.Faults, fail sim.FaultPoint) *insnPage {
 	c.Inc(opKmalloc)
 	if faults.Fail(fail) {
 		c.Inc(opKmalloc) // the kfree of the page descriptor
-		return 0, false
+		return nil
 	}
 	c.Inc(opSlotAlloc)
 	c.Inc(opPerfPoke) // perf_event_ksymbol
-	kip := &insnPage{base: ic.nextBase, used: make([]uint8, ic.perPage), nused: 1}
+	kip := &insnPage{base: ic.nextBase, used: make([]uint8, ic.perPage), nused: 1, clean: 1}
 	kip.used[0] = slotUsed
 	ic.nextBase += 4096
-	ic.pages = append(ic.pages, kip)
-	return kip.base, true
+	return kip
 }
 
 // freeInsnSlot models kernel/kprobes.c:__free_insn_slot: find the page
@@ -231,16 +245,10 @@ func (ic *insnCache) getInsnSlotFast(c *sim.Counters, faults *sim.Faults, fail s
 		}
 		ic.collectGarbageSlotsFast(c)
 	}
-	c.Inc(opKmalloc)
-	if faults.Fail(fail) {
-		c.Inc(opKmalloc) // the kfree of the page descriptor
+	kip := ic.newInsnPage(c, faults, fail)
+	if kip == nil {
 		return 0, false
 	}
-	c.Inc(opSlotAlloc)
-	c.Inc(opPerfPoke) // perf_event_ksymbol
-	kip := &insnPage{base: ic.nextBase, used: make([]uint8, ic.perPage), nused: 1, clean: 1}
-	kip.used[0] = slotUsed
-	ic.nextBase += 4096
 	kip.seq = f.pages.join()
 	f.bySeq = append(f.bySeq, kip) // bySeq[kip.seq]: pages join in creation order
 	if kip.nused < ic.perPage {

@@ -163,6 +163,16 @@ func (kp *Kprobes) words(r rec, err error, failed bool) Reason {
 		return Reason{}
 	}
 	hex := func(a uint64) string { return fmt.Sprintf("%#x", a) }
+	// slot words a slot taken by caller with fn (get_insn_slot or
+	// get_optinsn_slot: __get_insn_slot on the kind's cache).
+	slot := func(caller, fn, kind string) Reason {
+		if failed {
+			note(fn, "", "NULL: -ENOMEM")
+			return why(caller+": "+fn, "no "+kind+" slot: allocating a new kprobe_insn_page failed")
+		}
+		note(fn, "", hex(r.at))
+		return Reason{}
+	}
 	switch r.ev {
 	case evRegisterKprobe:
 		note("register_kprobe", probeArgs(r.p), "")
@@ -494,13 +504,7 @@ func (kp *Kprobes) words(r rec, err error, failed bool) Reason {
 			note("alternatives_text_reserved", kp.symPlus(r.addr), "false (SMP: smp_alt_modules is empty)")
 		}
 	case evGetInsnSlot:
-		if failed {
-			note("get_insn_slot", "", "NULL: -ENOMEM")
-			return why("arch_prepare_kprobe: get_insn_slot", "no insn slot: allocating a new kprobe_insn_page failed")
-		}
-		if tr {
-			note("get_insn_slot", "", hex(r.at))
-		}
+		return slot("arch_prepare_kprobe", "get_insn_slot", "insn")
 	case evCopyInstruction:
 		if failed {
 			if tr {
@@ -595,13 +599,7 @@ func (kp *Kprobes) words(r rec, err error, failed bool) Reason {
 	case evOptinsnBuf:
 		return why("arch_prepare_optimized_kprobe: kzalloc", "the MAX_OPTINSN_SIZE staging buffer could not be allocated")
 	case evGetOptinsnSlot:
-		if failed {
-			note("get_optinsn_slot", "", "NULL: -ENOMEM")
-			return why("arch_prepare_optimized_kprobe: get_optinsn_slot", "no optinsn slot: allocating a new kprobe_insn_page failed")
-		}
-		if tr {
-			note("get_optinsn_slot", "", hex(r.at))
-		}
+		return slot("arch_prepare_optimized_kprobe", "get_optinsn_slot", "optinsn")
 	case evOptinsnSlotRange:
 		return why("arch_prepare_optimized_kprobe", fmt.Sprintf("the detour buffer at %#x is out of rel32 reach", r.at))
 	case evArchPrepareOptFailed:

@@ -2,6 +2,7 @@ package kprobes
 
 import (
 	"bytes"
+	"cmp"
 	"slices"
 	"sort"
 
@@ -47,15 +48,7 @@ func (kp *Kprobes) moduleSymbols(m *image.Module) []image.Symbol {
 	s, ok := kp.whyCache.modSyms[m]
 	if !ok {
 		s = slices.Clone(m.Symbols)
-		slices.SortStableFunc(s, func(a, b image.Symbol) int {
-			switch {
-			case a.Addr < b.Addr:
-				return -1
-			case a.Addr > b.Addr:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(s, func(a, b image.Symbol) int { return cmp.Compare(a.Addr, b.Addr) })
 		kp.whyCache.modSyms[m] = s
 	}
 	return s
@@ -103,15 +96,7 @@ func (kp *Kprobes) jumpEntries(m *image.Module) []image.JumpEntry {
 			src = m.JumpEntries
 		}
 		s = slices.Clone(src)
-		slices.SortStableFunc(s, func(a, b image.JumpEntry) int {
-			switch {
-			case a.Code < b.Code:
-				return -1
-			case a.Code > b.Code:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(s, func(a, b image.JumpEntry) int { return cmp.Compare(a.Code, b.Code) })
 		kp.whyCache.jumps[m] = s
 	}
 	return s

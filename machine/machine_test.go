@@ -3,23 +3,27 @@ package machine_test
 import (
 	"testing"
 
+	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/fixture"
 	"github.com/kpsim/kpsim/kprobes"
 	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
 
-// TestBootLateInitOnce: Boot runs the late initcalls once, in their
-// phase, only when a switch builds an index; a second LateInit is free.
-func TestBootLateInitOnce(t *testing.T) {
+// smallImage is a small image with one module (a quick boot).
+func smallImage(t testing.TB) *image.Kernel {
 	cfg := synth.DefaultConfig()
 	cfg.Functions, cfg.InitFunctions, cfg.JumpEntries, cfg.JumpKeys = 2000, 100, 800, 200
 	cfg.StaticCallSites, cfg.StaticCallKeys, cfg.BugEntries, cfg.Blacklist = 200, 30, 500, 40
 	cfg.Modules, cfg.ModuleFunctions, cfg.SampleFunctions = 1, 30, 0
-	k, _, err := synth.Generate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return fixture.Generate(t, cfg)
+}
+
+// TestBootLateInitOnce: Boot runs the late initcalls once, in their
+// phase, only when a switch builds an index; a second LateInit is free.
+func TestBootLateInitOnce(t *testing.T) {
+	k := smallImage(t)
 	for _, sw := range []sim.Switches{0, sim.PresetSeries.Set} {
 		mc := machine.DefaultConfig()
 		mc.Switches = sw
@@ -47,14 +51,7 @@ func TestBootLateInitOnce(t *testing.T) {
 // hands over the concrete subsystems, and a walking machine counts what a
 // fast one does.
 func TestConfigReachesTheModels(t *testing.T) {
-	cfg := synth.DefaultConfig()
-	cfg.Functions, cfg.InitFunctions, cfg.JumpEntries, cfg.JumpKeys = 2000, 100, 800, 200
-	cfg.StaticCallSites, cfg.StaticCallKeys, cfg.BugEntries, cfg.Blacklist = 200, 30, 500, 40
-	cfg.Modules, cfg.ModuleFunctions, cfg.SampleFunctions = 1, 30, 0
-	k, _, err := synth.Generate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := smallImage(t)
 	var counts [2]*sim.Counters
 	for i, walk := range []bool{false, true} {
 		wraps := 0

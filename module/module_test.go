@@ -46,13 +46,19 @@ func readTestdata(t testing.TB, name string) []byte {
 	return b
 }
 
-func TestLoadDummy(t *testing.T) {
-	k := fakeKernel(t)
-	l := NewLoader(k, Options{})
-	m, err := l.LoadFile("testdata/dummy.ko", readTestdata(t, "dummy.ko"))
+// mustLoad loads testdata/name with l, failing t on an error.
+func mustLoad(t testing.TB, l *Loader, name string) *Loaded {
+	m, err := l.LoadFile("testdata/"+name, readTestdata(t, name))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m
+}
+
+func TestLoadDummy(t *testing.T) {
+	k := fakeKernel(t)
+	l := NewLoader(k, Options{})
+	m := mustLoad(t, l, "dummy.ko")
 	mod := m.Module
 	if mod.Name != "dummy" || mod.State != image.ModuleLive || mod.Init != nil {
 		t.Fatalf("module %q state %v init %v: want dummy, live, init freed", mod.Name, mod.State, mod.Init)
@@ -124,14 +130,8 @@ func TestLoadDummy(t *testing.T) {
 func TestLoadOrderAndLayout(t *testing.T) {
 	k := fakeKernel(t)
 	l := NewLoader(k, Options{})
-	a, err := l.LoadFile("testdata/crc16.ko", readTestdata(t, "crc16.ko"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := l.LoadFile("testdata/dummy.ko", readTestdata(t, "dummy.ko"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := mustLoad(t, l, "crc16.ko")
+	b := mustLoad(t, l, "dummy.ko")
 	if len(k.Modules) != 2 || k.Modules[0].Name != "crc16" || k.Modules[1].Name != "dummy" {
 		t.Fatalf("modules %v, want crc16 then dummy", k.Modules)
 	}

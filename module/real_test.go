@@ -16,25 +16,20 @@ import (
 	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/load"
+	"github.com/kpsim/kpsim/internal/realkernel"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/x86"
 )
 
-const kver = "6.1.0-57-amd64"
+const kver = realkernel.Version
 
 // realTree finds the pinned Debian kernel and its module tree (make
 // real-kernel), or KPSIM_KERNEL and KPSIM_MODULES; tests skip without them.
 func realTree(t testing.TB) (kernel, dir string) {
-	kernel = os.Getenv("KPSIM_KERNEL")
-	if kernel == "" {
-		kernel, _ = filepath.Abs("../.cache/kernels/vmlinuz-" + kver)
-	}
+	kernel = realkernel.Path(t)
 	dir = os.Getenv("KPSIM_MODULES")
 	if dir == "" {
 		dir = filepath.Join(filepath.Dir(kernel), "lib", "modules", kver)
-	}
-	if _, err := os.Stat(kernel); err != nil {
-		t.Skip("no real kernel: run `make real-kernel` (or set KPSIM_KERNEL) to enable")
 	}
 	if _, err := os.Stat(dir); err != nil {
 		t.Skip("no module tree: run `make real-kernel` (or set KPSIM_MODULES) to enable")

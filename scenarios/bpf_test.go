@@ -13,8 +13,8 @@ import (
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/ftrace"
 	"github.com/kpsim/kpsim/image"
-	"github.com/kpsim/kpsim/image/synth"
 	"github.com/kpsim/kpsim/internal/race"
+	"github.com/kpsim/kpsim/internal/fixture"
 	"github.com/kpsim/kpsim/libbpf"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -24,11 +24,7 @@ func bpfImage(t testing.TB, ibt bool) *image.Kernel {
 	cfg := smallImage(7)
 	cfg.IBT = ibt
 	cfg.DupNamePercent, cfg.ClonePercent = 8, 8
-	k, _, err := synth.Generate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
+	return fixture.Generate(t, cfg)
 }
 
 func bootTest(t testing.TB, k *image.Kernel, sw sim.Switches) *bpfRun {

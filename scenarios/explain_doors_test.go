@@ -6,6 +6,7 @@ import (
 
 	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/fixture"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -17,10 +18,7 @@ import (
 func TestExplainThroughFrontDoors(t *testing.T) {
 	cfg := smallImage(31)
 	cfg.ProbeTargets, cfg.ProbeTargetsTraced = 20, true
-	k, _, err := synth.Generate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := fixture.Generate(t, cfg)
 	target := Target{Raw: synth.ProbeTargetName(2) + "+5", Symbol: synth.ProbeTargetName(2), Offset: 5, OwnOffset: true}
 	var want string
 	for _, spec := range append([]RunSpec{{"none", 0}, {"all", sim.PresetAll.Set}}, AblationSpecs()...) {

@@ -7,6 +7,7 @@ import (
 	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image/synth"
 	"github.com/kpsim/kpsim/internal/race"
+	"github.com/kpsim/kpsim/internal/fixture"
 	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -31,6 +32,27 @@ func fastPathSpecs() []RunSpec {
 	return out
 }
 
+// sameRun requires runs a and b (named an and bn in the errors) to have
+// the same full counter matrix (every op of every phase), decisions and
+// reasons digests and kernel-memory figures.
+func sameRun(t *testing.T, an string, a *RunResult, bn string, b *RunResult) {
+	t.Helper()
+	ops, phases := sim.Ops(), sim.Phases()
+	for ph := range phases {
+		for op := range ops {
+			if x, y := a.Counters.Get(sim.PhaseAt(ph), sim.OpAt(op)), b.Counters.Get(sim.PhaseAt(ph), sim.OpAt(op)); x != y {
+				t.Errorf("%s: phase %s op %s: %s %d, %s %d", a.Name, phases[ph].Name, ops[op].Name, an, x, bn, y)
+			}
+		}
+	}
+	if a.Digest != b.Digest || a.WhyDigest != b.WhyDigest {
+		t.Errorf("%s: digests %s %s/%s, %s %s/%s", a.Name, an, a.Digest, a.WhyDigest, bn, b.Digest, b.WhyDigest)
+	}
+	if fmt.Sprint(a.KernelMem) != fmt.Sprint(b.KernelMem) {
+		t.Errorf("%s: kernel memory %s %v, %s %v", a.Name, an, a.KernelMem, bn, b.KernelMem)
+	}
+}
+
 // runBothWays runs the specs on s with the simulator's fast paths and
 // again with the straightforward walks (ManyOptions.Walk, i.e.
 // machine.Config.Walk: the chain walks of
@@ -49,22 +71,8 @@ func runBothWays(t *testing.T, s *ManySetup, specs []RunSpec) *ManyReport {
 		return rep
 	}
 	fast, walk := run(false), run(true)
-	ops, phases := sim.Ops(), sim.Phases()
 	for i, f := range fast.Runs {
-		w := walk.Runs[i]
-		for ph := range phases {
-			for op := range ops {
-				if a, b := f.Counters.Get(sim.PhaseAt(ph), sim.OpAt(op)), w.Counters.Get(sim.PhaseAt(ph), sim.OpAt(op)); a != b {
-					t.Errorf("%s: phase %s op %s: fast %d, walk %d", f.Name, phases[ph].Name, ops[op].Name, a, b)
-				}
-			}
-		}
-		if f.Digest != w.Digest || f.WhyDigest != w.WhyDigest {
-			t.Errorf("%s: digests fast %s/%s, walk %s/%s", f.Name, f.Digest, f.WhyDigest, w.Digest, w.WhyDigest)
-		}
-		if fmt.Sprint(f.KernelMem) != fmt.Sprint(w.KernelMem) {
-			t.Errorf("%s: kernel memory fast %v, walk %v", f.Name, f.KernelMem, w.KernelMem)
-		}
+		sameRun(t, "fast", f, "walk", walk.Runs[i])
 		if f.TotalOps == 0 || f.Registered == 0 {
 			t.Fatalf("%s: nothing counted or registered (registered %d, rejected %v, not tried %d)", f.Name, f.Registered, f.Rejected, f.NotTried)
 		}
@@ -104,10 +112,7 @@ func TestFastPathsMatchWalk(t *testing.T) {
 	cfg := smallImage(15)
 	cfg.SampleFunctions = n // only the probed sample functions
 	cfg.ProbeTargets = synth.SampleSize(cfg, n)
-	k, _, err := synth.Generate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := fixture.Generate(t, cfg)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			o := DefaultManyOptions()

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"testing"
 
+	"github.com/kpsim/kpsim/internal/fixture"
 	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -22,7 +23,7 @@ func TestGrowthWithN(t *testing.T) {
 		ratio                  float64
 	}
 	var pts []point
-	visit, scan, dec := mustOp(t, "kprobe.hash.visit"), mustOp(t, "jump_label.scan.entry"), mustOp(t, "x86.decode.insn")
+	visit, scan, dec := fixture.Op(t, "kprobe.hash.visit"), fixture.Op(t, "jump_label.scan.entry"), fixture.Op(t, "x86.decode.insn")
 	for _, n := range ns {
 		o := DefaultManyOptions()
 		o.N, o.Image = n, smallImage(7)
@@ -58,12 +59,4 @@ func TestGrowthWithN(t *testing.T) {
 		}
 	}
 	t.Logf("n, hash visits, jump-label entries, decodes, none/series cycles: %v %+v", ns, pts)
-}
-
-func mustOp(t *testing.T, name string) sim.Op {
-	op, ok := sim.LookupOp(name)
-	if !ok {
-		t.Fatalf("no op %s", name)
-	}
-	return op
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/fixture"
 	"github.com/kpsim/kpsim/kprobes"
 	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
@@ -14,14 +15,7 @@ import (
 
 // smallImage keeps the scenario tests quick: a few thousand functions with
 // every kind of table entry.
-func smallImage(seed uint64) synth.Config {
-	cfg := synth.DefaultConfig()
-	cfg.Seed = seed
-	cfg.Functions, cfg.InitFunctions = 4000, 200
-	cfg.JumpEntries, cfg.JumpKeys, cfg.StaticCallSites, cfg.StaticCallKeys = 2500, 600, 500, 60
-	cfg.BugEntries, cfg.Blacklist, cfg.Modules, cfg.ModuleFunctions = 1500, 80, 2, 80
-	return cfg
-}
+func smallImage(seed uint64) synth.Config { return fixture.SmallConfig(seed) }
 
 func mustSetup(t testing.TB, o ManyOptions) *ManySetup {
 	t.Helper()
@@ -30,14 +24,6 @@ func mustSetup(t testing.TB, o ManyOptions) *ManySetup {
 		t.Fatal(err)
 	}
 	return s
-}
-
-func opCount(t testing.TB, name string) sim.Op {
-	op, ok := sim.LookupOp(name)
-	if !ok {
-		t.Fatalf("no op %s", name)
-	}
-	return op
 }
 
 // TestGetKprobeCallsPerRegistration: a fresh int3 probe whose optimization
@@ -63,11 +49,11 @@ func TestGetKprobeCallsPerRegistration(t *testing.T) {
 	}
 	kp.C = c
 	p := &kprobes.Kprobe{SymbolName: synth.ProbeTargetName(1)}
-	before := c.Total(opCount(t, "kprobe.hash.lookup"))
+	before := c.Total(fixture.Op(t, "kprobe.hash.lookup"))
 	if err := kp.RegisterKprobe(p); err != nil {
 		t.Fatal(err)
 	}
-	gk := c.Total(opCount(t, "kprobe.hash.lookup")) - before
+	gk := c.Total(fixture.Op(t, "kprobe.hash.lookup")) - before
 
 	// The target as kallsyms sees it: from its start to the next symbol.
 	sym := s.Kernel.SymbolsByName(synth.ProbeTargetName(1))[0]
@@ -284,10 +270,7 @@ func mustSetupOn(t testing.TB, s *ManySetup, o ManyOptions) *ManySetup {
 func TestAllFunctionsSameDecisions(t *testing.T) {
 	cfg := smallImage(9)
 	cfg.Functions = 2500
-	k, _, err := synth.Generate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := fixture.Generate(t, cfg)
 	o := DefaultManyOptions()
 	o.Targets, o.Via = TargetsAllFunctions, doors.ViaRegisterKprobe
 	s, err := PrepareManyFor(k, o)

@@ -24,25 +24,32 @@ func realKernel(t testing.TB) *image.Kernel {
 	return k
 }
 
+// realMany prepares n generated targets on the real kernel (skipped in
+// short mode), with the options it used.
+func realMany(t *testing.T, n int) (ManyOptions, *ManySetup) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("loads and probes the real kernel")
+	}
+	o := DefaultManyOptions()
+	o.N = n
+	s, err := PrepareManyFor(realKernel(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, s
+}
+
 // TestRealKernelSameDecisions: on the Debian 6.1 kernel, the generated
 // targets (every ablation run) and a probe on every 7th function of the
 // kernel reach the same decisions in every mode.
 func TestRealKernelSameDecisions(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads and probes the real kernel")
-	}
-	k := realKernel(t)
-	o := DefaultManyOptions()
-	o.N = 2000
-	s, err := PrepareManyFor(k, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, s := realMany(t, 2000)
 	rep := checkSameDecisions(t, s, allSpecs(), "")
 	if r := rep.Runs[0]; r.Registered != 2000 || r.Optimized != 2000 {
 		t.Fatalf("targets on the real kernel: registered %d optimized %d", r.Registered, r.Optimized)
 	}
-	k = realKernel(t)
+	k := realKernel(t)
 	o.Targets, o.Via = TargetsAllFunctions, doors.ViaRegisterKprobe
 	all, err := PrepareManyFor(k, o)
 	if err != nil {
@@ -64,16 +71,7 @@ func TestRealKernelSameDecisions(t *testing.T) {
 // as on the real image (after _etext), costs what the real kernel costs:
 // total estimated cycles within 5% for none and for the series.
 func TestDebianProfileMatchesRealKernel(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads the real kernel")
-	}
-	k := realKernel(t)
-	o := DefaultManyOptions()
-	o.N = 3000
-	real, err := PrepareManyFor(k, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, real := realMany(t, 3000)
 	o.Image = synth.Debian61Config()
 	o.Image.ProbeTargetsAt = 1
 	syn := mustSetup(t, o)

@@ -1,13 +1,13 @@
 package scenarios
 
 import (
-	"fmt"
 	"sync"
 	"testing"
 
 	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image/synth"
 	"github.com/kpsim/kpsim/internal/race"
+	"github.com/kpsim/kpsim/internal/fixture"
 	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -27,10 +27,7 @@ func TestConcurrentRunsShareImage(t *testing.T) {
 	cfg := smallImage(16)
 	cfg.SampleFunctions = n
 	cfg.ProbeTargets = synth.SampleSize(cfg, n)
-	k, _, err := synth.Generate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := fixture.Generate(t, cfg)
 	o := DefaultManyOptions()
 	o.N, o.Image = n, cfg
 	o.ImageProbes, o.Mixed, o.Via, o.OptimizeEvery = n/2, true, doors.ViaRegisterKprobe, 17
@@ -64,22 +61,9 @@ func TestConcurrentRunsShareImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops, phases := sim.Ops(), sim.Phases()
 	for i, c := range conc {
 		w := serial.Runs[i]
-		for ph := range phases {
-			for op := range ops {
-				if a, b := c.Counters.Get(sim.PhaseAt(ph), sim.OpAt(op)), w.Counters.Get(sim.PhaseAt(ph), sim.OpAt(op)); a != b {
-					t.Errorf("%s: phase %s op %s: concurrent %d, serial %d", c.Name, phases[ph].Name, ops[op].Name, a, b)
-				}
-			}
-		}
-		if c.Digest != w.Digest || c.WhyDigest != w.WhyDigest {
-			t.Errorf("%s: digests concurrent %s/%s, serial %s/%s", c.Name, c.Digest, c.WhyDigest, w.Digest, w.WhyDigest)
-		}
-		if fmt.Sprint(c.KernelMem) != fmt.Sprint(w.KernelMem) {
-			t.Errorf("%s: kernel memory concurrent %v, serial %v", c.Name, c.KernelMem, w.KernelMem)
-		}
+		sameRun(t, "concurrent", c, "serial", w)
 		if c.RetainedBytes != w.RetainedBytes {
 			t.Errorf("%s: retained bytes concurrent %d, serial %d", c.Name, c.RetainedBytes, w.RetainedBytes)
 		}

@@ -43,3 +43,26 @@ func DerivedValue[T any](d *Derived, key any, build func() T) T {
 	e.once.Do(func() { e.v = build() })
 	return e.v.(T)
 }
+
+// DerivedSlot is the field of an owner that holds its Derived store. The
+// zero value is empty. A copy of the owner struct (a test editing an
+// image) copies the slot, and For then gives the copy a store of its own.
+type DerivedSlot struct {
+	d  *Derived
+	of any // the owner the store was made for
+}
+
+// derivedSlotMu guards every DerivedSlot (taken once per run wiring or
+// resolver set-up, never on a model path).
+var derivedSlotMu sync.Mutex
+
+// For returns the store of owner, the struct holding s: made on first
+// use, and made afresh when owner is a copy of the struct it was made for.
+func (s *DerivedSlot) For(owner any) *Derived {
+	derivedSlotMu.Lock()
+	defer derivedSlotMu.Unlock()
+	if s.d == nil || s.of != owner {
+		s.d, s.of = &Derived{}, owner
+	}
+	return s.d
+}

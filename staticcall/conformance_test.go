@@ -8,6 +8,7 @@ import (
 	"github.com/kpsim/kpsim/boot"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/internal/race"
+	"github.com/kpsim/kpsim/image/synth"
 	"github.com/kpsim/kpsim/internal/resvtest"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -18,9 +19,7 @@ type query = resvtest.Range
 func defaultImage(t testing.TB) *image.Kernel { return resvtest.DefaultImage(t) }
 
 func smallImage(t testing.TB, seed uint64) *image.Kernel {
-	c := resvtest.SmallConfig(seed)
-	c.StaticCallSites, c.ModuleStaticCallSites = 300, 10
-	return resvtest.Generate(t, c)
+	return resvtest.SmallImage(t, seed, func(c *synth.Config) { c.StaticCallSites, c.ModuleStaticCallSites = 300, 10 })
 }
 
 // oracle: any live site whose 5 bytes meet [start, end].
@@ -33,15 +32,7 @@ func oracle(k *image.Kernel, st boot.State, start, end uint64) bool {
 		}
 		return false
 	}
-	if hit(k.StaticCallSites, st.InitSitesCount()) {
-		return true
-	}
-	for _, m := range k.Modules {
-		if m.State != image.ModuleUnformed && m.Contains(start) {
-			return m.State != image.ModuleGoing && hit(m.StaticCallSites, m.State == image.ModuleComing)
-		}
-	}
-	return false
+	return resvtest.Reserved(k, st, start, k.StaticCallSites, func(m *image.Module) []image.StaticCallSite { return m.StaticCallSites }, hit)
 }
 
 func allSites(k *image.Kernel) []image.StaticCallSite {

@@ -28,8 +28,6 @@ func rawSites(n int) []rawSite {
 	return t
 }
 
-var sink int
-
 // BenchmarkCostScanSite: one __static_call_text_reserved step over a
 // 6k-site (48 KB) table: init-bit test, relative address, the two
 // addr_conflict compares (no hit). Reported per site.
@@ -49,17 +47,11 @@ func BenchmarkCostScanSite(b *testing.B) {
 			}
 		}
 	}
-	sink = n
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(t)), "ns/site")
+	resvtest.ReportPerEntry(b, n, len(t), "ns/site")
 }
 
 // BenchmarkCostIndexProbe: one binary-search step over 6k pointers into
 // the site table, random keys. Reported per step.
 func BenchmarkCostIndexProbe(b *testing.B) {
-	t := rawSites(6000)
-	keys := make([]*int32, len(t))
-	for i := range t {
-		keys[i] = &t[i].addr
-	}
-	resvtest.BenchIndexProbe(b, keys)
+	resvtest.BenchIndexProbe(b, rawSites(6000), func(e *rawSite) *int32 { return &e.addr })
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/fixture"
 	"github.com/kpsim/kpsim/kprobes"
 	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
@@ -22,10 +23,7 @@ func smallImage(t testing.TB) *image.Kernel {
 	cfg.JumpEntries, cfg.JumpKeys, cfg.StaticCallSites, cfg.StaticCallKeys = 1500, 300, 300, 40
 	cfg.BugEntries, cfg.Blacklist, cfg.Modules, cfg.ModuleFunctions = 800, 60, 2, 60
 	cfg.ProbeTargets, cfg.ProbeTargetsTraced = 200, true
-	k, _, err := synth.Generate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := fixture.Generate(t, cfg)
 	return k
 }
 
@@ -44,15 +42,7 @@ func boot(t testing.TB, k *image.Kernel, sw sim.Switches) (*machine.Machine, *tr
 // names returns a unique traceable function, a name with two vmlinux
 // copies, and a missing name.
 func names(t testing.TB, k *image.Kernel) (uniq, dup string, copies int) {
-	count := map[string]int{}
-	for _, s := range k.Symbols {
-		count[s.Name]++
-	}
-	for _, m := range k.Modules {
-		for _, s := range m.Symbols {
-			count[s.Name]++
-		}
-	}
+	count := k.NameCounts()
 	for _, s := range k.Functions() {
 		if s.Module != "" || s.Size == 0 {
 			continue
@@ -137,14 +127,6 @@ func TestWriteStopsAtFirstFailure(t *testing.T) {
 	}
 }
 
-func opOf(t testing.TB, name string) sim.Op {
-	op, ok := sim.LookupOp(name)
-	if !ok {
-		t.Fatalf("no op %s", name)
-	}
-	return op
-}
-
 // TestWalksGrowWithEvents: find_trace_kprobe walks all of dyn_event_list
 // (D entries) and find_trace_event_call all of ftrace_events (T_s + D) for
 // every new event, so the i-th line visits i and T_s + i entries; deleting
@@ -153,7 +135,7 @@ func opOf(t testing.TB, name string) sim.Op {
 func TestWalksGrowWithEvents(t *testing.T) {
 	k := smallImage(t)
 	m, tr := boot(t, k, 0)
-	dyn, ev, files := opOf(t, "trace.dyn_event.visit"), opOf(t, "trace.ftrace_events.visit"), opOf(t, "trace.tr_events.visit")
+	dyn, ev, files := fixture.Op(t, "trace.dyn_event.visit"), fixture.Op(t, "trace.ftrace_events.visit"), fixture.Op(t, "trace.tr_events.visit")
 	ts := trace.ConfigFor(k).StaticEvents
 	if ts != trace.DebianStaticEvents {
 		t.Fatalf("synthetic image: %d static events, want Debian's %d", ts, trace.DebianStaticEvents)
@@ -245,7 +227,7 @@ func TestDuplicateNames(t *testing.T) {
 	k := smallImage(t)
 	name, low, _ := twoCopies(t, k)
 	m, tr := boot(t, k, 0)
-	kmalloc := opOf(t, "kmalloc")
+	kmalloc := fixture.Op(t, "kmalloc")
 	for _, tc := range []struct {
 		line string
 		code errno.Errno
@@ -321,7 +303,7 @@ func TestEnableQueuesOptimization(t *testing.T) {
 		t.Fatalf("deleting an enabled event: %v, want EBUSY", err)
 	}
 	_ = tr.EnableEvent(ev, false)
-	rcu := opOf(t, "synchronize_rcu")
+	rcu := fixture.Op(t, "synchronize_rcu")
 	r0 := m.C.Total(rcu)
 	if _, err := tr.WriteKprobeEvents("-:" + ev.Group + "/" + ev.Name); err != nil {
 		t.Fatal(err)

@@ -56,10 +56,7 @@ func TestCalibrateQuick(t *testing.T) {
 	}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "q")
-	_, errs, code := runKpsim(append([]string{"calibrate", "--quick", "--regime", "both", "--out", out}, small...)...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
+	mustKpsim(t, append([]string{"calibrate", "--quick", "--regime", "both", "--out", out}, small...)...)
 	for _, r := range []string{"hot", "cold"} {
 		ct, err := sim.LoadCosts(out + "." + r)
 		if err != nil {
@@ -121,10 +118,7 @@ func TestListShowsBothRegimes(t *testing.T) {
 // TestRunKallsymsSaysHot: run kallsyms defaults to the hot profile and
 // says why.
 func TestRunKallsymsSaysHot(t *testing.T) {
-	out, errs, code := runKpsim(append([]string{"run", "kallsyms", "--iters", "10", "--variants", "baseline"}, small...)...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
+	out := mustKpsim(t, append([]string{"run", "kallsyms", "--iters", "10", "--variants", "baseline"}, small...)...)
 	if !strings.Contains(out, "built-in hot profile") || !strings.Contains(out, "repeats its names") {
 		t.Errorf("output does not say it is hot and why:\n%s", out)
 	}

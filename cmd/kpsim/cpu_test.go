@@ -29,10 +29,7 @@ func TestCPUFlagErrors(t *testing.T) {
 // and is named in the image report.
 func TestCPUFlagSynthetic(t *testing.T) {
 	for cpu, patched := range map[string]string{"genoa": "returns_patched=false", "sapphire-rapids": "returns_patched=true"} {
-		out, errs, code := runKpsim(append([]string{"image", "--cpu", cpu}, small...)...)
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, errs)
-		}
+		out := mustKpsim(t, append([]string{"image", "--cpu", cpu}, small...)...)
 		if !strings.Contains(out, "boot CPU: "+cpu) || !strings.Contains(out, patched) {
 			t.Errorf("--cpu %s: report lacks the CPU or %s:\n%s", cpu, patched, out)
 		}

@@ -6,10 +6,7 @@ import (
 )
 
 func TestCompareDesigns(t *testing.T) {
-	out, errs, code := runKpsim(append([]string{"run", "many", "--compare-designs", "--patches", "series,kprobe-hash-bits=12"}, smallRun...)...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
+	out := mustKpsim(t, append([]string{"run", "many", "--compare-designs", "--patches", "series,kprobe-hash-bits=12"}, smallRun...)...)
 	for _, want := range []string{"design", "kprobe-hash-bits=10", "kprobe-hash-bits=16", "kprobe-rhashtable", "series+kprobe-btree", "series+reservation-btree", "series+kprobe-hash-bits=12", "probe index B", "rhashtable.rehash.move", "maple.node"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("--compare-designs output lacks %q", want)

@@ -14,10 +14,7 @@ func explainArgs(extra ...string) []string {
 // in the output, and returns the output.
 func wantExplain(t *testing.T, args []string, want ...string) string {
 	t.Helper()
-	out, errs, code := runKpsim(args...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
+	out := mustKpsim(t, args...)
 	for _, w := range want {
 		if !strings.Contains(out, w) {
 			t.Errorf("output lacks %q:\n%s", w, out)

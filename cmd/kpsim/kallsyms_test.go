@@ -80,10 +80,7 @@ func TestKallsymsDumpBadInput(t *testing.T) {
 }
 
 func TestRunKallsymsJSON(t *testing.T) {
-	out, errs, code := runKpsim(append([]string{"run", "kallsyms", "--iters", "20", "--format", "json", "--variants", "baseline,offset-index+token-cmp"}, small...)...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
+	out := mustKpsim(t, append([]string{"run", "kallsyms", "--iters", "20", "--format", "json", "--variants", "baseline,offset-index+token-cmp"}, small...)...)
 	var rep struct {
 		Runs []map[string]json.RawMessage `json:"runs"`
 	}

@@ -62,10 +62,7 @@ func TestKernelBadInput(t *testing.T) {
 
 func TestDecodeRealKernelSummary(t *testing.T) {
 	cachedKernel(t)
-	out, errs, code := runKpsim("decode", "--kernel", "../../.cache/kernels/vmlinuz-6.1.0-57-amd64", "--all", "--summary")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
+	out := mustKpsim(t, "decode", "--kernel", "../../.cache/kernels/vmlinuz-6.1.0-57-amd64", "--all", "--summary")
 	if n := strings.Count(out, "\n"); n < 40000 {
 		t.Fatalf("%d summary lines for a kernel of ~50k functions", n)
 	}

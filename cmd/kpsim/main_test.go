@@ -19,15 +19,23 @@ func runKpsim(args ...string) (stdout, stderr string, code int) {
 	return o.String(), e.String(), code
 }
 
+// mustKpsim runs kpsim with args and returns its stdout, failing t on a
+// non-zero exit.
+func mustKpsim(t testing.TB, args ...string) string {
+	t.Helper()
+	out, errs, code := runKpsim(args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	return out
+}
+
 // small keeps tests quick where the default image is not the point.
 var small = []string{"--functions", "3000", "--init-functions", "100", "--jump-entries", "1500", "--jump-keys", "400",
 	"--static-calls", "300", "--static-call-keys", "40", "--bug-entries", "800", "--blacklist", "60", "--modules", "2", "--module-functions", "50"}
 
 func TestImageJSONDefault(t *testing.T) {
-	out, errs, code := runKpsim("image", "--format", "json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
+	out := mustKpsim(t, "image", "--format", "json")
 	var m map[string]any
 	if err := json.Unmarshal([]byte(out), &m); err != nil {
 		t.Fatal(err)
@@ -55,10 +63,7 @@ func TestImageTable(t *testing.T) {
 // TestDecodeSummaryMatchesGenerator: --summary lists every function, and
 // each line's instruction count and SHA1 equal what the generator emitted.
 func TestDecodeSummaryMatchesGenerator(t *testing.T) {
-	out, errs, code := runKpsim(append([]string{"decode", "--summary"}, small...)...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
+	out := mustKpsim(t, append([]string{"decode", "--summary"}, small...)...)
 	k, truth, err := synth.Generate(configFromFlags(t, small))
 	if err != nil {
 		t.Fatal(err)
@@ -159,10 +164,7 @@ func TestList(t *testing.T) {
 }
 
 func TestImageProfile(t *testing.T) {
-	out, errs, code := runKpsim("image", "--profile", "debian-6.1", "--format", "json", "--jump-entries", "6000")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
+	out := mustKpsim(t, "image", "--profile", "debian-6.1", "--format", "json", "--jump-entries", "6000")
 	var m map[string]any
 	if err := json.Unmarshal([]byte(out), &m); err != nil {
 		t.Fatal(err)

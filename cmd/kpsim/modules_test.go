@@ -65,10 +65,7 @@ func TestModulesRealKernel(t *testing.T) {
 	if race.Enabled {
 		t.Skip("-race: one real --kernel load costs minutes; the module package's real tests cover loading")
 	}
-	out, errs, code := runKpsim("image", "--kernel", k, "--modules", "kvm-intel")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
+	out := mustKpsim(t, "image", "--kernel", k, "--modules", "kvm-intel")
 	// kvm_intel pulls in kvm and irqbypass first; readelf's counts
 	// (jump, static call, bug, mcount, extable) appear in the table.
 	for _, want := range []string{"irqbypass", "kvm   live", "758          164   862     314      677", "total"} {

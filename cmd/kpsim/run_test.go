@@ -12,10 +12,7 @@ import (
 var smallRun = append([]string{"--n", "300"}, small...)
 
 func TestRunManyJSON(t *testing.T) {
-	out, errs, code := runKpsim(append([]string{"run", "many", "--format", "json", "--patches", "none", "--patches", "series,bug-index"}, smallRun...)...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
+	out := mustKpsim(t, append([]string{"run", "many", "--format", "json", "--patches", "none", "--patches", "series,bug-index"}, smallRun...)...)
 	var rep struct {
 		Scenario string `json:"scenario"`
 		Kernel   string `json:"kernel"`
@@ -45,10 +42,7 @@ func TestRunManyJSON(t *testing.T) {
 
 func TestRunManyCSVToFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "out.csv")
-	_, errs, code := runKpsim(append([]string{"run", "many", "--format", "csv", "--out", path}, smallRun...)...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
+	mustKpsim(t, append([]string{"run", "many", "--format", "csv", "--out", path}, smallRun...)...)
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)

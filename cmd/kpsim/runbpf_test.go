@@ -36,20 +36,14 @@ func TestRunBPFBadInput(t *testing.T) {
 
 // A pattern matching nothing and an invalid target are per-attach results.
 func TestRunMultiNoMatchIsAResult(t *testing.T) {
-	out, errs, code := runKpsim(append([]string{"run", "multi", "--pattern", "zzz_no_such_fn*", "--k", "5", "--patches", "none"}, small...)...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
+	out := mustKpsim(t, append([]string{"run", "multi", "--pattern", "zzz_no_such_fn*", "--k", "5", "--patches", "none"}, small...)...)
 	if !strings.Contains(out, "-ENOENT") {
 		t.Errorf("no -ENOENT result:\n%s", out)
 	}
 }
 
 func TestRunSessionFprobeOff(t *testing.T) {
-	out, errs, code := runKpsim(append([]string{"run", "session", "--programs", "3", "--kconfig", "FPROBE=n", "--patches", "libbpf-exact-syms"}, small...)...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
+	out := mustKpsim(t, append([]string{"run", "session", "--programs", "3", "--kconfig", "FPROBE=n", "--patches", "libbpf-exact-syms"}, small...)...)
 	if !strings.Contains(out, "-EOPNOTSUPP:3") || !strings.Contains(out, "FPROBE=n") {
 		t.Errorf("want 3 -EOPNOTSUPP and the override recorded:\n%s", out)
 	}

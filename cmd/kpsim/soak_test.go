@@ -26,10 +26,7 @@ func TestSoakBadFlags(t *testing.T) {
 }
 
 func TestSoakSmall(t *testing.T) {
-	out, errs, code := runKpsim("soak", "--steps", "300", "--campaign-steps", "150", "--patches", "series", "--patches", "kprobe-rhashtable")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
+	out := mustKpsim(t, "soak", "--steps", "300", "--campaign-steps", "150", "--patches", "series", "--patches", "kprobe-rhashtable")
 	for _, want := range []string{"seed 1,", "steps run:        300", "divergences:      0", "wall time:", "kprobe-rhashtable", "steps by kind", "accepted"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

@@ -57,10 +57,7 @@ func svgCurves(t *testing.T, svg string) [][][2]float64 {
 func TestSweepPlotData(t *testing.T) {
 	dir := t.TempDir()
 	svgPath := filepath.Join(dir, "sweep.svg")
-	out, errs, code := runKpsim(append([]string{"sweep", "many", "--n", "100,200,400", "--format", "json", "--plot", svgPath}, small...)...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
+	out := mustKpsim(t, append([]string{"sweep", "many", "--n", "100,200,400", "--format", "json", "--plot", svgPath}, small...)...)
 	var sw sweepJSON
 	if err := json.Unmarshal([]byte(out), &sw); err != nil {
 		t.Fatal(err)
@@ -150,10 +147,7 @@ func TestSweepPlotData(t *testing.T) {
 
 func TestSweepFormats(t *testing.T) {
 	args := append([]string{"sweep", "many", "--n", "100,200"}, small...)
-	out, errs, code := runKpsim(args...)
-	if code != 0 {
-		t.Fatal(errs)
-	}
+	out := mustKpsim(t, args...)
 	for _, l := range strings.Split(out, "\n") {
 		if len(l) > 100 {
 			t.Errorf("table line of %d columns: %q", len(l), l)
@@ -205,10 +199,7 @@ func TestSweepRefusals(t *testing.T) {
 // TestSweepVias: --vias sweeps every run through each front door, one
 // curve per run and door.
 func TestSweepVias(t *testing.T) {
-	out, errs, code := runKpsim(append([]string{"sweep", "many", "--n", "100,200", "--traced", "--vias", "register_kprobe,kprobe_events", "--format", "json"}, small...)...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
+	out := mustKpsim(t, append([]string{"sweep", "many", "--n", "100,200", "--traced", "--vias", "register_kprobe,kprobe_events", "--format", "json"}, small...)...)
 	var sw sweepJSON
 	if err := json.Unmarshal([]byte(out), &sw); err != nil {
 		t.Fatal(err)

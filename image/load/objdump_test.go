@@ -15,29 +15,13 @@ import (
 
 	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/image"
-	"github.com/kpsim/kpsim/image/bzimage"
+	"github.com/kpsim/kpsim/internal/realkernel"
 	"github.com/kpsim/kpsim/x86"
 )
 
-// realKernel finds the pinned Debian kernel (make real-kernel) or
-// KPSIM_KERNEL; tests skip without it.
-func realKernel(t testing.TB) string {
-	if p := os.Getenv("KPSIM_KERNEL"); p != "" {
-		return p
-	}
-	p, _ := filepath.Abs("../../.cache/kernels/vmlinuz-6.1.0-57-amd64")
-	if _, err := os.Stat(p); err != nil {
-		t.Skip("no real kernel: run `make real-kernel` (or set KPSIM_KERNEL) to enable")
-	}
-	return p
-}
-
 var (
-	realOnce    sync.Once
-	realVmlinux []byte
-	realErr     error
-	realMu      sync.Mutex
-	realByCPU   = map[string]*Result{}
+	realMu    sync.Mutex
+	realByCPU = map[string]*Result{}
 )
 
 // loadReal returns the real kernel booted for cpu (alternative.CPUNone:
@@ -49,22 +33,7 @@ func loadReal(t testing.TB, cpu string) (*image.Kernel, []byte) {
 }
 
 func loadRealResult(t testing.TB, cpu string) (*Result, []byte) {
-	path := realKernel(t)
-	realOnce.Do(func() {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			realErr = err
-			return
-		}
-		if Detect(b) == BzImage {
-			realVmlinux, _, realErr = bzimage.Decompress(path, b)
-		} else {
-			realVmlinux = b
-		}
-	})
-	if realErr != nil {
-		t.Fatal(realErr)
-	}
+	path, realVmlinux := realkernel.Vmlinux(t)
 	realMu.Lock()
 	defer realMu.Unlock()
 	if r, ok := realByCPU[cpu]; ok {

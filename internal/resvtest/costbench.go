@@ -9,13 +9,25 @@ import (
 // Sink keeps the benchmarks' results live, so the compiler keeps their loops.
 var Sink int
 
-// BenchIndexProbe measures one binary-search step over a late-init index:
-// keys are the slots, each pointing at its entry's key (the entry's first
-// field, so a slot is the entry's address), sorted here by key. A step
+// ReportPerEntry keeps n live and reports the benchmark's time per entry
+// of a table of size entries, scanned b.N times, in unit.
+func ReportPerEntry(b *testing.B, n, size int, unit string) {
+	Sink = n
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size), unit)
+}
+
+// BenchIndexProbe measures one binary-search step over a late-init index
+// of table t: the slots point at each entry's key (key gives it: the
+// entry's first field, so a slot is the entry's address), sorted here by
+// key. A step
 // loads the slot, then the key it points at (a dependent load), and
 // compares; random keys. It reports ns/step. The packages' cost weights
 // for an index probe come from it (BenchmarkCostIndexProbe).
-func BenchIndexProbe(b *testing.B, keys []*int32) {
+func BenchIndexProbe[E any](b *testing.B, t []E, key func(*E) *int32) {
+	keys := make([]*int32, len(t))
+	for i := range t {
+		keys[i] = key(&t[i])
+	}
 	sort.Slice(keys, func(i, j int) bool { return *keys[i] < *keys[j] })
 	r := rand.New(rand.NewPCG(3, 4))
 	qs := make([]int32, 4096)

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -22,25 +21,14 @@ import (
 	"github.com/kpsim/kpsim/boot"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/fixture"
 	"github.com/kpsim/kpsim/lib"
 	"github.com/kpsim/kpsim/sim"
 )
 
-var (
-	defOnce sync.Once
-	defK    *image.Kernel
-	defErr  error
-)
-
 // DefaultImage is the default synthetic image, generated once per test
 // binary. Tests must not modify it.
-func DefaultImage(t testing.TB) *image.Kernel {
-	defOnce.Do(func() { defK, _, defErr = synth.Generate(synth.DefaultConfig()) })
-	if defErr != nil {
-		t.Fatal(defErr)
-	}
-	return defK
-}
+func DefaultImage(t testing.TB) *image.Kernel { return fixture.DefaultImage(t) }
 
 // SmallConfig is a small randomised image (fast to generate and scan);
 // a package adjusts the tables it tests before Generate.
@@ -57,6 +45,33 @@ func SmallConfig(seed uint64) synth.Config {
 	return c
 }
 
+// SmallImage generates SmallConfig(seed), after adjust (if not nil) set
+// the tables the package tests.
+func SmallImage(t testing.TB, seed uint64, adjust func(*synth.Config)) *image.Kernel {
+	c := SmallConfig(seed)
+	if adjust != nil {
+		adjust(&c)
+	}
+	return Generate(t, c)
+}
+
+// Reserved is the text_reserved oracles' rule for which sites count at
+// system state st: the core's (init sites only while st keeps them), or
+// else, when start is in a live module, that module's (sites of gives
+// them; init sites while it is coming, none while it is going). hit says
+// whether sites meet the range, init sites included when init is set.
+func Reserved[S any](k *image.Kernel, st boot.State, start uint64, core []S, sitesOf func(*image.Module) []S, hit func(sites []S, init bool) bool) bool {
+	if hit(core, st.InitSitesCount()) {
+		return true
+	}
+	for _, m := range k.Modules {
+		if m.State != image.ModuleUnformed && m.Contains(start) {
+			return m.State != image.ModuleGoing && hit(sitesOf(m), m.State == image.ModuleComing)
+		}
+	}
+	return false
+}
+
 // FastConfig is the image of the fast-scan tests: more functions and
 // sites than SmallConfig, fewer than the default.
 func FastConfig(seed uint64) synth.Config {
@@ -67,13 +82,7 @@ func FastConfig(seed uint64) synth.Config {
 }
 
 // Generate generates the image of c, failing t on an error.
-func Generate(t testing.TB, c synth.Config) *image.Kernel {
-	k, _, err := synth.Generate(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
+func Generate(t testing.TB, c synth.Config) *image.Kernel { return fixture.Generate(t, c) }
 
 // Form is one way of running a check.
 type Form struct {
@@ -195,6 +204,20 @@ func (c Check[Q, A]) Tables(t testing.TB, k *image.Kernel) ([]Form, []Table[Q, A
 		}
 	}
 	return forms, out
+}
+
+// Unwrapped returns c's tables over k in every form but the B-tree one
+// (linear, indexed, indexed with its allocation failing, indexed before
+// late init), as the package's own table type R.
+func Unwrapped[R any, Q any, A comparable](t testing.TB, c Check[Q, A], k *image.Kernel) []R {
+	fs, tbs := c.Tables(t, k)
+	var out []R
+	for i, f := range fs {
+		if f.Name != "indexed-btree" {
+			out = append(out, Unwrap[R](tbs[i]))
+		}
+	}
+	return out
 }
 
 // AskAll asks every table q and fails t unless each answers want.

@@ -487,19 +487,12 @@ func TestProcKallsymsBuild(t *testing.T) {
 	}
 }
 
-func BenchmarkBuildSynth(b *testing.B) {
-	syms := synthSymbols(b)
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := Build(syms, Options{BaseRelative: true, AbsolutePercpu: true}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(len(syms)), "syms")
-}
+func BenchmarkBuildSynth(b *testing.B) { benchBuild(b, synthSymbols(b)) }
 
-func BenchmarkBuildProcKallsyms(b *testing.B) {
-	syms := procKallsyms(b)
+func BenchmarkBuildProcKallsyms(b *testing.B) { benchBuild(b, procKallsyms(b)) }
+
+// benchBuild times building syms (base-relative, absolute percpu).
+func benchBuild(b *testing.B, syms []Symbol) {
 	b.ResetTimer()
 	for b.Loop() {
 		if _, err := Build(syms, Options{BaseRelative: true, AbsolutePercpu: true}); err != nil {

@@ -66,10 +66,8 @@ type Tables struct {
 	Warnings []string
 
 	// derived is the simulator's store of data derived from these
-	// tables (see Derived); derivedOf is the Tables it was made for, so
-	// a copy of the struct gets a store of its own.
-	derived   *sim.Derived
-	derivedOf *Tables
+	// tables (see Derived); a copy of the struct gets a store of its own.
+	derived sim.DerivedSlot
 }
 
 // SymAddress decodes kallsyms_offsets[i] as kernel/kallsyms.c:

@@ -11,19 +11,6 @@ import (
 	"github.com/kpsim/kpsim/sim"
 )
 
-// forms: linear, indexed, indexed with its allocation failing, indexed
-// before late init.
-func forms(t testing.TB, k *image.Kernel) []*List {
-	fs, ls := check.Tables(t, k)
-	var out []*List
-	for i, f := range fs {
-		if f.Name != "indexed-btree" {
-			out = append(out, resvtest.Unwrap[*List](ls[i]))
-		}
-	}
-	return out
-}
-
 // oracle: within_kprobe_blacklist from the list contents and symbol names,
 // without walks or indexes.
 func oracle(l *List, addr uint64) bool {
@@ -160,7 +147,7 @@ func TestDottedName(t *testing.T) {
 			break
 		}
 	}
-	ls := forms(t, k)
+	ls := resvtest.Unwrapped[*List](t, check, k)
 	if ls[0].WithinKprobeBlacklist(nil, victim.Addr) && !nokprobe(k, victim.Addr) {
 		t.Fatal("victim blacklisted before renaming")
 	}
@@ -193,7 +180,7 @@ func nokprobe(k *image.Kernel, a uint64) bool {
 // log2(ranges)+1 probes and walks only the module entries.
 func TestCounts(t *testing.T) {
 	k := defaultImage(t)
-	ls := forms(t, k)
+	ls := resvtest.Unwrapped[*List](t, check, k)
 	var addr uint64
 	for _, f := range k.Functions() {
 		if !strings.Contains(f.Name, ".") && !oracle(ls[0], f.Addr) {

@@ -24,9 +24,7 @@ func newList(t testing.TB, k *image.Kernel, sw sim.Switches, f *sim.Faults) resv
 func defaultImage(t testing.TB) *image.Kernel { return resvtest.DefaultImage(t) }
 
 func smallImage(t testing.TB, seed uint64) *image.Kernel {
-	c := resvtest.SmallConfig(seed)
-	c.Blacklist, c.ClonePercent = 40, 10
-	return resvtest.Generate(t, c)
+	return resvtest.SmallImage(t, seed, func(c *synth.Config) { c.Blacklist, c.ClonePercent = 40, 10 })
 }
 
 var check = resvtest.Check[uint64, bool]{

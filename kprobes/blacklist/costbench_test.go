@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/kpsim/kpsim/internal/fixture"
 )
 
 // The cost weights in ops.go come from these micro-benchmarks of the
@@ -82,26 +84,8 @@ func BenchmarkCostKallsymsAddrStep(b *testing.B) {
 // compressed names, random order. Reported per probe.
 func BenchmarkCostKallsymsNameStep(b *testing.B) {
 	r := rand.New(rand.NewPCG(7, 8))
-	tokens := make([][]byte, 256)
-	for i := range tokens {
-		t := make([]byte, 1+r.IntN(4))
-		for j := range t {
-			t[j] = byte('a' + r.IntN(26))
-		}
-		tokens[i] = t
-	}
 	const n = 200000
-	// kallsyms_names: one contiguous array of length-prefixed names.
-	var blob []byte
-	offs := make([]int, n)
-	for i := range offs {
-		offs[i] = len(blob)
-		l := 6 + r.IntN(8)
-		blob = append(blob, byte(l))
-		for j := 0; j < l; j++ {
-			blob = append(blob, byte(r.IntN(256)))
-		}
-	}
+	tokens, blob, offs := fixture.CompressedNames(r, n, 8)
 	qs := make([]int, 4096)
 	for i := range qs {
 		qs[i] = offs[r.IntN(n)]

@@ -145,31 +145,21 @@ func (s *sut) apply(st *Step) string {
 		}
 		res(kp.RegisterKprobe(p))
 		s.touched = append(s.touched, p)
-	case KRereg:
+	case KRereg, KUnregister, KEnable, KDisable:
+		// Steps on the slot's existing kprobe.
 		p := s.kps[st.Slot]
 		if p == nil {
 			s.b.WriteString("empty")
 			break
 		}
-		res(kp.RegisterKprobe(p))
-		s.touched = append(s.touched, p)
-	case KUnregister:
-		p := s.kps[st.Slot]
-		if p == nil {
-			s.b.WriteString("empty")
-			break
-		}
-		fmt.Fprintf(&s.b, "n=%d", kp.UnregisterKprobes([]*kprobes.Kprobe{p}))
-		s.touched = append(s.touched, p)
-	case KEnable, KDisable:
-		p := s.kps[st.Slot]
-		if p == nil {
-			s.b.WriteString("empty")
-			break
-		}
-		if st.Kind == KEnable {
+		switch st.Kind {
+		case KRereg:
+			res(kp.RegisterKprobe(p))
+		case KUnregister:
+			fmt.Fprintf(&s.b, "n=%d", kp.UnregisterKprobes([]*kprobes.Kprobe{p}))
+		case KEnable:
 			res(kp.EnableKprobe(p))
-		} else {
+		default:
 			res(kp.DisableKprobe(p))
 		}
 		s.touched = append(s.touched, p)

@@ -126,15 +126,7 @@ func buildImage(cfg synth.Config) (*Image, error) {
 	r := rand.New(rand.NewPCG(cfg.Seed, 0x736f616b)) // "soak"
 	pool := map[string][]Target{}
 	add := func(class string, t Target) { pool[class] = append(pool[class], t) }
-	count := map[string]int{}
-	for _, s := range k.Symbols {
-		count[s.Name]++
-	}
-	for _, m := range k.Modules {
-		for _, s := range m.Symbols {
-			count[s.Name]++
-		}
-	}
+	count := k.NameCounts()
 	at := func(addr uint64) (Target, bool) {
 		s := k.LookupFunction(addr)
 		if s == nil {

@@ -39,13 +39,14 @@ func cBenchNames(t *testing.T) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every quoted word on a report( or SCAN_BENCH( line: a superset of
-	// the result names (units too), enough to catch a misspelt binding.
+	// Every quoted word on a report(, SCAN_BENCH( or IDX_PROBE( line
+	// (SORTED_IDX_PROBE( too): a superset of the result names (units too),
+	// enough to catch a misspelt binding.
 	re := regexp.MustCompile(`"([a-z0-9_]+)"`)
 	out := map[string]bool{}
 	for _, b := range src {
 		for _, l := range strings.Split(string(b), "\n") {
-			if !strings.Contains(l, "report(") && !strings.Contains(l, "SCAN_BENCH(") {
+			if !strings.Contains(l, "report(") && !strings.Contains(l, "SCAN_BENCH(") && !strings.Contains(l, "IDX_PROBE(") {
 				continue
 			}
 			for _, m := range re.FindAllStringSubmatch(l, -1) {

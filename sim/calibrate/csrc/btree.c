@@ -145,9 +145,7 @@ void bench_btree(void)
 	}
 	report("bt_node", "node", s, R, "entries=%zu height=%d fill=%zu obj=256, further lines x %.2f removed", n, height, fill, line);
 
-	for (int r = 0; r < R; r += clean()) {
-		long steps = 0;
-		double t0 = now_cycles();
+	TIMED_REPS(s, steps,
 		for (int k = 0; k < rounds; k++)
 			for (int i = 0; i < NQ_BT; i++) {
 				/* mas_next inside a leaf: the next pivot and slot
@@ -157,8 +155,7 @@ void bench_btree(void)
 				for (int j = 0; j + 1 < (int)fill; j++, steps++)
 					acc += m->pivot[j + 1] + (uintptr_t)m->slot[j + 1];
 			}
-		s[r] = (now_cycles() - t0) / steps;
-	}
+	)
 	report("bt_slot", "step", s, R, "pivot and slot of the next entry in a leaf");
 
 	for (int r = 0; r < R; r += clean()) {

@@ -106,14 +106,11 @@ void bench_ftrace_hash(void)
 		s[r] = (now_cycles() - t0) / calls;
 	}
 	report("fh_lookup", "call", s, R, "buckets=4096 empty");
-	for (int r = 0; r < R; r += clean()) {
-		long nodes = 0;
-		double t0 = now_cycles();
+	TIMED_REPS(s, nodes,
 		for (int k = 0; k < rounds; k++)
 			for (int i = 0; i < NQ; i++)
 				acc += (uintptr_t)lookup_ip(h, q[i], &nodes);
-		s[r] = (now_cycles() - t0) / nodes;
-	}
+	)
 	report("fh_node", "node", s, R, "entries=%zu buckets=4096 obj=32", n);
 	for (int r = 0; r < R; r += clean()) {
 		int passes = cfg->quick ? 2 : 64;

@@ -278,22 +278,22 @@ int main(int argc, char **argv)
 	printf("C clock %s\n", perf_fd >= 0 ? "perf_event_cycles" : "thread_cputime");
 	printf("C tsc_mhz %.1f\n", tm);
 	printf("C mhz %.1f\n", the_cfg.mhz);
-	if (wanted(only, "hlist"))
-		bench_hlist();
-	if (wanted(only, "rbtree"))
-		bench_rbtree();
-	if (wanted(only, "kallsyms"))
-		bench_kallsyms();
-	if (wanted(only, "tables"))
-		bench_tables();
-	if (wanted(only, "ftrace_hash"))
-		bench_ftrace_hash();
-	if (wanted(only, "misc"))
-		bench_misc();
-	if (wanted(only, "rhashtable"))
-		bench_rhashtable();
-	if (wanted(only, "btree"))
-		bench_btree();
+	static const struct {
+		const char *name;
+		void (*run)(void);
+	} benches[] = {
+		{"hlist", bench_hlist},
+		{"rbtree", bench_rbtree},
+		{"kallsyms", bench_kallsyms},
+		{"tables", bench_tables},
+		{"ftrace_hash", bench_ftrace_hash},
+		{"misc", bench_misc},
+		{"rhashtable", bench_rhashtable},
+		{"btree", bench_btree},
+	};
+	for (size_t i = 0; i < sizeof(benches) / sizeof(benches[0]); i++)
+		if (wanted(only, benches[i].name))
+			benches[i].run();
 	printf("C preempted %ld\n", preempted);
 	printf("C done\n");
 	return 0;

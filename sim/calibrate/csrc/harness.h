@@ -42,6 +42,19 @@ double now_fine(void);
 /* An interval longer than this is a preemption or interrupt, not work. */
 #define FINE_OUTLIER 20000.0
 
+/* TIMED_REPS_OF(s, units, body): the R timed repetitions of body (a
+ * disturbed one re-run, see clean); s[r] is the repetition's cycles per
+ * unit, units being evaluated after body. TIMED_REPS(s, n, body): the
+ * same where body counts its units in the long n (0 at the start). Both
+ * need R. */
+#define TIMED_REPS_OF(s, units, ...)                 \
+	for (int r = 0; r < R; r += clean()) {       \
+		double t0 = now_cycles();            \
+		__VA_ARGS__                          \
+		s[r] = (now_cycles() - t0) / (units); \
+	}
+#define TIMED_REPS(s, n, ...) TIMED_REPS_OF(s, n, long n = 0; __VA_ARGS__)
+
 /* timer_overhead: median cycles between two back-to-back now_cycles(). */
 double timer_overhead(void);
 /* median sorts v in place and returns its median. */

@@ -104,6 +104,23 @@ static __attribute__((noinline)) long get_kprobe(struct hlist_head *tbl, void *a
 
 #define NQ 2048
 
+/* head_loads times R repetitions of the inline bucket-head load of a
+ * table of 2^bits heads (hash_ptr's bucket, then its first pointer), for
+ * each of q: s[r] is cycles per call. */
+static void head_loads(double *s, int R, int rounds, struct hlist_head *tbl, int bits, void **q)
+{
+	TIMED_REPS(s, calls,
+		for (int k = 0; k < rounds * 16; k++)
+			for (int i = 0; i < NQ; i++, calls++) {
+				/* cold: a new address each round, so the heads
+				 * touched exceed L2 like the design's table */
+				uintptr_t a = (uintptr_t)q[i] + (cfg->hot ? 0 : (uintptr_t)k * 0x1357100);
+				struct hlist_node *nd = __atomic_load_n(&tbl[(a * GOLDEN_RATIO_64) >> (64 - bits)].first, __ATOMIC_CONSUME);
+				sink += (uintptr_t)nd;
+			}
+	)
+}
+
 void bench_hlist(void)
 {
 	size_t n = cfg->quick ? 2000 : 20000;
@@ -159,34 +176,10 @@ void bench_hlist(void)
 	for (int bits = 14; bits <= 20; bits += 6) {
 		size_t nb = (size_t)1 << bits;
 		struct hlist_head *big = page_alloc(nb * sizeof(*big));
-		for (int r = 0; r < R; r += clean()) {
-			long calls = 0;
-			double t0 = now_cycles();
-			for (int k = 0; k < rounds * 16; k++)
-				for (int i = 0; i < NQ; i++, calls++) {
-					/* cold: a new address each round, so the heads
-					 * touched exceed L2 like the design's table */
-					uintptr_t a = (uintptr_t)q[i] + (cfg->hot ? 0 : (uintptr_t)k * 0x1357100);
-					struct hlist_node *nd = __atomic_load_n(&big[(a * GOLDEN_RATIO_64) >> (64 - bits)].first, __ATOMIC_CONSUME);
-					sink += (uintptr_t)nd;
-				}
-			s[r] = (now_cycles() - t0) / calls;
-		}
+		head_loads(s, R, rounds, big, bits, q);
 		/* Minus the same inline loop over the 64-bucket table. */
 		double *s2 = xmalloc(R * sizeof(*s2));
-		for (int r = 0; r < R; r += clean()) {
-			long calls = 0;
-			double t0 = now_cycles();
-			for (int k = 0; k < rounds * 16; k++)
-				for (int i = 0; i < NQ; i++, calls++) {
-					/* cold: a new address each round, so the heads
-					 * touched exceed L2 like the design's table */
-					uintptr_t a = (uintptr_t)q[i] + (cfg->hot ? 0 : (uintptr_t)k * 0x1357100);
-					struct hlist_node *nd = __atomic_load_n(&empty[(a * GOLDEN_RATIO_64) >> (64 - KPROBE_HASH_BITS)].first, __ATOMIC_CONSUME);
-					sink += (uintptr_t)nd;
-				}
-			s2[r] = (now_cycles() - t0) / calls;
-		}
+		head_loads(s2, R, rounds, empty, KPROBE_HASH_BITS, q);
 		double small = median(s2, R);
 		for (int r = 0; r < R; r++)
 			s[r] = s[r] > small ? s[r] - small : 0;
@@ -195,9 +188,7 @@ void bench_hlist(void)
 		free(big);
 	}
 
-	for (int r = 0; r < R; r += clean()) {
-		long ops = 0;
-		double t0 = now_cycles();
+	TIMED_REPS(s, ops,
 		for (int k = 0; k < rounds; k++)
 			for (int i = 0; i < NQ; i++) {
 				struct kprobe *p = kp[pick[i]];
@@ -205,8 +196,7 @@ void bench_hlist(void)
 				hlist_add_head(&p->hlist, &kprobe_table[hash_ptr(p->addr)]);
 				ops += 2;
 			}
-		s[r] = (now_cycles() - t0) / ops;
-	}
+	)
 	report("hlist_add_del", "op", s, R, "nodes=%zu obj=128 del+add_head per pair", n);
 
 	if (cfg->check) {

@@ -222,16 +222,13 @@ void bench_kallsyms(void)
 	uint64_t acc = 0;
 	char buf[KSYM_NAME_LEN];
 
-	for (int r = 0; r < R; r += clean()) {
-		long hops = 0;
-		double t0 = now_cycles();
+	TIMED_REPS(s, hops,
 		for (int k = 0; k < rounds; k++)
 			for (int i = 0; i < NQ; i++) {
 				acc += get_symbol_offset(pick[i]);
 				hops += pick[i] & 0xFF;
 			}
-		s[r] = (now_cycles() - t0) / hops;
-	}
+	)
 	report("ks_hop", "hop", s, R, "syms=%zu names=%zu", num_syms, names_len);
 
 	/* Decode and expand the same records, after an untimed pass, so both
@@ -304,40 +301,32 @@ void bench_kallsyms(void)
 	}
 	report("ks_chr_cmp", "char", s, R, "neighbours in name order (get_symbol_seq included, ~2 per pair)");
 
-	for (int r = 0; r < R; r += clean()) {
-		double t0 = now_cycles();
+	TIMED_REPS_OF(s, (double)rounds * 4 * NQ,
 		for (int k = 0; k < rounds * 4; k++)
 			for (int i = 0; i < NQ; i++)
 				acc += get_symbol_seq(pick[i]);
-		s[r] = (now_cycles() - t0) / ((double)rounds * 4 * NQ);
-	}
+	)
 	report("ks_ld3", "load", s, R, "syms=%zu table=%zu bytes", num_syms, 3 * num_syms);
 
 	uint32_t *t32 = xmalloc(num_syms * sizeof(*t32));
 	for (size_t i = 0; i < num_syms; i++)
 		t32[i] = (uint32_t)offs[i];
-	for (int r = 0; r < R; r += clean()) {
-		double t0 = now_cycles();
+	TIMED_REPS_OF(s, (double)rounds * 4 * NQ,
 		for (int k = 0; k < rounds * 4; k++)
 			for (int i = 0; i < NQ; i++)
 				acc += t32[pick[i]];
-		s[r] = (now_cycles() - t0) / ((double)rounds * 4 * NQ);
-	}
+	)
 	report("ks_ld4", "load", s, R, "table=%zu bytes", 4 * num_syms);
 
-	for (int r = 0; r < R; r += clean()) {
-		double t0 = now_cycles();
+	TIMED_REPS_OF(s, (double)rounds * 4 * NQ,
 		for (int k = 0; k < rounds * 4; k++)
 			for (int i = 0; i < NQ; i++)
 				acc += sym_address(pick[i]);
-		s[r] = (now_cycles() - t0) / ((double)rounds * 4 * NQ);
-	}
+	)
 	report("ks_addr", "call", s, R, "absolute_percpu=%d", absolute_percpu);
 
 	/* get_symbol_pos: binary search for the last symbol <= addr. */
-	for (int r = 0; r < R; r += clean()) {
-		long steps = 0;
-		double t0 = now_cycles();
+	TIMED_REPS(s, steps,
 		for (int k = 0; k < rounds; k++)
 			for (int i = 0; i < NQ; i++) {
 				uint64_t a = sym_address(pick[i]) + 1;
@@ -352,34 +341,27 @@ void bench_kallsyms(void)
 				}
 				acc += low;
 			}
-		s[r] = (now_cycles() - t0) / steps;
-	}
+	)
 	report("ks_addr_probe", "step", s, R, "syms=%zu", num_syms);
 
-	for (int r = 0; r < R; r += clean()) {
-		long reads = 0;
-		double t0 = now_cycles();
+	TIMED_REPS(s, reads,
 		for (int k = 0; k < rounds; k++)
 			for (int i = 0; i < NQ; i++) {
 				size_t j = pick[i] % (num_syms - 16);
 				for (int d = 1; d <= 8; d++, reads++)
 					acc += sym_address(j + d);
 			}
-		s[r] = (now_cycles() - t0) / reads;
-	}
+	)
 	report("ks_alias_step", "read", s, R, "8 neighbours after a random index");
 
-	for (int r = 0; r < R; r += clean()) {
-		long calls = 0;
-		double t0 = now_cycles();
+	TIMED_REPS(s, calls,
 		for (size_t i = 0; i < num_syms; i++, calls++) {
 			if (visit_fn(&acc, nm[cfg->hot ? i & 7 : i], i))
 				break;
 			if (need_resched_flag)
 				break;
 		}
-		s[r] = (now_cycles() - t0) / calls;
-	}
+	)
 	report("ks_visit", "call", s, R, "indirect call + resched test");
 
 	for (int r = 0; r < R; r += clean()) {

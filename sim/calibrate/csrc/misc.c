@@ -105,30 +105,24 @@ void bench_misc(void)
 	for (int i = 0; i < NQ; i++)
 		q[i] = 0xffffffff81000000ul + (cfg->hot ? (uintptr_t)(i % 8) * 4096 : rnd(&seed) % (16u << 20));
 
-	for (int r = 0; r < R; r += clean()) {
-		double t0 = now_cycles();
+	TIMED_REPS_OF(s, (double)rounds * NQ,
 		for (int k = 0; k < rounds; k++)
 			for (int i = 0; i < NQ; i++)
 				acc += (unsigned)call_const(q[i]);
-		s[r] = (now_cycles() - t0) / ((double)rounds * NQ);
-	}
+	)
 	report("call_const", "call", s, R, "noinline, 2 compares on globals");
 	tree_slot = &acc;
-	for (int r = 0; r < R; r += clean()) {
-		double t0 = now_cycles();
+	TIMED_REPS_OF(s, (double)rounds * NQ,
 		for (int k = 0; k < rounds; k++)
 			for (int i = 0; i < NQ; i++)
 				acc += call_dep2(q[i]);
-		s[r] = (now_cycles() - t0) / ((double)rounds * NQ);
-	}
+	)
 	report("call_dep2", "call", s, R, "noinline, 2 dependent loads, nesting inc/dec");
-	for (int r = 0; r < R; r += clean()) {
-		double t0 = now_cycles();
+	TIMED_REPS_OF(s, (double)rounds * NQ,
 		for (int k = 0; k < rounds; k++)
 			for (int i = 0; i < NQ; i++)
 				atomic2();
-		s[r] = (now_cycles() - t0) / ((double)rounds * NQ);
-	}
+	)
 	report("atomic2", "pair", s, R, "lock xadd x2, uncontended");
 
 	struct rb_root root = {0};
@@ -147,22 +141,18 @@ void bench_misc(void)
 	}
 	for (int i = 0; i < NQ; i++)
 		q[i] = mods[cfg->hot ? (uint64_t)(i % 8) : rnd(&seed) % 8].base + (cfg->hot ? 64u : rnd(&seed) % (256u << 10));
-	for (int r = 0; r < R; r += clean()) {
-		double t0 = now_cycles();
+	TIMED_REPS_OF(s, (double)rounds * NQ,
 		for (int k = 0; k < rounds; k++)
 			for (int i = 0; i < NQ; i++)
 				acc += (uintptr_t)mod_find(&root, q[i]);
-		s[r] = (now_cycles() - t0) / ((double)rounds * NQ);
-	}
+	)
 	report("modtree", "call", s, R, "8 modules, 1 KB struct module");
 
-	for (int r = 0; r < R; r += clean()) {
-		double t0 = now_cycles();
+	TIMED_REPS_OF(s, (double)rounds * 4 * NQ,
 		for (int k = 0; k < rounds * 4; k++)
 			for (int i = 0; i < NQ; i++)
 				acc += (unsigned)strcmp_short(evnames[i & 7], evq[(i + k) & 7]);
-		s[r] = (now_cycles() - t0) / ((double)rounds * 4 * NQ);
-	}
+	)
 	report("strcmp_short", "call", s, R, "names of 4-17 bytes differing in the first 1-12");
 
 	for (int r = 0; r < R; r += clean()) {

@@ -399,19 +399,14 @@ void bench_rbtree(void)
 	report("rb_visit", "node", s, R, "nodes=%zu obj=192 rb_node@128 addr@40 depth=%.1f", n, (double)visits / calls);
 
 	static struct rb_root empty;
-	for (int r = 0; r < R; r += clean()) {
-		long calls = 0;
-		double t0 = now_cycles();
+	TIMED_REPS(s, calls,
 		for (int k = 0; k < rounds * 8; k++)
 			for (int i = 0; i < NQ; i++, calls++)
 				sink += descend(&empty, kp[pick[i]]->addr, &f);
-		s[r] = (now_cycles() - t0) / calls;
-	}
+	)
 	report("rb_search", "call", s, R, "empty tree");
 
-	for (int r = 0; r < R; r += clean()) {
-		long steps = 0;
-		double t0 = now_cycles();
+	TIMED_REPS(s, steps,
 		for (int k = 0; k < rounds; k++)
 			for (int i = 0; i < NQ; i++) {
 				struct rb_node *x = &kp[pick[i]]->rb;
@@ -419,8 +414,7 @@ void bench_rbtree(void)
 					x = rb_next(x);
 				sink += (uintptr_t)x;
 			}
-		s[r] = (now_cycles() - t0) / steps;
-	}
+	)
 	report("rb_step", "step", s, R, "nodes=%zu 4 rb_next per start", n);
 
 	/* Erase and re-insert in batches of distinct nodes (hot: the same 64
@@ -482,9 +476,7 @@ void bench_rbtree(void)
 	report("rb_insert", "op", s, R, "nodes=%zu rb_link_node + rb_insert_color: insert batch minus the same descents, batches of %zu", n, B);
 
 	struct tkprobe *spare = xcalloc(1, sizeof(*spare));
-	for (int r = 0; r < R; r += clean()) {
-		long ops = 0;
-		double t0 = now_cycles();
+	TIMED_REPS(s, ops,
 		for (int k = 0; k < rounds; k++)
 			for (int i = 0; i < NQ; i++) {
 				struct tkprobe *p = kp[pick[i]];
@@ -493,8 +485,7 @@ void bench_rbtree(void)
 				rb_replace_node(&spare->rb, &p->rb, &tree);
 				ops += 2;
 			}
-		s[r] = (now_cycles() - t0) / ops;
-	}
+	)
 	if (cfg->check)
 		verify("replace", n);
 	report("rb_replace", "op", s, R, "nodes=%zu", n);

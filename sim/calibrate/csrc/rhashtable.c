@@ -161,27 +161,23 @@ void bench_rhashtable(void)
 	}
 
 	ht_tbl = tbl_alloc(1024, 0x9e3779b9u);
-	for (int r = 0; r < R; r += clean()) {
-		double t0 = now_cycles();
+	TIMED_REPS_OF(s, 4.0 * rounds * NQ,
 		for (int k = 0; k < 4; k++)
 			for (int i = 0; i < rounds * NQ; i++)
 				acc += (uintptr_t)lookup(q[i]);
-		s[r] = (now_cycles() - t0) / (4.0 * rounds * NQ);
-	}
+	)
 	report("rht_lookup", "call", s, R, "buckets=1024 empty, jhash2 of 8 bytes");
 
 	struct bucket_table *t = tbl_alloc(32768, 0x1234567u);
 	for (size_t i = 0; i < n; i++)
 		insert(t, kp[i]);
-	for (int r = 0; r < R; r += clean()) {
-		double t0 = now_cycles();
+	TIMED_REPS_OF(s, 2.0 * rounds * NQ,
 		for (int i = 0; i < rounds * NQ; i++) {
 			struct rkprobe *p = kp[pick[i]];
 			remove_head(t, p);
 			insert(t, p);
 		}
-		s[r] = (now_cycles() - t0) / (2.0 * rounds * NQ);
-	}
+	)
 	report("rht_insert", "op", s, R, "entries=%zu buckets=32768, remove+insert pairs", n);
 
 	/* Rehash: 2^14 -> 2^15 buckets, bucket by bucket, as the worker. */

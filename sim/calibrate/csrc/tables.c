@@ -295,6 +295,61 @@ static int cmp_uptr(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static uintptr_t static_call_addr_of(const void *p) { return static_call_addr(p); }
+static uintptr_t bug_addr_of(const void *p) { return bug_addr(p); }
+
+/* sorted_index returns pointers to the n entries of tab (sz bytes each),
+ * sorted by their address addr_of (a late-init index, built untimed). */
+static const void **sorted_index(void *tab, size_t n, size_t sz, uintptr_t (*addr_of)(const void *))
+{
+	struct pair {
+		uintptr_t a;
+		const void *p;
+	} *pr = xmalloc(n * sizeof(*pr));
+	for (size_t i = 0; i < n; i++) {
+		pr[i].p = (const char *)tab + i * sz;
+		pr[i].a = addr_of(pr[i].p);
+	}
+	qsort(pr, n, sizeof(*pr), cmp_uptr);
+	const void **idx = xmalloc(n * sizeof(*idx));
+	for (size_t i = 0; i < n; i++)
+		idx[i] = pr[i].p;
+	free(pr);
+	return idx;
+}
+
+/* IDX_PROBE times one binary-search step (IDX_SEARCH, ADDR inlined) over
+ * the sorted index IDX of N TYPE entries, for NQ keys ADDR(entry) - BACK
+ * (hot: 8 entries spread over the table; cold: random ones), and reports
+ * it per step as NAME. Uses bench_tables' locals. */
+#define IDX_PROBE(NAME, IDX, N, TYPE, ADDR, BACK)                                                      \
+	do {                                                                                           \
+		uintptr_t *keys = xmalloc(NQ * sizeof(*keys));                                         \
+		for (int i = 0; i < NQ; i++)                                                           \
+			keys[i] = ADDR((IDX)[cfg->hot ? (i % 8) * ((N) / 8) + 1 : rnd(&seed) % (N)]) - (BACK); \
+		TIMED_REPS(s, steps,                                                                   \
+			for (int k = 0; k < (q ? 1 : 8); k++)                                          \
+				for (int i = 0; i < NQ; i++)                                           \
+					acc += IDX_SEARCH(IDX, N, ADDR((const TYPE *)e), keys[i], steps); \
+		)                                                                                      \
+		report(NAME, "step", s, R, "n=%zu (table %zu KB)", (size_t)(N), (size_t)(N) * sizeof(TYPE) / 1024); \
+		free(keys);                                                                            \
+	} while (0)
+
+/* SORTED_IDX_PROBE: IDX_PROBE over a table of N TYPE entries whose
+ * relative field DISP points far into the text, indexed by sorted_index
+ * (ADDR##_of is ADDR for it). */
+#define SORTED_IDX_PROBE(NAME, TYPE, N, DISP, ADDR, BACK)                                    \
+	do {                                                                                   \
+		TYPE *tab = page_alloc((N) * sizeof(*tab));                                    \
+		for (size_t i = 0; i < (N); i++)                                               \
+			tab[i].DISP = (int32_t)(far + rnd(&seed) % far);                       \
+		const TYPE **idx = (const TYPE **)sorted_index(tab, N, sizeof(*tab), ADDR##_of); \
+		IDX_PROBE(NAME, idx, N, TYPE, ADDR, BACK);                                     \
+		free(idx);                                                                     \
+		free(tab);                                                                     \
+	} while (0)
+
 void bench_tables(void)
 {
 	int R = reps();
@@ -347,9 +402,7 @@ void bench_tables(void)
 			tail = &p->next;
 		}
 		uintptr_t key = recs[54999].ip + 100;
-		for (int r = 0; r < R; r += clean()) {
-			long visits = 0;
-			double t0 = now_cycles();
+		TIMED_REPS(s, visits,
 			for (int i = 0; i < NQ * 8; i++)
 				for (struct ftrace_page *p = pg; p; p = p->next) {
 					visits++;
@@ -357,22 +410,18 @@ void bench_tables(void)
 						continue;
 					acc++;
 				}
-			s[r] = (now_cycles() - t0) / visits;
-		}
+		)
 		report("ftrace_group", "group", s, R, "groups=4 (32768/16384/4096/1752)");
 
 		/* ftrace_bsearch in the 32768-record group. */
 		uintptr_t *keys = xmalloc(NQ * sizeof(*keys));
 		for (int i = 0; i < NQ; i++)
 			keys[i] = recs[cfg->hot ? (uint64_t)(i % 8) * 4000 + 7 : rnd(&seed) % 32768].ip + 1;
-		for (int r = 0; r < R; r += clean()) {
-			long steps = 0;
-			double t0 = now_cycles();
+		TIMED_REPS(s, steps,
 			for (int k = 0; k < (q ? 1 : 8); k++)
 				for (int i = 0; i < NQ; i++)
 					acc += (uintptr_t)bsearch_count(&keys[i], recs, 32768, sizeof(*recs), cmp_rec_p, &steps);
-			s[r] = (now_cycles() - t0) / steps;
-		}
+		)
 		report("ftrace_bsearch", "step", s, R, "records=32768 (512 KB) cmp callback");
 		free(keys);
 		while (pg) {
@@ -393,14 +442,11 @@ void bench_tables(void)
 		uintptr_t *keys = xmalloc(NQ * sizeof(*keys));
 		for (int i = 0; i < NQ; i++)
 			keys[i] = ex_insn(&ex[cfg->hot ? (uint64_t)(i % 8) * 500 + 3 : rnd(&seed) % ne]) + 1; /* misses */
-		for (int r = 0; r < R; r += clean()) {
-			long steps = 0;
-			double t0 = now_cycles();
+		TIMED_REPS(s, steps,
 			for (int k = 0; k < (q ? 1 : 8); k++)
 				for (int i = 0; i < NQ; i++)
 					acc += (uintptr_t)bsearch_count(&keys[i], ex, ne, sizeof(*ex), cmp_ex_p, &steps);
-			s[r] = (now_cycles() - t0) / steps;
-		}
+		)
 		report("extable_bsearch", "step", s, R, "entries=4096 (48 KB) cmp callback");
 		free(keys);
 		free(ex);
@@ -442,86 +488,12 @@ void bench_tables(void)
 				fail("tables: heapsort left the index unsorted at %zu", i);
 		report("idx_sort", "cmp", s, R, "n=%zu heapsort, cmp callback, swaps included (regime-independent: one-shot at late init)", nj);
 
-		uintptr_t *keys = xmalloc(NQ * sizeof(*keys));
-		for (int i = 0; i < NQ; i++)
-			keys[i] = jump_entry_code(ji[cfg->hot ? (i % 8) * (nj / 8) + 1 : rnd(&seed) % nj]) - 4;
-		for (int r = 0; r < R; r += clean()) {
-			long steps = 0;
-			double t0 = now_cycles();
-			for (int k = 0; k < (q ? 1 : 8); k++)
-				for (int i = 0; i < NQ; i++)
-					acc += IDX_SEARCH(ji, nj, jump_entry_code((const struct jump_entry *)e), keys[i], steps);
-			s[r] = (now_cycles() - t0) / steps;
-		}
-		report("idx_jump_probe", "step", s, R, "n=%zu (table %zu KB)", nj, nj * 16 / 1024);
-		free(keys);
+		IDX_PROBE("idx_jump_probe", ji, nj, struct jump_entry, jump_entry_code, 4);
 		free(ji);
 		free(jt);
 	}
-	{
-		struct static_call_site *st = page_alloc(ns * sizeof(*st));
-		struct pair {
-			uintptr_t a;
-			const struct static_call_site *p;
-		} *pr = xmalloc(ns * sizeof(*pr));
-		for (size_t i = 0; i < ns; i++) {
-			st[i].addr = (int32_t)(far + rnd(&seed) % far);
-			pr[i].a = static_call_addr(&st[i]);
-			pr[i].p = &st[i];
-		}
-		qsort(pr, ns, sizeof(*pr), cmp_uptr);
-		const struct static_call_site **si = xmalloc(ns * sizeof(*si));
-		for (size_t i = 0; i < ns; i++)
-			si[i] = pr[i].p;
-		free(pr);
-		uintptr_t *keys = xmalloc(NQ * sizeof(*keys));
-		for (int i = 0; i < NQ; i++)
-			keys[i] = static_call_addr(si[cfg->hot ? (i % 8) * (ns / 8) + 1 : rnd(&seed) % ns]) - 4;
-		for (int r = 0; r < R; r += clean()) {
-			long steps = 0;
-			double t0 = now_cycles();
-			for (int k = 0; k < (q ? 1 : 8); k++)
-				for (int i = 0; i < NQ; i++)
-					acc += IDX_SEARCH(si, ns, static_call_addr((const struct static_call_site *)e), keys[i], steps);
-			s[r] = (now_cycles() - t0) / steps;
-		}
-		report("idx_static_probe", "step", s, R, "n=%zu (table %zu KB)", ns, ns * 8 / 1024);
-		free(keys);
-		free(si);
-		free(st);
-	}
-	{
-		struct bug_entry *bt = page_alloc(nb * sizeof(*bt));
-		struct pair {
-			uintptr_t a;
-			const struct bug_entry *p;
-		} *pr = xmalloc(nb * sizeof(*pr));
-		for (size_t i = 0; i < nb; i++) {
-			bt[i].bug_addr_disp = (int32_t)(far + rnd(&seed) % far);
-			pr[i].a = bug_addr(&bt[i]);
-			pr[i].p = &bt[i];
-		}
-		qsort(pr, nb, sizeof(*pr), cmp_uptr);
-		const struct bug_entry **bi = xmalloc(nb * sizeof(*bi));
-		for (size_t i = 0; i < nb; i++)
-			bi[i] = pr[i].p;
-		free(pr);
-		uintptr_t *keys = xmalloc(NQ * sizeof(*keys));
-		for (int i = 0; i < NQ; i++)
-			keys[i] = bug_addr(bi[cfg->hot ? (i % 8) * (nb / 8) + 1 : rnd(&seed) % nb]);
-		for (int r = 0; r < R; r += clean()) {
-			long steps = 0;
-			double t0 = now_cycles();
-			for (int k = 0; k < (q ? 1 : 8); k++)
-				for (int i = 0; i < NQ; i++)
-					acc += IDX_SEARCH(bi, nb, bug_addr((const struct bug_entry *)e), keys[i], steps);
-			s[r] = (now_cycles() - t0) / steps;
-		}
-		report("idx_bug_probe", "step", s, R, "n=%zu (table %zu KB)", nb, nb * 12 / 1024);
-		free(keys);
-		free(bi);
-		free(bt);
-	}
+	SORTED_IDX_PROBE("idx_static_probe", struct static_call_site, ns, addr, static_call_addr, 4);
+	SORTED_IDX_PROBE("idx_bug_probe", struct bug_entry, nb, bug_addr_disp, bug_addr, 0);
 	/* The blacklist index: a sorted array of [start, end) ranges. */
 	{
 		size_t nl = q ? 110 : 1100;
@@ -533,9 +505,7 @@ void bench_tables(void)
 		uintptr_t *keys = xmalloc(NQ * sizeof(*keys));
 		for (int i = 0; i < NQ; i++)
 			keys[i] = rg[cfg->hot ? (i % 8) * (nl / 8) : rnd(&seed) % nl].start + 300;
-		for (int r = 0; r < R; r += clean()) {
-			long steps = 0;
-			double t0 = now_cycles();
+		TIMED_REPS(s, steps,
 			for (int k = 0; k < (q ? 1 : 16); k++)
 				for (int i = 0; i < NQ; i++) {
 					size_t lo = 0, hi = nl;
@@ -549,8 +519,7 @@ void bench_tables(void)
 					}
 					acc += lo && keys[i] < rg[lo - 1].end;
 				}
-			s[r] = (now_cycles() - t0) / steps;
-		}
+		)
 		report("idx_blacklist_probe", "step", s, R, "n=%zu ranges of 16 bytes", nl);
 		free(keys);
 		free(rg);
@@ -569,9 +538,7 @@ void bench_tables(void)
 			free(e);
 		}
 		size_t passes = cfg->hot ? (q ? 8 : 256) : nc * (q ? 1 : 4);
-		for (int r = 0; r < R; r += clean()) {
-			long visits = 0;
-			double t0 = now_cycles();
+		TIMED_REPS(s, visits,
 			for (size_t p = 0; p < passes; p++)
 				for (struct list_head *l = &heads[p % nc]->list; l; l = l->next) {
 					struct kprobe_blacklist_entry *ent = (struct kprobe_blacklist_entry *)l;
@@ -579,8 +546,7 @@ void bench_tables(void)
 					if (qlo >= ent->start_addr && qlo < ent->end_addr)
 						break;
 				}
-			s[r] = (now_cycles() - t0) / visits;
-		}
+		)
 		report("blacklist_walk", "node", s, R, "n=%zu obj=48 in kmalloc-64, copies=%zu", nl, nc);
 		free(heads); /* the slab arenas stay: freed at exit */
 	}
@@ -608,9 +574,7 @@ void bench_tables(void)
 		uint32_t *pick = xmalloc((size_t)rounds * NQ * sizeof(*pick));
 		for (int i = 0; i < rounds * NQ; i++)
 			pick[i] = (uint32_t)(cfg->hot ? (uint64_t)(i % 8) * 1000 : rnd(&seed) % nsite);
-		for (int r = 0; r < R; r += clean()) {
-			long calls = 0;
-			double t0 = now_cycles();
+		TIMED_REPS(s, calls,
 			for (int i = 0; i < rounds * NQ; i++, calls++) {
 					const unsigned char *c = text + site[pick[i]];
 					int sz;
@@ -626,8 +590,7 @@ void bench_tables(void)
 						sz = 0;
 					acc += (unsigned)sz;
 				}
-			s[r] = (now_cycles() - t0) / calls;
-		}
+		)
 		report("jump_size", "call", s, R, "sites=%zu text=%zu MB", nsite, tsz >> 20);
 		free(pick);
 		free(site);
