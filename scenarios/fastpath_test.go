@@ -48,27 +48,34 @@ func runBothWays(t *testing.T, s *ManySetup, specs []RunSpec) *ManyReport {
 		return rep
 	}
 	fast, walk := run(false), run(true)
-	ops, phases := sim.Ops(), sim.Phases()
 	for i, f := range fast.Runs {
-		w := walk.Runs[i]
-		for ph := range phases {
-			for op := range ops {
-				if a, b := f.Counters.Get(sim.PhaseAt(ph), sim.OpAt(op)), w.Counters.Get(sim.PhaseAt(ph), sim.OpAt(op)); a != b {
-					t.Errorf("%s: phase %s op %s: fast %d, walk %d", f.Name, phases[ph].Name, ops[op].Name, a, b)
-				}
-			}
-		}
-		if f.Digest != w.Digest || f.WhyDigest != w.WhyDigest {
-			t.Errorf("%s: digests fast %s/%s, walk %s/%s", f.Name, f.Digest, f.WhyDigest, w.Digest, w.WhyDigest)
-		}
-		if fmt.Sprint(f.KernelMem) != fmt.Sprint(w.KernelMem) {
-			t.Errorf("%s: kernel memory fast %v, walk %v", f.Name, f.KernelMem, w.KernelMem)
-		}
+		sameRunCounts(t, "fast", f, "walk", walk.Runs[i])
 		if f.TotalOps == 0 || f.Registered == 0 {
 			t.Fatalf("%s: nothing counted or registered (registered %d, rejected %v, not tried %d)", f.Name, f.Registered, f.Rejected, f.NotTried)
 		}
 	}
 	return fast
+}
+
+// sameRunCounts requires run b to count what run a counted, every op of
+// every phase, with the same digests and kernel-memory figures; aHow and
+// bHow say how each was run.
+func sameRunCounts(t *testing.T, aHow string, a *RunResult, bHow string, b *RunResult) {
+	t.Helper()
+	ops, phases := sim.Ops(), sim.Phases()
+	for ph := range phases {
+		for op := range ops {
+			if x, y := a.Counters.Get(sim.PhaseAt(ph), sim.OpAt(op)), b.Counters.Get(sim.PhaseAt(ph), sim.OpAt(op)); x != y {
+				t.Errorf("%s: phase %s op %s: %s %d, %s %d", a.Name, phases[ph].Name, ops[op].Name, aHow, x, bHow, y)
+			}
+		}
+	}
+	if a.Digest != b.Digest || a.WhyDigest != b.WhyDigest {
+		t.Errorf("%s: digests %s %s/%s, %s %s/%s", a.Name, aHow, a.Digest, a.WhyDigest, bHow, b.Digest, b.WhyDigest)
+	}
+	if fmt.Sprint(a.KernelMem) != fmt.Sprint(b.KernelMem) {
+		t.Errorf("%s: kernel memory %s %v, %s %v", a.Name, aHow, a.KernelMem, bHow, b.KernelMem)
+	}
 }
 
 // TestFastPathsMatchWalk: whole scenarios, fast paths against the

@@ -12,6 +12,15 @@ import (
 	"github.com/kpsim/kpsim/sim"
 )
 
+// longRealKernel is realKernel for a test -short skips, saying why.
+func longRealKernel(t *testing.T, why string) *image.Kernel {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(why)
+	}
+	return realKernel(t)
+}
+
 func realKernel(t testing.TB) *image.Kernel {
 	const p = "../.cache/kernels/vmlinuz-6.1.0-57-amd64"
 	if _, err := os.Stat(p); err != nil {
@@ -24,30 +33,31 @@ func realKernel(t testing.TB) *image.Kernel {
 	return k
 }
 
-// TestRealKernelSameDecisions: on the Debian 6.1 kernel, the generated
-// targets (every ablation run) and a probe on every 7th function of the
-// kernel reach the same decisions in every mode.
-func TestRealKernelSameDecisions(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads and probes the real kernel")
-	}
-	k := realKernel(t)
-	o := DefaultManyOptions()
-	o.N = 2000
+// mustPrepareFor is PrepareManyFor for a test: any error is fatal.
+func mustPrepareFor(t testing.TB, k *image.Kernel, o ManyOptions) *ManySetup {
+	t.Helper()
 	s, err := PrepareManyFor(k, o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// TestRealKernelSameDecisions: on the Debian 6.1 kernel, the generated
+// targets (every ablation run) and a probe on every 7th function of the
+// kernel reach the same decisions in every mode.
+func TestRealKernelSameDecisions(t *testing.T) {
+	k := longRealKernel(t, "loads and probes the real kernel")
+	o := DefaultManyOptions()
+	o.N = 2000
+	s := mustPrepareFor(t, k, o)
 	rep := checkSameDecisions(t, s, allSpecs(), "")
 	if r := rep.Runs[0]; r.Registered != 2000 || r.Optimized != 2000 {
 		t.Fatalf("targets on the real kernel: registered %d optimized %d", r.Registered, r.Optimized)
 	}
-	k = realKernel(t)
+	k = longRealKernel(t, "loads and probes the real kernel")
 	o.Targets, o.Via = TargetsAllFunctions, doors.ViaRegisterKprobe
-	all, err := PrepareManyFor(k, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	all := mustPrepareFor(t, k, o)
 	var sample []Target
 	for i := 0; i < len(all.Targets); i += 7 {
 		sample = append(sample, all.Targets[i])
@@ -64,16 +74,10 @@ func TestRealKernelSameDecisions(t *testing.T) {
 // as on the real image (after _etext), costs what the real kernel costs:
 // total estimated cycles within 5% for none and for the series.
 func TestDebianProfileMatchesRealKernel(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads the real kernel")
-	}
-	k := realKernel(t)
+	k := longRealKernel(t, "loads the real kernel")
 	o := DefaultManyOptions()
 	o.N = 3000
-	real, err := PrepareManyFor(k, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	real := mustPrepareFor(t, k, o)
 	o.Image = synth.Debian61Config()
 	o.Image.ProbeTargetsAt = 1
 	syn := mustSetup(t, o)

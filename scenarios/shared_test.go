@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"fmt"
 	"sync"
 	"testing"
 
@@ -63,22 +62,9 @@ func TestConcurrentRunsShareImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops, phases := sim.Ops(), sim.Phases()
 	for i, c := range conc {
 		w := serial.Runs[i]
-		for ph := range phases {
-			for op := range ops {
-				if a, b := c.Counters.Get(sim.PhaseAt(ph), sim.OpAt(op)), w.Counters.Get(sim.PhaseAt(ph), sim.OpAt(op)); a != b {
-					t.Errorf("%s: phase %s op %s: concurrent %d, serial %d", c.Name, phases[ph].Name, ops[op].Name, a, b)
-				}
-			}
-		}
-		if c.Digest != w.Digest || c.WhyDigest != w.WhyDigest {
-			t.Errorf("%s: digests concurrent %s/%s, serial %s/%s", c.Name, c.Digest, c.WhyDigest, w.Digest, w.WhyDigest)
-		}
-		if fmt.Sprint(c.KernelMem) != fmt.Sprint(w.KernelMem) {
-			t.Errorf("%s: kernel memory concurrent %v, serial %v", c.Name, c.KernelMem, w.KernelMem)
-		}
+		sameRunCounts(t, "concurrent", c, "serial", w)
 		if c.RetainedBytes != w.RetainedBytes {
 			t.Errorf("%s: retained bytes concurrent %d, serial %d", c.Name, c.RetainedBytes, w.RetainedBytes)
 		}
