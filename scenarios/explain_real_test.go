@@ -105,25 +105,5 @@ func TestRealKernelTrailsSame(t *testing.T) {
 			}
 		}
 	}
-	want := make([]string, len(targets))
-	for si, spec := range allSpecs() {
-		m, err := Boot(k, spec.Switches, 8, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, tg := range targets {
-			x, err := Explain(m, tg, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var sb strings.Builder
-			_, _ = x.Trail.WriteTo(&sb)
-			got := sb.String() + "= " + x.State.String() + " " + x.Why.String() + " " + itoa(x.Code)
-			if si == 0 {
-				want[i] = got
-			} else if got != want[i] {
-				t.Fatalf("%s: %+v:\n%s\nwant (none):\n%s", spec.Name, tg, got, want[i])
-			}
-		}
-	}
+	sameTrails(t, k, allSpecs(), targets)
 }

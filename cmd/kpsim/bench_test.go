@@ -13,10 +13,7 @@ import (
 // same figures as the JSON report.
 func TestRunManyBench(t *testing.T) {
 	args := append([]string{"run", "many", "--patches", "none", "--patches", "series"}, smallRun...)
-	out, errs, code := runKpsim(append(args, "--format", "bench")...)
-	if code != 0 {
-		t.Fatal(errs)
-	}
+	out := kpsimOK(t, append(args, "--format", "bench")...)
 	js, _, _ := runKpsim(append(args, "--format", "json")...)
 	var rep struct {
 		Runs []struct {
@@ -89,14 +86,8 @@ func TestRunManyBench(t *testing.T) {
 // made; --format bench writes benchstat's format.
 func TestRunKallsymsBudget(t *testing.T) {
 	args := append([]string{"run", "kallsyms", "--variants", "baseline,offset-index", "--format", "json"}, small...)
-	out, errs, code := runKpsim(append(args, "--benchtime", "2ms")...)
-	if code != 0 {
-		t.Fatal(errs)
-	}
-	fixed, errs, code := runKpsim(append(args, "--iters", "3")...)
-	if code != 0 {
-		t.Fatal(errs)
-	}
+	out := kpsimOK(t, append(args, "--benchtime", "2ms")...)
+	fixed := kpsimOK(t, append(args, "--iters", "3")...)
 	type rep struct {
 		Budget string `json:"time_budget"`
 		Meta   struct {

@@ -19,6 +19,17 @@ func runKpsim(args ...string) (stdout, stderr string, code int) {
 	return o.String(), e.String(), code
 }
 
+// kpsimOK runs kpsim and returns its stdout; the test fails with its
+// stderr unless it exits 0.
+func kpsimOK(t testing.TB, args ...string) string {
+	t.Helper()
+	out, errs, code := runKpsim(args...)
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	return out
+}
+
 // small keeps tests quick where the default image is not the point.
 var small = []string{"--functions", "3000", "--init-functions", "100", "--jump-entries", "1500", "--jump-keys", "400",
 	"--static-calls", "300", "--static-call-keys", "40", "--bug-entries", "800", "--blacklist", "60", "--modules", "2", "--module-functions", "50"}

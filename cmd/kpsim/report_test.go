@@ -106,10 +106,7 @@ func TestReportSelfDescribing(t *testing.T) {
 	// The table headers differ too.
 	tables := map[string]bool{}
 	for _, extra := range [][]string{nil, {"--costs", costs}, {"--faults", "kprobe.aggr.alloc"}, {"--profile", "debian-6.1"}} {
-		out, errs, code := runKpsim(append(append([]string{"run", "many", "--patches", "none"}, extra...), smallRun...)...)
-		if code != 0 {
-			t.Fatal(errs)
-		}
+		out := kpsimOK(t, append(append([]string{"run", "many", "--patches", "none"}, extra...), smallRun...)...)
 		h := out[:strings.Index(out, " params:")]
 		if tables[h] {
 			t.Errorf("%v: table header the same as another's:\n%s", extra, h)
@@ -177,10 +174,7 @@ func TestReportTableWidth(t *testing.T) {
 
 // TestReportCSV: phases, totals, outcomes by errno, wall time, digests.
 func TestReportCSV(t *testing.T) {
-	out, errs, code := runKpsim(append([]string{"run", "many", "--format", "csv", "--image-probes", "200", "--mixed", "--via", "register_kprobe"}, smallRun...)...)
-	if code != 0 {
-		t.Fatal(errs)
-	}
+	out := kpsimOK(t, append([]string{"run", "many", "--format", "csv", "--image-probes", "200", "--mixed", "--via", "register_kprobe"}, smallRun...)...)
 	rows, err := csv.NewReader(bytes.NewReader([]byte(out))).ReadAll()
 	if err != nil {
 		t.Fatal(err)

@@ -150,10 +150,7 @@ func TestSweepPlotData(t *testing.T) {
 
 func TestSweepFormats(t *testing.T) {
 	args := append([]string{"sweep", "many", "--n", "100,200"}, small...)
-	out, errs, code := runKpsim(args...)
-	if code != 0 {
-		t.Fatal(errs)
-	}
+	out := kpsimOK(t, args...)
 	for _, l := range strings.Split(out, "\n") {
 		if len(l) > 100 {
 			t.Errorf("table line of %d columns: %q", len(l), l)
