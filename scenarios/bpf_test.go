@@ -13,8 +13,8 @@ import (
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/ftrace"
 	"github.com/kpsim/kpsim/image"
-	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/internal/fixture"
+	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/libbpf"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -244,10 +244,7 @@ func TestSessionDigests(t *testing.T) {
 // Debian kernel (no modules are loaded from a real image), over a fixed
 // sample of each class.
 func TestLookupSymbolsEquivalenceDebian(t *testing.T) {
-	if testing.Short() {
-		t.Skip("walks the Debian kernel's symbol table many times")
-	}
-	k := realKernel(t)
+	k := longRealKernel(t, "walks the Debian kernel's symbol table many times")
 	sets := []sim.Switches{0,
 		sim.Switches(0).With(sim.FtraceSingleLookupV1), // Debian 6.1 has no IBT: v1 is equivalent too
 		sim.Switches(0).With(sim.FtraceSingleLookup).With(sim.KallsymsOffsetIndex).With(sim.KallsymsTokenCmp),

@@ -15,10 +15,7 @@ import (
 // function gets the same result, state and reason under none, series and
 // all.
 func TestRealKernelReasons(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads and probes the real kernel")
-	}
-	k := realKernel(t)
+	k := longRealKernel(t, "loads and probes the real kernel")
 	for _, c := range []struct {
 		target Target
 		state  string
@@ -46,10 +43,7 @@ func TestRealKernelReasons(t *testing.T) {
 
 	o := DefaultManyOptions()
 	o.Targets, o.ByAddress, o.Via, o.CPUs, o.OptimizeEvery = TargetsAllFunctions, true, doors.ViaRegisterKprobe, 8, 256
-	all, err := PrepareManyFor(k, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	all := mustPrepareFor(t, k, o)
 	step := 11
 	if race.Enabled {
 		step = 37
@@ -98,10 +92,7 @@ func itoa(n int) string {
 // after another on one kernel, is the same under every preset and
 // ablation set.
 func TestRealKernelTrailsSame(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads and probes the real kernel")
-	}
-	k := realKernel(t)
+	k := longRealKernel(t, "loads and probes the real kernel")
 	fs := k.Functions()
 	n := 100
 	if race.Enabled {

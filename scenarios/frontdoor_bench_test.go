@@ -46,10 +46,7 @@ func benchEvents(b *testing.B, sw sim.Switches) {
 		o := DefaultManyOptions()
 		o.Targets, o.Via, o.Enable, o.LinesPerWrite = TargetsTraceable, doors.ViaKprobeEvents, doors.EnableEach, 1
 		o.Placement, o.Offset = PlaceOffset, 5
-		s, err := PrepareManyFor(k, o)
-		if err != nil {
-			b.Fatal(err)
-		}
+		s := mustPrepareFor(b, k, o)
 		rep, err := RunMany(s, []RunSpec{{sw.Name(), sw}}, machine.Wire, sim.DefaultCosts(), "", nil)
 		if err != nil {
 			b.Fatal(err)

@@ -273,10 +273,7 @@ func TestAllFunctionsSameDecisions(t *testing.T) {
 	k := fixture.Generate(t, cfg)
 	o := DefaultManyOptions()
 	o.Targets, o.Via = TargetsAllFunctions, doors.ViaRegisterKprobe
-	s, err := PrepareManyFor(k, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustPrepareFor(t, k, o)
 	if len(s.Targets) < 2500 {
 		t.Fatalf("%d probes for an image of 2500+ functions", len(s.Targets))
 	}

@@ -12,6 +12,25 @@ import (
 	"github.com/kpsim/kpsim/sim"
 )
 
+// mustPrepareFor is PrepareManyFor for a test, which fails on an error.
+func mustPrepareFor(t testing.TB, k *image.Kernel, o ManyOptions) *ManySetup {
+	t.Helper()
+	s, err := PrepareManyFor(k, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// longRealKernel is realKernel for a test -short skips, saying why.
+func longRealKernel(t *testing.T, why string) *image.Kernel {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(why)
+	}
+	return realKernel(t)
+}
+
 func realKernel(t testing.TB) *image.Kernel {
 	const p = "../.cache/kernels/vmlinuz-6.1.0-57-amd64"
 	if _, err := os.Stat(p); err != nil {
@@ -51,10 +70,7 @@ func TestRealKernelSameDecisions(t *testing.T) {
 	}
 	k := realKernel(t)
 	o.Targets, o.Via = TargetsAllFunctions, doors.ViaRegisterKprobe
-	all, err := PrepareManyFor(k, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	all := mustPrepareFor(t, k, o)
 	var sample []Target
 	for i := 0; i < len(all.Targets); i += 7 {
 		sample = append(sample, all.Targets[i])

@@ -6,8 +6,8 @@ import (
 
 	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image/synth"
-	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/internal/fixture"
+	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )

@@ -7,8 +7,8 @@ import (
 
 	"github.com/kpsim/kpsim/boot"
 	"github.com/kpsim/kpsim/image"
-	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/internal/resvtest"
 	"github.com/kpsim/kpsim/sim"
 )

@@ -21,17 +21,14 @@ var calibrateCommand = command{"calibrate",
 	runCalibrate}
 
 func runCalibrate(args []string, stdout, stderr io.Writer) error {
-	fs, imf, err := newImageFlagSet("calibrate", args, stdout)
-	if err != nil {
-		return err
-	}
+	fs, imf := newImageFlagSet("calibrate", args, stdout)
 	out := fs.String("out", "", "write the cost file here (written whole or not at all); with --regime both, FILE.hot and FILE.cold. Default: stdout")
 	cc := fs.String("cc", "", "C compiler command (default $CC, else cc)")
 	regime := fs.String("regime", "cold", "hot (a few items repeated), cold (distinct items per call) or both")
 	quick := fs.Bool("quick", false, "tiny sizes and 3 repetitions: a smoke test, not weights to use")
 	check := fs.Bool("check", false, "also run the C data structures' self-checks")
 	symbols := fs.String("symbols", "", "symbol list (System.map or /proc/kallsyms) for the kallsyms tables; default: the image's symbols")
-	if err := parse(fs, args, stdout); err != nil {
+	if err := imf.parse(args, stdout); err != nil {
 		return err
 	}
 	var regimes []string
@@ -71,6 +68,7 @@ func runCalibrate(args []string, stdout, stderr io.Writer) error {
 		Command: strings.TrimSpace("kpsim calibrate " + strings.Join(args, " "))}
 	var syms []ktab.Symbol
 	if *symbols != "" {
+		var err error
 		if syms, err = readSymbols(*symbols); err != nil {
 			return err
 		}

@@ -132,12 +132,6 @@ func TestRunKallsymsSaysHot(t *testing.T) {
 // the cold profile by default, and --cost-regime documented gives the
 // registered weights.
 func TestExplainUsesTheColdProfile(t *testing.T) {
-	out, errs, code := runKpsim(append(append([]string{"explain"}, small...), "kprobe_many_func_7")...)
-	if code != 0 || !strings.Contains(out, "weights: built-in cold profile") {
-		t.Fatalf("exit %d (%s):\n%s", code, errs, out)
-	}
-	out, _, code = runKpsim(append(append([]string{"explain"}, small...), "kprobe_many_func_7", "--cost-regime", "documented")...)
-	if code != 0 || !strings.Contains(out, "weights: documented defaults") {
-		t.Fatalf("--cost-regime documented: exit %d:\n%s", code, out)
-	}
+	wantExplain(t, append(append([]string{"explain"}, small...), "kprobe_many_func_7"), "weights: built-in cold profile")
+	wantExplain(t, append(append([]string{"explain"}, small...), "kprobe_many_func_7", "--cost-regime", "documented"), "weights: documented defaults")
 }

@@ -12,10 +12,7 @@ import (
 )
 
 func runDecode(args []string, stdout, stderr io.Writer) error {
-	fs, imf, err := newImageFlagSet("decode", args, stdout)
-	if err != nil {
-		return err
-	}
+	fs, imf := newImageFlagSet("decode", args, stdout)
 	fn := fs.String("func", "", "decode only the function(s) with this name (duplicates: every one)")
 	all := fs.Bool("all", false, "decode every function (the default without --func)")
 	summary := fs.Bool("summary", false, "one line per function: ADDRESS NAME INSTRUCTION_COUNT SHA1 of the offsets")

@@ -40,10 +40,7 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	fs := newFlagSet("explain", stdout)
-	imf, err := addImageFlagsFor(fs, rest)
-	if err != nil {
-		return err
-	}
+	imf := addImageFlagsFor(fs, rest)
 	n := fs.Int("n", scenarios.DefaultManyOptions().N, "generated probe-target functions (kprobe_many_func_K) in the image, as run many builds it; by default only when TARGET is one of them (give --n to build run many's image for any target)")
 	traced := fs.Bool("traced", false, "build the probe targets with __fentry__ calls, as run many --traced")
 	patches := fs.String("patches", "none", "the switch set to run under: a preset (none, series, all) or comma-separated switches")

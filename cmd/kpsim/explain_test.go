@@ -26,14 +26,8 @@ func wantExplain(t *testing.T, args []string, want ...string) string {
 // A sample target is built into the image even without --n; other
 // targets get the image without them unless --n asks.
 func TestExplainSampleTargets(t *testing.T) {
-	out, errs, code := runKpsim(append(append([]string{"explain"}, small...), "kprobe_many_func_7")...)
-	if code != 0 || !strings.Contains(out, "state    optimized") {
-		t.Fatalf("exit %d (%s):\n%s", code, errs, out)
-	}
-	out, errs, code = runKpsim(append(append([]string{"explain"}, small...), "kprobe_many_func_7", "--n", "0")...)
-	if code != 0 || !strings.Contains(out, "state    optimized") {
-		t.Fatalf("--n 0 with a sample target: exit %d (%s):\n%s", code, errs, out)
-	}
+	wantExplain(t, append(append([]string{"explain"}, small...), "kprobe_many_func_7"), "state    optimized")
+	wantExplain(t, append(append([]string{"explain"}, small...), "kprobe_many_func_7", "--n", "0"), "state    optimized")
 }
 
 func TestExplainOptimized(t *testing.T) {

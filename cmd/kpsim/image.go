@@ -9,10 +9,7 @@ import (
 )
 
 func runImage(args []string, stdout, stderr io.Writer) error {
-	fs, imf, err := newImageFlagSet("image", args, stdout)
-	if err != nil {
-		return err
-	}
+	fs, imf := newImageFlagSet("image", args, stdout)
 	format := fs.String("format", "table", "output format: table or json")
 	sites := fs.String("boot-sites", "", "with --kernel: write every site boot patching visited (TSV: table, address, symbol+offset, action, bytes before, bytes after) to FILE")
 	if err := parseImageFlags(fs, imf, args, stdout, nil); err != nil {

@@ -29,6 +29,9 @@ type imageFlags struct {
 	record bool
 	booted *elfload.Booted
 	mods   moduleFlags // --modules, --modules-dir (modules.go)
+	// err is a bad --profile, found before the flags were defined and
+	// reported when they are parsed.
+	err error
 }
 
 // explicit reports whether the flag was given on the command line.
@@ -73,22 +76,31 @@ func profileOf(args []string) (string, error) {
 
 // newImageFlagSet is the flag set of command c that reads an image: the
 // image flags of the profile args name.
-func newImageFlagSet(c string, args []string, stdout io.Writer) (*flag.FlagSet, *imageFlags, error) {
+func newImageFlagSet(c string, args []string, stdout io.Writer) (*flag.FlagSet, *imageFlags) {
 	fs := newFlagSet(c, stdout)
-	imf, err := addImageFlagsFor(fs, args)
-	return fs, imf, err
+	return fs, addImageFlagsFor(fs, args)
 }
 
 // addImageFlagsFor defines the image flags with the defaults of the
-// profile named in args.
-func addImageFlagsFor(fs *flag.FlagSet, args []string) (*imageFlags, error) {
+// profile named in args. An unknown profile is the error parse returns.
+func addImageFlagsFor(fs *flag.FlagSet, args []string) *imageFlags {
 	name, err := profileOf(args)
 	if err != nil {
-		return nil, err
+		f := addImageFlags(fs)
+		f.err = err
+		return f
 	}
 	f := addImageFlagsProfile(fs, synth.Profiles[name]())
 	f.profile = name
-	return f, nil
+	return f
+}
+
+// parse parses args into the flag set (an unknown --profile first).
+func (f *imageFlags) parse(args []string, stdout io.Writer) error {
+	if f.err != nil {
+		return f.err
+	}
+	return parse(f.fs, args, stdout)
 }
 
 func addImageFlagsProfile(fs *flag.FlagSet, base synth.Config) *imageFlags {

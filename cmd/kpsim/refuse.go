@@ -54,7 +54,7 @@ func refuseSynthFlags(fs *flag.FlagSet, imf *imageFlags, symbols string) error {
 // refuses the generator's flags where a real image, or the symbol file
 // of flag symbols (nil: the command has none), is read.
 func parseImageFlags(fs *flag.FlagSet, imf *imageFlags, args []string, stdout io.Writer, symbols *string) error {
-	if err := parse(fs, args, stdout); err != nil {
+	if err := imf.parse(args, stdout); err != nil {
 		return err
 	}
 	if symbols == nil {

@@ -50,12 +50,8 @@ func runReport(args []string, stdout, stderr io.Writer) error {
 			return usagef("--%s: kpsim report draws its own plots (kpsim sweep --plot takes it)", f)
 		}
 	}
-	sink, err := openOut("out", j.out)
-	if err != nil {
-		return err
-	}
+	sink, _, reps, err := j.run(stderr) // no --plot: report draws its own
 	defer sink.abort()
-	reps, err := j.reports(stderr)
 	if err != nil {
 		return err
 	}

@@ -73,10 +73,7 @@ type manyCaller struct {
 }
 
 func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) error {
-	fs, imf, err := newImageFlagSet("run many", args, stdout)
-	if err != nil {
-		return err
-	}
+	fs, imf := newImageFlagSet("run many", args, stdout)
 	o := scenarios.DefaultManyOptions()
 	fs.IntVar(&o.N, "n", o.N, "with --targets generated: number of generated probe-target functions, one kprobe each")
 	placement := fs.String("placement", string(o.Placement), "where each probe sits (every target kind; a target's own +OFF wins): entry, after-fentry or offset")

@@ -30,18 +30,13 @@ type bpfFlags struct {
 }
 
 // newBPFFlagSet is the flag set of BPF command c with the shared flags.
-func newBPFFlagSet(c string, args []string, stdout io.Writer) (*flag.FlagSet, *bpfFlags, error) {
+func newBPFFlagSet(c string, args []string, stdout io.Writer) (*flag.FlagSet, *bpfFlags) {
 	fs := newFlagSet(c, stdout)
-	f, err := addBPFFlags(fs, args)
-	return fs, f, err
+	return fs, addBPFFlags(fs, args)
 }
 
-func addBPFFlags(fs *flag.FlagSet, args []string) (*bpfFlags, error) {
-	imf, err := addImageFlagsFor(fs, args)
-	if err != nil {
-		return nil, err
-	}
-	f := &bpfFlags{imf: imf}
+func addBPFFlags(fs *flag.FlagSet, args []string) *bpfFlags {
+	f := &bpfFlags{imf: addImageFlagsFor(fs, args)}
 	fs.StringVar(&f.gen, "bpf-kernel", "6.10", "bpf_trace.c / ftrace generation: 6.1 (6.1.192 as shipped: no kprobe.session) or 6.10 (session, E2BIG, module references)")
 	fs.StringVar(&f.kconfig, "kconfig", "", "configuration override of the image, e.g. FPROBE=y (recorded in the report)")
 	fs.IntVar(&f.cpus, "possible-cpus", 8, "num_possible_cpus() (fprobe rethook node preallocation)")
@@ -55,7 +50,7 @@ func addBPFFlags(fs *flag.FlagSet, args []string) (*bpfFlags, error) {
 		fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == "jobs" })
 		return set
 	}
-	return f, nil
+	return f
 }
 
 func (f *bpfFlags) options(defaults []string) (scenarios.BPFOptions, []scenarios.RunSpec, *sim.CostTable, error) {
@@ -165,13 +160,10 @@ func (f *bpfFlags) emit(stdout io.Writer, v any, table func(io.Writer) error) er
 var sessionDefaultRuns = []string{"none", "libbpf-exact-syms", "libbpf-exact-syms,ftrace-single-lookup"}
 
 func runSession(args []string, stdout, stderr io.Writer) error {
-	fs, f, err := newBPFFlagSet("run session", args, stdout)
-	if err != nil {
-		return err
-	}
+	fs, f := newBPFFlagSet("run session", args, stdout)
 	programs := fs.Int("programs", 50, "kprobe.session programs, each on one distinct traceable function by exact name")
 	pairs := fs.Bool("pairs", false, "add a run of the classic kprobe + kretprobe perf events on the same functions (2P events)")
-	if err := parse(fs, args, stdout); err != nil {
+	if err := f.imf.parse(args, stdout); err != nil {
 		return err
 	}
 	if *programs <= 0 || *programs > 1<<20 {
@@ -184,13 +176,10 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 }
 
 func runMultiScenario(args []string, stdout, stderr io.Writer) error {
-	fs, f, err := newBPFFlagSet("run multi", args, stdout)
-	if err != nil {
-		return err
-	}
+	fs, f := newBPFFlagSet("run multi", args, stdout)
 	pattern := fs.String("pattern", "", "a glob (libbpf's pattern path); empty: only the syms form")
 	k0 := fs.Int("k", 0, "K: functions in the syms form (0 = every traceable function)")
-	if err := parse(fs, args, stdout); err != nil {
+	if err := f.imf.parse(args, stdout); err != nil {
 		return err
 	}
 	for _, a := range args {
@@ -244,13 +233,10 @@ func parseVariantList(s string) ([]kallsyms.Variant, error) {
 }
 
 func runCrossover(args []string, stdout, stderr io.Writer) error {
-	fs, f, err := newBPFFlagSet("run crossover", args, stdout)
-	if err != nil {
-		return err
-	}
+	fs, f := newBPFFlagSet("run crossover", args, stdout)
 	klist := fs.String("k", "1,10,100,500,1000,5000,10000,max", "batch sizes K, comma-separated; max = every uniquely named traceable function")
 	variants := fs.String("variants", "", "kallsyms variants (default: all)")
-	if err := parse(fs, args, stdout); err != nil {
+	if err := f.imf.parse(args, stdout); err != nil {
 		return err
 	}
 	ks, err := parseKList(*klist)
@@ -271,13 +257,10 @@ func runCrossover(args []string, stdout, stderr io.Writer) error {
 }
 
 func runTracingMulti(args []string, stdout, stderr io.Writer) error {
-	fs, f, err := newBPFFlagSet("run tracing-multi", args, stdout)
-	if err != nil {
-		return err
-	}
+	fs, f := newBPFFlagSet("run tracing-multi", args, stdout)
 	k0 := fs.Int("k", 0, "K functions (0 = every traceable function)")
 	variants := fs.String("variants", "", "kallsyms variants (default: all)")
-	if err := parse(fs, args, stdout); err != nil {
+	if err := f.imf.parse(args, stdout); err != nil {
 		return err
 	}
 	if *k0 < 0 || *k0 > bpf.MaxKprobeMultiCnt {

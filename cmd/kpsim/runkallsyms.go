@@ -17,10 +17,7 @@ import (
 )
 
 func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
-	fs, imf, err := newImageFlagSet("run kallsyms", args, stdout)
-	if err != nil {
-		return err
-	}
+	fs, imf := newImageFlagSet("run kallsyms", args, stdout)
 	symbols := fs.String("symbols", "", "symbol list (System.map or /proc/kallsyms); default: the synthetic image's symbols")
 	o := scenarios.KallsymsOptions{Iters: 100000, Build: kallsymsDefaults}
 	fs.IntVar(&o.Iters, "iters", o.Iters, "timed passes per measurement: exactly this many when given, else at most this many within --benchtime")
@@ -55,6 +52,7 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 	case o.Budget <= 0:
 		return usagef("--benchtime: must be positive (got %s)", o.Budget)
 	}
+	var err error
 	if o.Costs, err = cf.load(stderr, "run kallsyms"); err != nil {
 		return err
 	}

@@ -161,6 +161,20 @@ func parseSweep(name string, args []string, stdout io.Writer, formats []string) 
 	return j, nil
 }
 
+// run opens the outputs (--out, and --plot for kpsim sweep) before the
+// slow part, so a bad path fails at once, then runs every point. The
+// caller aborts the files it gets back, on error too.
+func (j *sweepJob) run(stderr io.Writer) (out, plot *atomicFile, reps []*scenarios.ManyReport, err error) {
+	if out, err = openOut("out", j.out); err != nil {
+		return nil, nil, nil, err
+	}
+	if plot, err = openOut("plot", j.plot); err != nil {
+		return out, nil, nil, err
+	}
+	reps, err = j.reports(stderr)
+	return out, plot, reps, err
+}
+
 // reports runs the scenario at every N (and through every --vias door):
 // the points run at once, --jobs of them preparing their images at a time,
 // and all their runs share one pool of --jobs slots; the reports come back
@@ -248,17 +262,9 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	sink, err := openOut("out", j.out)
-	if err != nil {
-		return err
-	}
+	sink, plotSink, reps, err := j.run(stderr)
 	defer sink.abort()
-	plotSink, err := openOut("plot", j.plot)
-	if err != nil {
-		return err
-	}
 	defer plotSink.abort()
-	reps, err := j.reports(stderr)
 	if err != nil {
 		return err
 	}
