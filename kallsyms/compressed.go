@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kallsyms/ktab"
@@ -231,71 +232,61 @@ type tally struct {
 	addrProbe, aliasStep, modSym, modLookup                     uint64
 }
 
+// tallyOps are the ops of a tally's fields, in field order.
+var tallyOps = [...]sim.Op{
+	OpHop, OpTok, OpChrOut, OpChrCmp, OpLd3, OpLd4, OpAddr, OpCmp, OpVisit, OpBytes,
+	OpAddrProbe, OpAliasStep, OpModSym, OpModLookup,
+}
+
+// A tally is its fields' counts side by side, one per tallyOps entry:
+// the array counts views (a compile error if a field is added without
+// its op).
+var _ = [1]struct{}{}[unsafe.Sizeof(tally{})-uintptr(8*len(tallyOps))]
+
+// counts is tl's fields as an array indexed like tallyOps.
+func (tl *tally) counts() *[len(tallyOps)]uint64 {
+	return (*[len(tallyOps)]uint64)(unsafe.Pointer(tl))
+}
+
 func (tl *tally) flush(c *sim.Counters) {
 	if c == nil {
 		return
 	}
-	tl.addTo(c)
-}
-
-// addTo adds tl's counts to dst.
-func (tl *tally) addTo(dst sim.Adder) {
-	for _, x := range [...]struct {
-		op sim.Op
-		n  uint64
-	}{
-		{OpHop, tl.hop}, {OpTok, tl.tok}, {OpChrOut, tl.chrOut}, {OpChrCmp, tl.chrCmp},
-		{OpLd3, tl.ld3}, {OpLd4, tl.ld4}, {OpAddr, tl.addr}, {OpCmp, tl.cmp},
-		{OpVisit, tl.visit}, {OpBytes, tl.bytes}, {OpAddrProbe, tl.addrProbe},
-		{OpAliasStep, tl.aliasStep}, {OpModSym, tl.modSym}, {OpModLookup, tl.modLookup},
-	} {
-		if x.n != 0 {
-			dst.Add(x.op, x.n)
+	for i, n := range tl.counts() {
+		if n != 0 {
+			c.Add(tallyOps[i], n)
 		}
 	}
 }
 
-// addTally adds a memo's stored counts (sim.Memo.Get).
-func (tl *tally) addTally(t *sim.Tally) {
-	for i := range t.Len() {
-		x := t.At(i)
-		tl.Add(x.Op, x.N)
+// toTally adds tl's counts to t, in field order (what addTally expects
+// to find, though any order replays correctly).
+func (tl *tally) toTally(t *sim.Tally) {
+	for i, n := range tl.counts() {
+		if n != 0 {
+			t.Add(tallyOps[i], n)
+		}
 	}
 }
 
-// Add adds n occurrences of op, one of the ops a tally holds.
-func (tl *tally) Add(op sim.Op, n uint64) {
-	switch op {
-	case OpHop:
-		tl.hop += n
-	case OpTok:
-		tl.tok += n
-	case OpChrOut:
-		tl.chrOut += n
-	case OpChrCmp:
-		tl.chrCmp += n
-	case OpLd3:
-		tl.ld3 += n
-	case OpLd4:
-		tl.ld4 += n
-	case OpAddr:
-		tl.addr += n
-	case OpCmp:
-		tl.cmp += n
-	case OpVisit:
-		tl.visit += n
-	case OpBytes:
-		tl.bytes += n
-	case OpAddrProbe:
-		tl.addrProbe += n
-	case OpAliasStep:
-		tl.aliasStep += n
-	case OpModSym:
-		tl.modSym += n
-	case OpModLookup:
-		tl.modLookup += n
-	default:
-		panic("kallsyms: tally of a foreign op " + op.Name())
+// addTally adds a memo's stored counts (sim.Memo.Get). The ops are found
+// by a scan of tallyOps that resumes where the previous op was found:
+// a walk's counts stored by toTally are in field order, so the scan
+// passes over tallyOps once.
+func (tl *tally) addTally(t *sim.Tally) {
+	cs := tl.counts()
+	j := 0
+	for i := range t.Len() {
+		x := t.At(i)
+		for k := 0; tallyOps[j] != x.Op; k++ {
+			if k == len(tallyOps) {
+				panic("kallsyms: tally of a foreign op " + x.Op.Name())
+			}
+			if j++; j == len(tallyOps) {
+				j = 0
+			}
+		}
+		cs[j] += x.N
 	}
 }
 

@@ -29,7 +29,7 @@ func (c *Compressed) findSymbolSpan(addr uint64, tl *tally) symSpan {
 	sp, t := c.posMemo.Get(0, addr, func(t *sim.Tally) symSpan {
 		var w tally
 		sp := c.symbolSpan(addr, &w)
-		w.addTo(t)
+		w.toTally(t)
 		return sp
 	})
 	tl.addTally(t)
@@ -66,7 +66,7 @@ func (c *Compressed) compareAt(node, j int, name string, tl *tally) int {
 	s, t := c.nameMemo.Get(0, nameKey{node, j}, func(t *sim.Tally) string {
 		var w tally
 		s := c.fetchName(j, &w)
-		w.addTo(t)
+		w.toTally(t)
 		return s
 	})
 	tl.addTally(t)

@@ -35,7 +35,7 @@ func TestDecodeMemoMatchesDecode(t *testing.T) {
 				code = code[:rapid.IntRange(1, x86.MaxInsnSize).Draw(rt, "len")]
 				text[addr] = code
 			}
-			gi, ge := kp.decodeMemo(addr, code)
+			gi, ge := kp.decodeMemo(code)
 			wi, we := x86.DecodeKernel(cd, code)
 			if !reflect.DeepEqual(gi, wi) || (ge == nil) != (we == nil) || ge != nil && ge.Error() != we.Error() {
 				rt.Fatalf("%#x % x: memo %+v %v, decode %+v %v", addr, code, gi, ge, wi, we)

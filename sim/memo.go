@@ -52,6 +52,25 @@ func (t *Tally) Add(op Op, n uint64) {
 // Inc counts one occurrence of op.
 func (t *Tally) Inc(op Op) { t.Add(op, 1) }
 
+// addCounters adds every count of t to c (nil: nowhere).
+func (t *Tally) addCounters(c *Counters) {
+	if c == nil {
+		return
+	}
+	for _, x := range t.c[:t.n] {
+		c.Add(x.Op, x.N)
+	}
+	if len(t.more) != 0 {
+		t.addMore(c)
+	}
+}
+
+func (t *Tally) addMore(c *Counters) {
+	for _, x := range t.more {
+		c.Add(x.Op, x.N)
+	}
+}
+
 // AddTo adds every count of t to dst.
 func (t *Tally) AddTo(dst Adder) {
 	if dst == nil {
@@ -102,6 +121,10 @@ func (t *Tally) Reset() {
 // new answer evicts the old. A span memo (NewSpanMemo) has one entry whose
 // answer holds for every key it covers.
 //
+// The hit path (DoAt, GetAt, and the key check of Do and Get) is small
+// enough to inline into the caller: the walks memoized run millions of
+// times a run, mostly as hits.
+//
 // A Memo is not safe for concurrent use; it belongs to one simulated
 // kernel, like the Counters it adds to.
 type Memo[K comparable, V any] struct {
@@ -121,7 +144,8 @@ type memoEntry[K comparable, V any] struct {
 
 // NewMemo returns a memo of size entries (a power of two); slot maps a key
 // to its entry (only its low bits are used). An entry answers the key it
-// was stored for, at the version it was stored at.
+// was stored for, at the version it was stored at. slot may be nil when
+// every caller names the entry itself (DoAt, GetAt).
 func NewMemo[K comparable, V any](size int, slot func(K) uint64) *Memo[K, V] {
 	if size <= 0 || size&(size-1) != 0 {
 		panic("sim: memo size must be a power of two")
@@ -142,35 +166,56 @@ func NewSpanMemo[K comparable, V any](covers func(answer V, key K) bool) *Memo[K
 // answer. walk must count everything it counts into t, must not change
 // phase, and must not call the same memo.
 func (m *Memo[K, V]) Do(c *Counters, ver uint64, key K, walk func(t *Tally) V) V {
-	v, t := m.Get(ver, key, walk)
-	if c != nil {
-		for _, x := range t.c[:t.n] {
-			c.Add(x.Op, x.N)
-		}
-		for _, x := range t.more {
-			c.Add(x.Op, x.N)
-		}
-	}
-	return v
+	v, t := m.GetAt(m.hash(key), ver, key, walk)
+	t.addCounters(c)
+	return *v
 }
 
 // Get is Do for a caller with a tally of its own: it returns the answer
 // and the counts the walk added (read them with Len and At before the
 // memo's next call), adding them nowhere.
 func (m *Memo[K, V]) Get(ver uint64, key K, walk func(t *Tally) V) (V, *Tally) {
-	var e *memoEntry[K, V]
-	if m.slot != nil {
-		e = &m.e[m.slot(key)&m.mask]
-	} else {
-		e = &m.e[0]
+	v, t := m.GetAt(m.hash(key), ver, key, walk)
+	return *v, t
+}
+
+// DoAt is Do with key's slot given by the caller (h, of which only the low
+// bits are used; ignored by a span memo), and the answer returned in
+// place: *V is the stored answer, to be read before the memo's next call.
+// It inlines, so a hit costs no call but the counts' replay.
+func (m *Memo[K, V]) DoAt(c *Counters, h, ver uint64, key K, walk func(t *Tally) V) *V {
+	v, t := m.GetAt(h, ver, key, walk)
+	t.addCounters(c)
+	return v
+}
+
+// GetAt is Get with key's slot given by the caller, as DoAt.
+func (m *Memo[K, V]) GetAt(h, ver uint64, key K, walk func(t *Tally) V) (*V, *Tally) {
+	e := &m.e[h&m.mask]
+	// An entry holds only an answer that covers its own key, so an
+	// equal key is a hit in a span memo too.
+	if !e.ok || e.ver != ver || e.key != key {
+		m.miss(e, ver, key, walk)
 	}
-	if e.ok && e.ver == ver && (m.covers == nil && e.key == key || m.covers != nil && m.covers(e.v, key)) {
-		return e.v, &e.t
+	return &e.v, &e.t
+}
+
+func (m *Memo[K, V]) hash(key K) uint64 {
+	if m.slot == nil {
+		return 0
+	}
+	return m.slot(key)
+}
+
+// miss leaves e when it is a span memo's entry that covers key, and
+// otherwise runs walk and stores its answer and counts in e.
+func (m *Memo[K, V]) miss(e *memoEntry[K, V], ver uint64, key K, walk func(t *Tally) V) {
+	if m.covers != nil && e.ok && e.ver == ver && m.covers(e.v, key) {
+		return
 	}
 	e.ok = false
 	e.t.Reset()
 	v := walk(&e.t)
 	e.ver, e.key, e.v = ver, key, v
 	e.ok = m.covers == nil || m.covers(v, key)
-	return v, &e.t
 }

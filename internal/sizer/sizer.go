@@ -89,6 +89,24 @@ func (s *addrSet) get(k uint64) (seenAs, bool) {
 	return s.vals[i], true
 }
 
+// add enters k (with a zero entry) unless it is there, and reports
+// whether it was not: one probe where get and put take two.
+//
+//go:norace
+func (s *addrSet) add(k uint64) bool {
+	if 2*(s.n+1) > len(s.keys) {
+		s.grow()
+	}
+	i := s.slot(k)
+	if s.keys[i] == k {
+		return false
+	}
+	s.keys[i] = k
+	s.vals[i] = seenAs{}
+	s.n++
+	return true
+}
+
 //go:norace
 func (s *addrSet) put(k uint64, v seenAs) {
 	if 2*(s.n+1) > len(s.keys) {
@@ -337,20 +355,23 @@ func overlap(a, b []span) uint64 {
 	return n
 }
 
-// inShared reports whether p lies in memory the shared values reach.
+// inShared reports whether p lies in memory the shared values reach: a
+// bisection for the first span ending above p (by hand: it runs for every
+// object the walk reaches).
 //
 //go:norace
 func (z *Sizer) inShared(p uint64) bool {
-	i, _ := slices.BinarySearchFunc(z.sharedSpans, p, func(s span, p uint64) int {
-		switch {
-		case s.end <= p:
-			return -1
-		case s.start > p:
-			return 1
+	sp := z.sharedSpans
+	lo, hi := 0, len(sp)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if sp[mid].end <= p {
+			lo = mid + 1
+		} else {
+			hi = mid
 		}
-		return 0
-	})
-	return i < len(z.sharedSpans) && z.sharedSpans[i].start <= p && p < z.sharedSpans[i].end
+	}
+	return lo < len(sp) && sp[lo].start <= p
 }
 
 // sliceHeader is a slice's runtime layout.
@@ -401,10 +422,9 @@ func (z *Sizer) pointee(q unsafe.Pointer, ti *typeInfo) {
 	}
 	p := uint64(uintptr(q))
 	k := sizeKey(uintptr(q), ti.elem.id)
-	if _, ok := z.seen.get(k); ok || z.inShared(p) {
+	if !z.seen.add(k) || z.inShared(p) {
 		return
 	}
-	z.seen.put(k, seenAs{})
 	z.spans = append(z.spans, span{p, p + uint64(ti.elem.size)})
 	z.raw(q, ti.elem)
 }
