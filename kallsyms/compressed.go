@@ -274,10 +274,18 @@ func (tl *tally) toTally(t *sim.Tally) {
 // a walk's counts stored by toTally are in field order, so the scan
 // passes over tallyOps once.
 func (tl *tally) addTally(t *sim.Tally) {
+	first, rest := t.Parts()
+	j := tl.addCounts(first, 0)
+	if len(rest) != 0 {
+		tl.addCounts(rest, j)
+	}
+}
+
+// addCounts adds counts to tl, scanning tallyOps from j, and returns
+// where the scan stopped.
+func (tl *tally) addCounts(counts []sim.OpCount, j int) int {
 	cs := tl.counts()
-	j := 0
-	for i := range t.Len() {
-		x := t.At(i)
+	for _, x := range counts {
 		for k := 0; tallyOps[j] != x.Op; k++ {
 			if k == len(tallyOps) {
 				panic("kallsyms: tally of a foreign op " + x.Op.Name())
@@ -288,6 +296,7 @@ func (tl *tally) addTally(t *sim.Tally) {
 		}
 		cs[j] += x.N
 	}
+	return j
 }
 
 // hop models one iteration of get_symbol_offset's loop.

@@ -204,10 +204,15 @@ func (k *decodeKey) slot() uint64 {
 func (kp *Kprobes) decodeMemo(code []byte) (x86.Insn, error) {
 	k := decodeKey{n: len(code)}
 	copy(k.code[:], code)
-	d := kp.decodes.DoAt(kp.C, k.slot(), 0, k, func(t *sim.Tally) decoded {
-		insn, err := x86.DecodeKernel(nil, code)
-		t.Inc(x86.OpDecode) // DecodeKernel's one count
-		return decoded{insn, err}
-	})
+	h := k.slot()
+	d, t, ok := kp.decodes.Find(h, 0, k)
+	if !ok {
+		d, t = kp.decodes.GetAt(h, 0, k, func(t *sim.Tally) decoded {
+			insn, err := x86.DecodeKernel(nil, code)
+			t.Inc(x86.OpDecode) // DecodeKernel's one count
+			return decoded{insn, err}
+		})
+	}
+	t.AddToCounters(kp.C)
 	return d.insn, d.err
 }

@@ -52,8 +52,9 @@ func (t *Tally) Add(op Op, n uint64) {
 // Inc counts one occurrence of op.
 func (t *Tally) Inc(op Op) { t.Add(op, 1) }
 
-// addCounters adds every count of t to c (nil: nowhere).
-func (t *Tally) addCounters(c *Counters) {
+// AddToCounters is AddTo for Counters (nil: counted nowhere), without an
+// interface call per count: a memo hit's replay.
+func (t *Tally) AddToCounters(c *Counters) {
 	if c == nil {
 		return
 	}
@@ -83,6 +84,11 @@ func (t *Tally) AddTo(dst Adder) {
 		dst.Add(x.Op, x.N)
 	}
 }
+
+// Parts returns t's counts, in the order their ops were first added, as
+// two slices (the first few, then the rest) into t's own storage, valid
+// until t changes: a replay without copying or a call per count.
+func (t *Tally) Parts() (first, rest []OpCount) { return t.c[:t.n], t.more }
 
 // Len is the number of distinct ops t holds.
 func (t *Tally) Len() int { return t.n + len(t.more) }
@@ -135,8 +141,7 @@ type Memo[K comparable, V any] struct {
 }
 
 type memoEntry[K comparable, V any] struct {
-	ok  bool
-	ver uint64
+	tag uint64 // the version the entry holds an answer at, plus one; 0: none
 	key K
 	v   V
 	t   Tally
@@ -166,8 +171,12 @@ func NewSpanMemo[K comparable, V any](covers func(answer V, key K) bool) *Memo[K
 // answer. walk must count everything it counts into t, must not change
 // phase, and must not call the same memo.
 func (m *Memo[K, V]) Do(c *Counters, ver uint64, key K, walk func(t *Tally) V) V {
-	v, t := m.GetAt(m.hash(key), ver, key, walk)
-	t.addCounters(c)
+	h := m.hash(key)
+	v, t, ok := m.Find(h, ver, key)
+	if !ok {
+		v, t = m.miss(&m.e[h&m.mask], ver, key, walk)
+	}
+	t.AddToCounters(c)
 	return *v
 }
 
@@ -182,22 +191,49 @@ func (m *Memo[K, V]) Get(ver uint64, key K, walk func(t *Tally) V) (V, *Tally) {
 // DoAt is Do with key's slot given by the caller (h, of which only the low
 // bits are used; ignored by a span memo), and the answer returned in
 // place: *V is the stored answer, to be read before the memo's next call.
-// It inlines, so a hit costs no call but the counts' replay.
+// Its hit path is Find's, inlined: a hit costs this one call. (A caller
+// that inlines the hit itself runs Find, then GetAt on a miss.)
 func (m *Memo[K, V]) DoAt(c *Counters, h, ver uint64, key K, walk func(t *Tally) V) *V {
-	v, t := m.GetAt(h, ver, key, walk)
-	t.addCounters(c)
+	v, t, ok := m.Find(h, ver, key)
+	if !ok {
+		v, t = m.miss(&m.e[h&m.mask], ver, key, walk)
+	}
+	t.AddToCounters(c)
 	return v
 }
 
 // GetAt is Get with key's slot given by the caller, as DoAt.
 func (m *Memo[K, V]) GetAt(h, ver uint64, key K, walk func(t *Tally) V) (*V, *Tally) {
+	if v, t, ok := m.Find(h, ver, key); ok {
+		return v, t
+	}
+	return m.miss(&m.e[h&m.mask], ver, key, walk)
+}
+
+// Find is the hit path alone, for a caller that runs GetAt (and its walk
+// closure) only when Find finds nothing: the answer and counts stored for
+// key at ver in slot h (as GetAt), or ok false. It inlines. In a span
+// memo it finds only the key the answer was stored for (see Held).
+func (m *Memo[K, V]) Find(h, ver uint64, key K) (v *V, t *Tally, ok bool) {
 	e := &m.e[h&m.mask]
 	// An entry holds only an answer that covers its own key, so an
 	// equal key is a hit in a span memo too.
-	if !e.ok || e.ver != ver || e.key != key {
-		m.miss(e, ver, key, walk)
+	if e.tag == ver+1 && e.key == key {
+		return &e.v, &e.t, true
 	}
-	return &e.v, &e.t
+	return nil, nil, false
+}
+
+// Held returns the answer and counts slot h holds at version ver,
+// whatever key they were stored for (ok false: none). A span memo's
+// caller that checks coverage itself, inline, as covers would, answers
+// its hits without a call.
+func (m *Memo[K, V]) Held(h, ver uint64) (v *V, t *Tally, ok bool) {
+	e := &m.e[h&m.mask]
+	if e.tag == ver+1 {
+		return &e.v, &e.t, true
+	}
+	return nil, nil, false
 }
 
 func (m *Memo[K, V]) hash(key K) uint64 {
@@ -207,15 +243,18 @@ func (m *Memo[K, V]) hash(key K) uint64 {
 	return m.slot(key)
 }
 
-// miss leaves e when it is a span memo's entry that covers key, and
+// miss answers key from a span memo's entry e when it covers key, and
 // otherwise runs walk and stores its answer and counts in e.
-func (m *Memo[K, V]) miss(e *memoEntry[K, V], ver uint64, key K, walk func(t *Tally) V) {
-	if m.covers != nil && e.ok && e.ver == ver && m.covers(e.v, key) {
-		return
+func (m *Memo[K, V]) miss(e *memoEntry[K, V], ver uint64, key K, walk func(t *Tally) V) (*V, *Tally) {
+	if m.covers != nil && e.tag == ver+1 && m.covers(e.v, key) {
+		return &e.v, &e.t
 	}
-	e.ok = false
+	e.tag = 0
 	e.t.Reset()
 	v := walk(&e.t)
-	e.ver, e.key, e.v = ver, key, v
-	e.ok = m.covers == nil || m.covers(v, key)
+	e.key, e.v = key, v
+	if m.covers == nil || m.covers(v, key) {
+		e.tag = ver + 1
+	}
+	return &e.v, &e.t
 }

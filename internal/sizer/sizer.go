@@ -101,8 +101,7 @@ func (s *addrSet) add(k uint64) bool {
 	if s.keys[i] == k {
 		return false
 	}
-	s.keys[i] = k
-	s.vals[i] = seenAs{}
+	s.keys[i] = k // its value is zero: reset and grow clear them
 	s.n++
 	return true
 }
@@ -138,6 +137,7 @@ func (s *addrSet) grow() {
 //go:norace
 func (s *addrSet) reset() {
 	clear(s.keys)
+	clear(s.vals) // add leaves a new key's value as it finds it
 	s.n = 0
 }
 
