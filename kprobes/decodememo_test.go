@@ -11,9 +11,9 @@ import (
 )
 
 // TestDecodeMemoMatchesDecode: insn_decode_kernel answered from the memo
-// gives the decoder's instruction, error and count, for addresses that
-// collide in the memo and text that changes under an address (a module
-// loaded where another was).
+// gives the decoder's instruction, error and count, for text that
+// collides in the memo, the same text at several addresses, and text that
+// changes under an address (a module loaded where another was).
 func TestDecodeMemoMatchesDecode(t *testing.T) {
 	// A few instructions and junk, to draw the text from.
 	pieces := [][]byte{

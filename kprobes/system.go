@@ -2,6 +2,7 @@ package kprobes
 
 import (
 	"encoding/binary"
+
 	"github.com/kpsim/kpsim/boot"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kallsyms"
@@ -184,8 +185,9 @@ type decoded struct {
 // decode the same way, and a registration decodes its first instructions
 // again (prepare, can_optimize, the copy). The entry is chosen by the
 // bytes (decodeKey.slot), so the same instruction elsewhere in the text
-// (functions begin alike) is answered too: half the decodes of a 20k
-// registration run, where an entry per address answered a sixth.
+// (functions begin alike) is answered too: more than half the decodes
+// of a 20k-probe registration run, where an entry per address answered a
+// sixth.
 func newDecodeMemo() *sim.Memo[decodeKey, decoded] {
 	return sim.NewMemo[decodeKey, decoded](256, nil)
 }

@@ -127,9 +127,10 @@ func (t *Tally) Reset() {
 // new answer evicts the old. A span memo (NewSpanMemo) has one entry whose
 // answer holds for every key it covers.
 //
-// The hit path (DoAt, GetAt, and the key check of Do and Get) is small
-// enough to inline into the caller: the walks memoized run millions of
-// times a run, mostly as hits.
+// The walks memoized run millions of times a run, mostly as hits, so the
+// hit path is small enough to inline: Find (Held for a span memo whose
+// caller checks coverage itself) in the caller, which calls GetAt only
+// on a miss; Do, DoAt and GetAt run it inline and call out on a miss.
 //
 // A Memo is not safe for concurrent use; it belongs to one simulated
 // kernel, like the Counters it adds to.
@@ -141,7 +142,7 @@ type Memo[K comparable, V any] struct {
 }
 
 type memoEntry[K comparable, V any] struct {
-	tag uint64 // the version the entry holds an answer at, plus one; 0: none
+	tag uint64 // the version the entry holds an answer at, plus one; 0: none (version 2^64-1 is never held)
 	key K
 	v   V
 	t   Tally
