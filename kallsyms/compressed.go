@@ -227,15 +227,21 @@ func (c *Compressed) Tables() *ktab.Tables { return c.t }
 // tally accumulates counts inside one call; flush adds them to the
 // counters once, so the Go time of a call stays the modelled loop's.
 // It is also where a memo replays a walk's counts (addTally).
+//
+// The fields the memos replay come first, in the order addTally meets
+// them: get_symbol_pos' (bytes, addrProbe, aliasStep), then the name
+// fetch's.
 type tally struct {
-	hop, tok, chrOut, chrCmp, ld3, ld4, addr, cmp, visit, bytes uint64
-	addrProbe, aliasStep, modSym, modLookup                     uint64
+	bytes, addrProbe, aliasStep           uint64
+	ld3, ld4, addr, hop, tok, chrOut      uint64
+	chrCmp, cmp, visit, modSym, modLookup uint64
 }
 
 // tallyOps are the ops of a tally's fields, in field order.
 var tallyOps = [...]sim.Op{
-	OpHop, OpTok, OpChrOut, OpChrCmp, OpLd3, OpLd4, OpAddr, OpCmp, OpVisit, OpBytes,
-	OpAddrProbe, OpAliasStep, OpModSym, OpModLookup,
+	OpBytes, OpAddrProbe, OpAliasStep,
+	OpLd3, OpLd4, OpAddr, OpHop, OpTok, OpChrOut,
+	OpChrCmp, OpCmp, OpVisit, OpModSym, OpModLookup,
 }
 
 // A tally is its fields' counts side by side, one per tallyOps entry:
@@ -269,10 +275,10 @@ func (tl *tally) toTally(t *sim.Tally) {
 	}
 }
 
-// addTally adds a memo's stored counts (sim.Memo.Get). The ops are found
-// by a scan of tallyOps that resumes where the previous op was found:
-// a walk's counts stored by toTally are in field order, so the scan
-// passes over tallyOps once.
+// addTally adds a memo's stored counts (sim.Memo.Get). Each op is found
+// by a scan of tallyOps that goes on from the previous op's field: the
+// counts toTally stored are in field order, so one pass finds them all
+// (anything else is searched for from the start).
 func (tl *tally) addTally(t *sim.Tally) {
 	first, rest := t.Parts()
 	j := tl.addCounts(first, 0)
@@ -286,17 +292,26 @@ func (tl *tally) addTally(t *sim.Tally) {
 func (tl *tally) addCounts(counts []sim.OpCount, j int) int {
 	cs := tl.counts()
 	for _, x := range counts {
-		for k := 0; tallyOps[j] != x.Op; k++ {
-			if k == len(tallyOps) {
-				panic("kallsyms: tally of a foreign op " + x.Op.Name())
-			}
-			if j++; j == len(tallyOps) {
-				j = 0
-			}
+		for j < len(tallyOps) && tallyOps[j] != x.Op {
+			j++
+		}
+		if j == len(tallyOps) {
+			j = tallyIndex(x.Op)
 		}
 		cs[j] += x.N
+		j++
 	}
 	return j
+}
+
+// tallyIndex is op's field in a tally.
+func tallyIndex(op sim.Op) int {
+	for i, o := range tallyOps {
+		if o == op {
+			return i
+		}
+	}
+	panic("kallsyms: tally of a foreign op " + op.Name())
 }
 
 // hop models one iteration of get_symbol_offset's loop.
