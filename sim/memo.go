@@ -20,8 +20,8 @@ const tallyInline = 6
 // what a Memo stores and replays. The zero value is empty.
 type Tally struct {
 	n    int
+	more []OpCount // before c: a replay reads n, more's length and c's first counts from one or two cache lines
 	c    [tallyInline]OpCount
-	more []OpCount
 }
 
 // Add counts n occurrences of op.
