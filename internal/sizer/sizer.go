@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -123,6 +124,11 @@ func (s *addrSet) put(k uint64, v seenAs) {
 func (s *addrSet) grow() {
 	old, oldv := s.keys, s.vals
 	size := max(1024, 2*len(old))
+	if len(old) == 0 {
+		// A new sizer's first table: the size the last sizer's grew to
+		// (runs are alike), not a dozen doublings and rehashes to reach it.
+		size = max(size, int(lastTableSize.Load()))
+	}
 	s.keys, s.vals, s.n = make([]uint64, size), make([]seenAs, size), 0
 	s.shift = uint(64 - bits.Len(uint(size-1)))
 	for i, k := range old {
@@ -131,6 +137,10 @@ func (s *addrSet) grow() {
 		}
 	}
 }
+
+// lastTableSize is the size the last Measure's table reached (a power of
+// two): where the next sizer's starts. It changes no figure.
+var lastTableSize atomic.Int64
 
 // reset empties the set, keeping its room.
 //
@@ -268,6 +278,7 @@ func (z *Sizer) Measure(roots ...any) uint64 {
 			z.value(v, infoOf(v.Type()))
 		}
 	}
+	lastTableSize.Store(int64(len(z.seen.keys)))
 	own := mergeSpans(z.spans)
 	total := z.extra
 	for _, sp := range own {
