@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kallsyms/ktab"
@@ -226,77 +227,91 @@ func (c *Compressed) Tables() *ktab.Tables { return c.t }
 // tally accumulates counts inside one call; flush adds them to the
 // counters once, so the Go time of a call stays the modelled loop's.
 // It is also where a memo replays a walk's counts (addTally).
+//
+// The fields the memos replay come first, in the order addTally meets
+// them: get_symbol_pos' (bytes, addrProbe, aliasStep), then the name
+// fetch's.
 type tally struct {
-	hop, tok, chrOut, chrCmp, ld3, ld4, addr, cmp, visit, bytes uint64
-	addrProbe, aliasStep, modSym, modLookup                     uint64
+	bytes, addrProbe, aliasStep           uint64
+	ld3, ld4, addr, hop, tok, chrOut      uint64
+	chrCmp, cmp, visit, modSym, modLookup uint64
+}
+
+// tallyOps are the ops of a tally's fields, in field order.
+var tallyOps = [...]sim.Op{
+	OpBytes, OpAddrProbe, OpAliasStep,
+	OpLd3, OpLd4, OpAddr, OpHop, OpTok, OpChrOut,
+	OpChrCmp, OpCmp, OpVisit, OpModSym, OpModLookup,
+}
+
+// A tally is its fields' counts side by side, one per tallyOps entry:
+// the array counts views (a compile error if a field is added without
+// its op).
+var _ = [1]struct{}{}[unsafe.Sizeof(tally{})-uintptr(8*len(tallyOps))]
+
+// counts is tl's fields as an array indexed like tallyOps.
+func (tl *tally) counts() *[len(tallyOps)]uint64 {
+	return (*[len(tallyOps)]uint64)(unsafe.Pointer(tl))
 }
 
 func (tl *tally) flush(c *sim.Counters) {
 	if c == nil {
 		return
 	}
-	tl.addTo(c)
-}
-
-// addTo adds tl's counts to dst.
-func (tl *tally) addTo(dst sim.Adder) {
-	for _, x := range [...]struct {
-		op sim.Op
-		n  uint64
-	}{
-		{OpHop, tl.hop}, {OpTok, tl.tok}, {OpChrOut, tl.chrOut}, {OpChrCmp, tl.chrCmp},
-		{OpLd3, tl.ld3}, {OpLd4, tl.ld4}, {OpAddr, tl.addr}, {OpCmp, tl.cmp},
-		{OpVisit, tl.visit}, {OpBytes, tl.bytes}, {OpAddrProbe, tl.addrProbe},
-		{OpAliasStep, tl.aliasStep}, {OpModSym, tl.modSym}, {OpModLookup, tl.modLookup},
-	} {
-		if x.n != 0 {
-			dst.Add(x.op, x.n)
+	for i, n := range tl.counts() {
+		if n != 0 {
+			c.Add(tallyOps[i], n)
 		}
 	}
 }
 
-// addTally adds a memo's stored counts (sim.Memo.Get).
-func (tl *tally) addTally(t *sim.Tally) {
-	for i := range t.Len() {
-		x := t.At(i)
-		tl.Add(x.Op, x.N)
+// toTally adds tl's counts to t, in field order (what addTally expects
+// to find, though any order replays correctly).
+func (tl *tally) toTally(t *sim.Tally) {
+	for i, n := range tl.counts() {
+		if n != 0 {
+			t.Add(tallyOps[i], n)
+		}
 	}
 }
 
-// Add adds n occurrences of op, one of the ops a tally holds.
-func (tl *tally) Add(op sim.Op, n uint64) {
-	switch op {
-	case OpHop:
-		tl.hop += n
-	case OpTok:
-		tl.tok += n
-	case OpChrOut:
-		tl.chrOut += n
-	case OpChrCmp:
-		tl.chrCmp += n
-	case OpLd3:
-		tl.ld3 += n
-	case OpLd4:
-		tl.ld4 += n
-	case OpAddr:
-		tl.addr += n
-	case OpCmp:
-		tl.cmp += n
-	case OpVisit:
-		tl.visit += n
-	case OpBytes:
-		tl.bytes += n
-	case OpAddrProbe:
-		tl.addrProbe += n
-	case OpAliasStep:
-		tl.aliasStep += n
-	case OpModSym:
-		tl.modSym += n
-	case OpModLookup:
-		tl.modLookup += n
-	default:
-		panic("kallsyms: tally of a foreign op " + op.Name())
+// addTally adds a memo's stored counts (sim.Memo.Get). Each op is found
+// by a scan of tallyOps that goes on from the previous op's field: the
+// counts toTally stored are in field order, so one pass finds them all
+// (anything else is searched for from the start).
+func (tl *tally) addTally(t *sim.Tally) {
+	first, rest := t.Parts()
+	j := tl.addCounts(first, 0)
+	if len(rest) != 0 {
+		tl.addCounts(rest, j)
 	}
+}
+
+// addCounts adds counts to tl, scanning tallyOps from j, and returns
+// where the scan stopped.
+func (tl *tally) addCounts(counts []sim.OpCount, j int) int {
+	cs := tl.counts()
+	for _, x := range counts {
+		for j < len(tallyOps) && tallyOps[j] != x.Op {
+			j++
+		}
+		if j == len(tallyOps) {
+			j = tallyIndex(x.Op)
+		}
+		cs[j] += x.N
+		j++
+	}
+	return j
+}
+
+// tallyIndex is op's field in a tally.
+func tallyIndex(op sim.Op) int {
+	for i, o := range tallyOps {
+		if o == op {
+			return i
+		}
+	}
+	panic("kallsyms: tally of a foreign op " + op.Name())
 }
 
 // hop models one iteration of get_symbol_offset's loop.

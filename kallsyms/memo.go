@@ -16,24 +16,32 @@ import "github.com/kpsim/kpsim/sim"
 // the alias walks the same steps: the same position, start and end, and
 // the same counts. TestSymPosMemoMatchesWalk proves it.
 func newSymPosMemo() *sim.Memo[uint64, symSpan] {
-	return sim.NewSpanMemo(func(sp symSpan, addr uint64) bool {
-		return sp.end != 0 && addr >= sp.start && addr < sp.end
-	})
+	return sim.NewSpanMemo(symSpan.covers)
 }
 
-// findSymbolSpan is symbolSpan, from the memo when there is one.
+// covers reports whether addr lies in [start, end) (none when end is 0:
+// the fallback end depends on addr itself).
+func (sp symSpan) covers(addr uint64) bool {
+	return sp.end != 0 && addr >= sp.start && addr < sp.end
+}
+
+// findSymbolSpan is symbolSpan, from the memo when there is one. The hit
+// is checked here (Held, covers), so it costs no call.
 func (c *Compressed) findSymbolSpan(addr uint64, tl *tally) symSpan {
 	if c.posMemo == nil {
 		return c.symbolSpan(addr, tl)
 	}
-	sp, t := c.posMemo.Get(0, addr, func(t *sim.Tally) symSpan {
-		var w tally
-		sp := c.symbolSpan(addr, &w)
-		w.addTo(t)
-		return sp
-	})
+	sp, t, ok := c.posMemo.Held(0, 0)
+	if !ok || !sp.covers(addr) {
+		sp, t = c.posMemo.GetAt(0, 0, addr, func(t *sim.Tally) symSpan {
+			var w tally
+			sp := c.symbolSpan(addr, &w)
+			w.toTally(t)
+			return sp
+		})
+	}
 	tl.addTally(t)
-	return sp
+	return *sp
 }
 
 // nameKey is one node of kallsyms_lookup_names' bisection (root 1,
@@ -63,13 +71,17 @@ func (c *Compressed) compareAt(node, j int, name string, tl *tally) int {
 	if c.nameMemo == nil || node >= nameMemoSize || c.Stats != nil {
 		return c.compare(j, name, tl, false)
 	}
-	s, t := c.nameMemo.Get(0, nameKey{node, j}, func(t *sim.Tally) string {
-		var w tally
-		s := c.fetchName(j, &w)
-		w.addTo(t)
-		return s
-	})
+	k := nameKey{node, j}
+	s, t, ok := c.nameMemo.Find(uint64(node), 0, k)
+	if !ok {
+		s, t = c.nameMemo.GetAt(uint64(node), 0, k, func(t *sim.Tally) string {
+			var w tally
+			s := c.fetchName(j, &w)
+			w.toTally(t)
+			return s
+		})
+	}
 	tl.addTally(t)
 	tl.cmp++
-	return strcmpCountString(name, s, tl)
+	return strcmpCountString(name, *s, tl)
 }

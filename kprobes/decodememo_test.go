@@ -11,9 +11,9 @@ import (
 )
 
 // TestDecodeMemoMatchesDecode: insn_decode_kernel answered from the memo
-// gives the decoder's instruction, error and count, for addresses that
-// collide in the memo and text that changes under an address (a module
-// loaded where another was).
+// gives the decoder's instruction, error and count, for text that
+// collides in the memo, the same text at several addresses, and text that
+// changes under an address (a module loaded where another was).
 func TestDecodeMemoMatchesDecode(t *testing.T) {
 	// A few instructions and junk, to draw the text from.
 	pieces := [][]byte{
@@ -35,7 +35,7 @@ func TestDecodeMemoMatchesDecode(t *testing.T) {
 				code = code[:rapid.IntRange(1, x86.MaxInsnSize).Draw(rt, "len")]
 				text[addr] = code
 			}
-			gi, ge := kp.decodeMemo(addr, code)
+			gi, ge := kp.decodeMemo(code)
 			wi, we := x86.DecodeKernel(cd, code)
 			if !reflect.DeepEqual(gi, wi) || (ge == nil) != (we == nil) || ge != nil && ge.Error() != we.Error() {
 				rt.Fatalf("%#x % x: memo %+v %v, decode %+v %v", addr, code, gi, ge, wi, we)

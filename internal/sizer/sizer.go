@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -89,6 +90,23 @@ func (s *addrSet) get(k uint64) (seenAs, bool) {
 	return s.vals[i], true
 }
 
+// add enters k (with a zero entry) unless it is there, and reports
+// whether it was not: one probe where get and put take two.
+//
+//go:norace
+func (s *addrSet) add(k uint64) bool {
+	if 2*(s.n+1) > len(s.keys) {
+		s.grow()
+	}
+	i := s.slot(k)
+	if s.keys[i] == k {
+		return false
+	}
+	s.keys[i] = k // its value is zero: reset and grow clear them
+	s.n++
+	return true
+}
+
 //go:norace
 func (s *addrSet) put(k uint64, v seenAs) {
 	if 2*(s.n+1) > len(s.keys) {
@@ -106,6 +124,11 @@ func (s *addrSet) put(k uint64, v seenAs) {
 func (s *addrSet) grow() {
 	old, oldv := s.keys, s.vals
 	size := max(1024, 2*len(old))
+	if len(old) == 0 {
+		// A new sizer's first table: the size the last sizer's grew to
+		// (runs are alike), not a dozen doublings and rehashes to reach it.
+		size = max(size, int(lastTableSize.Load()))
+	}
 	s.keys, s.vals, s.n = make([]uint64, size), make([]seenAs, size), 0
 	s.shift = uint(64 - bits.Len(uint(size-1)))
 	for i, k := range old {
@@ -115,11 +138,16 @@ func (s *addrSet) grow() {
 	}
 }
 
+// lastTableSize is the size the last Measure's table reached (a power of
+// two): where the next sizer's starts. It changes no figure.
+var lastTableSize atomic.Int64
+
 // reset empties the set, keeping its room.
 //
 //go:norace
 func (s *addrSet) reset() {
 	clear(s.keys)
+	clear(s.vals) // add leaves a new key's value as it finds it
 	s.n = 0
 }
 
@@ -250,6 +278,7 @@ func (z *Sizer) Measure(roots ...any) uint64 {
 			z.value(v, infoOf(v.Type()))
 		}
 	}
+	lastTableSize.Store(int64(len(z.seen.keys)))
 	own := mergeSpans(z.spans)
 	total := z.extra
 	for _, sp := range own {
@@ -337,20 +366,23 @@ func overlap(a, b []span) uint64 {
 	return n
 }
 
-// inShared reports whether p lies in memory the shared values reach.
+// inShared reports whether p lies in memory the shared values reach: a
+// bisection for the first span ending above p (by hand: it runs for every
+// object the walk reaches).
 //
 //go:norace
 func (z *Sizer) inShared(p uint64) bool {
-	i, _ := slices.BinarySearchFunc(z.sharedSpans, p, func(s span, p uint64) int {
-		switch {
-		case s.end <= p:
-			return -1
-		case s.start > p:
-			return 1
+	sp := z.sharedSpans
+	lo, hi := 0, len(sp)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if sp[mid].end <= p {
+			lo = mid + 1
+		} else {
+			hi = mid
 		}
-		return 0
-	})
-	return i < len(z.sharedSpans) && z.sharedSpans[i].start <= p && p < z.sharedSpans[i].end
+	}
+	return lo < len(sp) && sp[lo].start <= p
 }
 
 // sliceHeader is a slice's runtime layout.
@@ -401,10 +433,9 @@ func (z *Sizer) pointee(q unsafe.Pointer, ti *typeInfo) {
 	}
 	p := uint64(uintptr(q))
 	k := sizeKey(uintptr(q), ti.elem.id)
-	if _, ok := z.seen.get(k); ok || z.inShared(p) {
+	if !z.seen.add(k) || z.inShared(p) {
 		return
 	}
-	z.seen.put(k, seenAs{})
 	z.spans = append(z.spans, span{p, p + uint64(ti.elem.size)})
 	z.raw(q, ti.elem)
 }
