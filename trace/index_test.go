@@ -12,6 +12,7 @@ import (
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -233,6 +234,7 @@ func TestEventIndexEquivalence(t *testing.T) {
 // tables grow) decide the same in every form, and every lookup of the
 // indexed forms answers as the linear walk.
 func TestEventIndexEquivalenceRapid(t *testing.T) {
+	race.RapidChecks(t, 20)
 	k := indexImage(t)
 	groups := []string{"g1", "g2", "kprobes"}
 	names := []string{"a", "b", "c", "d"}

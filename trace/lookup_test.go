@@ -10,6 +10,7 @@ import (
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
+	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -37,6 +38,7 @@ func bootWalk(t fataler, k *image.Kernel, walk bool, otherDyn int) (*machine.Mac
 // find_trace_event_call answers as the plain walks do, with identical
 // counts, and the writes decide and count the same either way.
 func TestLookupShortcutMatchesWalk(t *testing.T) {
+	race.RapidChecks(t, 20)
 	k := indexImage(t)
 	groups := []string{"g1", "g2", "kprobes"}
 	names := []string{"a", "b", "c", "d"}

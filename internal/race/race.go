@@ -17,7 +17,9 @@
 //   - the reservation tables' equivalence tests (jumplabel, staticcall,
 //     bug, kprobes/blacklist) probe fewer addresses of the default image;
 //   - real-kernel tests (image/load, cmd/kpsim) load the pinned kernel
-//     once instead of once per variant.
+//     once instead of once per variant;
+//   - rapid property tests that boot machines per check (trace) run 20
+//     checks instead of 100 (RapidChecks).
 //
 // Each such test runs in full without -race (go test ./...); the race run
 // is there to find data races between concurrent runs, which the sample
