@@ -236,9 +236,7 @@ func TestEventIndexEquivalence(t *testing.T) {
 func TestEventIndexEquivalenceRapid(t *testing.T) {
 	race.RapidChecks(t, 20)
 	k := indexImage(t)
-	groups := []string{"g1", "g2", "kprobes"}
-	names := []string{"a", "b", "c", "d"}
-	syms := []string{synth.ProbeTargetName(0), synth.ProbeTargetName(1), synth.ProbeTargetName(2), synth.ProbeTargetName(3), "no_such_function_kpsim"}
+	groups, names := eventGroups, eventNames
 	rapid.Check(t, func(rt *rapid.T) {
 		trs := make([]*Tracing, len(forms))
 		for i, f := range forms {
@@ -247,33 +245,7 @@ func TestEventIndexEquivalenceRapid(t *testing.T) {
 		burst := 0
 		nw := rapid.IntRange(1, 25).Draw(rt, "writes")
 		for w := range nw {
-			var lines []string
-			for range rapid.IntRange(1, 3).Draw(rt, "lines") {
-				g := rapid.SampledFrom(groups).Draw(rt, "group")
-				n := rapid.SampledFrom(names).Draw(rt, "name")
-				switch rapid.IntRange(0, 5).Draw(rt, "kind") {
-				case 0, 1, 2:
-					kind := "p"
-					if rapid.Bool().Draw(rt, "ret") {
-						kind = "r"
-					}
-					lines = append(lines, fmt.Sprintf("%s:%s/%s %s", kind, g, n, rapid.SampledFrom(syms).Draw(rt, "sym")))
-				case 3:
-					lines = append(lines, fmt.Sprintf("-:%s/%s", g, n))
-				case 4:
-					lines = append(lines, "-:"+n)
-				case 5:
-					if rapid.Bool().Draw(rt, "burst") {
-						for range 30 {
-							lines = append(lines, fmt.Sprintf("p:burst/b%d %s", burst, syms[burst%4]))
-							burst++
-						}
-					} else {
-						lines = append(lines, "-:"+g+"/")
-					}
-				}
-			}
-			buf := strings.Join(lines, "\n") + "\n"
+			buf := drawEventWrite(rt, 3, &burst)
 			var want string
 			for i, f := range forms {
 				outs, err := trs[i].WriteKprobeEvents(buf)
@@ -388,4 +360,46 @@ func TestEventIndexCounts(t *testing.T) {
 			t.Fatalf("trace.event_index.bytes = %d, want %d", nb.Bytes, idx.idx.bytes())
 		}
 	}
+}
+
+// The groups, names and symbols the rapid tests write kprobe events with:
+// shared names across groups, and one symbol that does not exist.
+var (
+	eventGroups = []string{"g1", "g2", "kprobes"}
+	eventNames  = []string{"a", "b", "c", "d"}
+	eventSyms   = []string{synth.ProbeTargetName(0), synth.ProbeTargetName(1), synth.ProbeTargetName(2), synth.ProbeTargetName(3), "no_such_function_kpsim"}
+)
+
+// drawEventWrite draws one kprobe_events write of 1 to maxLines lines:
+// creates (p or r, possibly of a missing symbol), deletes by GRP/EVENT, by
+// EVENT and by GRP/, and, when burst is not nil, bursts of 30 creates in
+// a group of their own that make the tables grow (*burst numbers them).
+func drawEventWrite(rt *rapid.T, maxLines int, burst *int) string {
+	var lines []string
+	for range rapid.IntRange(1, maxLines).Draw(rt, "lines") {
+		g := rapid.SampledFrom(eventGroups).Draw(rt, "group")
+		n := rapid.SampledFrom(eventNames).Draw(rt, "name")
+		switch rapid.IntRange(0, 5).Draw(rt, "kind") {
+		case 0, 1, 2:
+			kind := "p"
+			if rapid.Bool().Draw(rt, "ret") {
+				kind = "r"
+			}
+			lines = append(lines, fmt.Sprintf("%s:%s/%s %s", kind, g, n, rapid.SampledFrom(eventSyms).Draw(rt, "sym")))
+		case 3:
+			lines = append(lines, fmt.Sprintf("-:%s/%s", g, n))
+		case 4:
+			lines = append(lines, "-:"+n)
+		case 5:
+			if burst != nil && rapid.Bool().Draw(rt, "burst") {
+				for range 30 {
+					lines = append(lines, fmt.Sprintf("p:burst/b%d %s", *burst, eventSyms[*burst%4]))
+					*burst++
+				}
+			} else {
+				lines = append(lines, "-:"+g+"/")
+			}
+		}
+	}
+	return strings.Join(lines, "\n") + "\n"
 }

@@ -1,15 +1,12 @@
 package trace
 
 import (
-	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
 
 	"github.com/kpsim/kpsim/image"
-	"github.com/kpsim/kpsim/image/synth"
 	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
@@ -40,9 +37,7 @@ func bootWalk(t fataler, k *image.Kernel, walk bool, otherDyn int) (*machine.Mac
 func TestLookupShortcutMatchesWalk(t *testing.T) {
 	race.RapidChecks(t, 20)
 	k := indexImage(t)
-	groups := []string{"g1", "g2", "kprobes"}
-	names := []string{"a", "b", "c", "d"}
-	syms := []string{synth.ProbeTargetName(0), synth.ProbeTargetName(1), synth.ProbeTargetName(2), synth.ProbeTargetName(3), "no_such_function_kpsim"}
+	groups, names := eventGroups, eventNames
 	rapid.Check(t, func(rt *rapid.T) {
 		otherDyn := rapid.IntRange(0, 3).Draw(rt, "otherDyn")
 		mWalk, walk := bootWalk(rt, k, true, otherDyn)
@@ -54,26 +49,7 @@ func TestLookupShortcutMatchesWalk(t *testing.T) {
 			rt.Fatalf("no Config.Walk: lookup is %T", fast.lookup)
 		}
 		for w := range rapid.IntRange(1, 20).Draw(rt, "writes") {
-			var lines []string
-			for range rapid.IntRange(1, 4).Draw(rt, "lines") {
-				g := rapid.SampledFrom(groups).Draw(rt, "group")
-				n := rapid.SampledFrom(names).Draw(rt, "name")
-				switch rapid.IntRange(0, 5).Draw(rt, "kind") {
-				case 0, 1, 2:
-					kind := "p"
-					if rapid.Bool().Draw(rt, "ret") {
-						kind = "r"
-					}
-					lines = append(lines, fmt.Sprintf("%s:%s/%s %s", kind, g, n, rapid.SampledFrom(syms).Draw(rt, "sym")))
-				case 3:
-					lines = append(lines, fmt.Sprintf("-:%s/%s", g, n))
-				case 4:
-					lines = append(lines, "-:"+n)
-				case 5:
-					lines = append(lines, "-:"+g+"/")
-				}
-			}
-			buf := strings.Join(lines, "\n") + "\n"
+			buf := drawEventWrite(rt, 4, nil)
 			outsW, errW := walk.WriteKprobeEvents(buf)
 			outsF, errF := fast.WriteKprobeEvents(buf)
 			if got, want := state(fast, outsF, errF), state(walk, outsW, errW); got != want {
