@@ -31,6 +31,7 @@
 package rhashtable
 
 import (
+	"encoding/binary"
 	"errors"
 	"math/bits"
 	"sort"
@@ -166,6 +167,56 @@ func Jhash2Key(key uint64, initval uint32) uint32 {
 	b += uint32(key >> 32)
 	a += uint32(key)
 	return JhashFinal(a, b, c)
+}
+
+// Jhash models include/linux/jhash.h:jhash over the bytes of s, the words
+// loaded little-endian (__get_unaligned_cpu32 on x86).
+func Jhash(s string, initval uint32) uint32 {
+	a := uint32(jhashInitval) + uint32(len(s)) + initval
+	b, c := a, a
+	for ; len(s) > 12; s = s[12:] {
+		a += le32(s)
+		b += le32(s[4:])
+		c += le32(s[8:])
+		a, b, c = jhashMix(a, b, c)
+	}
+	if len(s) == 0 {
+		return c
+	}
+	var tail [12]byte
+	copy(tail[:], s)
+	a += binary.LittleEndian.Uint32(tail[:])
+	b += binary.LittleEndian.Uint32(tail[4:])
+	c += binary.LittleEndian.Uint32(tail[8:])
+	return JhashFinal(a, b, c)
+}
+
+// le32 is __get_unaligned_cpu32 on x86: four bytes, little-endian.
+func le32(s string) uint32 {
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
+}
+
+// jhashMix models include/linux/jhash.h:__jhash_mix.
+func jhashMix(a, b, c uint32) (uint32, uint32, uint32) {
+	a -= c
+	a ^= rol32(c, 4)
+	c += b
+	b -= a
+	b ^= rol32(a, 6)
+	a += c
+	c -= b
+	c ^= rol32(b, 8)
+	b += a
+	a -= c
+	a ^= rol32(c, 16)
+	c += b
+	b -= a
+	b ^= rol32(a, 19)
+	a += c
+	c -= b
+	c ^= rol32(b, 4)
+	b += a
+	return a, b, c
 }
 
 // JhashFinal models include/linux/jhash.h:__jhash_final, the final mixing

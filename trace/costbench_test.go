@@ -3,6 +3,8 @@ package trace
 import (
 	"fmt"
 	"testing"
+
+	"github.com/kpsim/kpsim/rhashtable"
 )
 
 // The weight of trace.event_index.hash.byte comes from this
@@ -16,7 +18,7 @@ import (
 
 var jsink uint32
 
-// BenchmarkCostJhashByte: the index's key hash, jhash(name, jhash(group,
+// BenchmarkCostJhashByte: the index's key hash, rhashtable.Jhash(name, rhashtable.Jhash(group,
 // 0)), over event names of 8 to 39 bytes (kprobe_events names are
 // function names) in the group "kprobes", per byte hashed.
 func BenchmarkCostJhashByte(b *testing.B) {
@@ -31,7 +33,7 @@ func BenchmarkCostJhashByte(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for _, n := range names {
-			h += jhash(n, jhash(KprobeEventSystem, h))
+			h += rhashtable.Jhash(n, rhashtable.Jhash(KprobeEventSystem, h))
 		}
 	}
 	jsink = h

@@ -1,7 +1,6 @@
 package trace
 
 import (
-	"encoding/binary"
 	"fmt"
 	"strconv"
 
@@ -78,60 +77,10 @@ type eventIndex struct {
 
 func (x *eventIndex) bytes() int64 { return x.dyn.bytes() + x.calls.bytes() }
 
-func rol32(w uint32, s uint) uint32 { return w<<s | w>>(32-s) }
-
-// le32 is __get_unaligned_cpu32 on x86: four bytes, little-endian.
-func le32(s string) uint32 {
-	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
-}
-
-// jhash models include/linux/jhash.h:jhash over the bytes of s (little-endian
-// word loads, as x86's __get_unaligned_cpu32).
-func jhash(s string, initval uint32) uint32 {
-	const jhashInitval = 0xdeadbeef
-	a := jhashInitval + uint32(len(s)) + initval
-	b, c := a, a
-	k := s
-	for len(k) > 12 {
-		a += le32(k)
-		b += le32(k[4:])
-		c += le32(k[8:])
-		// __jhash_mix
-		a -= c
-		a ^= rol32(c, 4)
-		c += b
-		b -= a
-		b ^= rol32(a, 6)
-		a += c
-		c -= b
-		c ^= rol32(b, 8)
-		b += a
-		a -= c
-		a ^= rol32(c, 16)
-		c += b
-		b -= a
-		b ^= rol32(a, 19)
-		a += c
-		c -= b
-		c ^= rol32(b, 4)
-		b += a
-		k = k[12:]
-	}
-	if len(k) == 0 {
-		return c
-	}
-	var tail [12]byte
-	copy(tail[:], k)
-	a += binary.LittleEndian.Uint32(tail[:])
-	b += binary.LittleEndian.Uint32(tail[4:])
-	c += binary.LittleEndian.Uint32(tail[8:])
-	return rhashtable.JhashFinal(a, b, c)
-}
-
 // keyHash hashes (group, name) and counts the bytes hashed.
 func keyHash(c *sim.Counters, group, name string) uint32 {
 	c.Add(opIdxHashByte, uint64(len(group)+len(name)))
-	return jhash(name, jhash(group, 0))
+	return rhashtable.Jhash(name, rhashtable.Jhash(group, 0))
 }
 
 // find walks the chain of (group, name): the stored hash of each node, then
@@ -174,7 +123,7 @@ func (tb *nameTable) insert(c *sim.Counters, group, name string, ev *Event) bool
 // walk and no hash). The simulator finds the node by its key.
 func (tb *nameTable) remove(c *sim.Counters, ev *Event) {
 	c.Inc(opIdxLink)
-	b := tb.bucket(jhash(ev.Name, jhash(ev.Group, 0)))
+	b := tb.bucket(rhashtable.Jhash(ev.Name, rhashtable.Jhash(ev.Group, 0)))
 	for i, nd := range tb.chains[b] {
 		if nd.ev == ev {
 			tb.chains[b] = append(tb.chains[b][:i:i], tb.chains[b][i+1:]...)
@@ -321,7 +270,7 @@ func (t *Tracing) checkIndex() error {
 		for b, chain := range tc.tb.chains {
 			for _, nd := range chain {
 				n++
-				if nd.hash != jhash(nd.name, jhash(nd.group, 0)) || tc.tb.bucket(nd.hash) != b {
+				if nd.hash != rhashtable.Jhash(nd.name, rhashtable.Jhash(nd.group, 0)) || tc.tb.bucket(nd.hash) != b {
 					return fmt.Errorf("trace: event index %s: %q/%q in bucket %d, hash %#x", tc.name, nd.group, nd.name, b, nd.hash)
 				}
 				if nd.ev == nil {

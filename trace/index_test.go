@@ -14,6 +14,7 @@ import (
 	"github.com/kpsim/kpsim/image/synth"
 	"github.com/kpsim/kpsim/internal/race"
 	"github.com/kpsim/kpsim/machine"
+	"github.com/kpsim/kpsim/rhashtable"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -34,10 +35,10 @@ func TestJhashMatchesKernel(t *testing.T) {
 		{"this_is_exactly_24_bytes", 0xe745b0a7, 0xa3608a5d},
 		{"__x64_sys_clock_nanosleep_time64", 0xc2b2345b, 0x37b57e2b},
 	} {
-		if h := jhash(tc.s, 0); h != tc.h0 {
+		if h := rhashtable.Jhash(tc.s, 0); h != tc.h0 {
 			t.Errorf("jhash(%q, 0) = %#x, want %#x", tc.s, h, tc.h0)
 		}
-		if h := jhash(tc.s, 0x1234567); h != tc.hRnd {
+		if h := rhashtable.Jhash(tc.s, 0x1234567); h != tc.hRnd {
 			t.Errorf("jhash(%q, 0x1234567) = %#x, want %#x", tc.s, h, tc.hRnd)
 		}
 	}
@@ -263,7 +264,7 @@ func TestEventIndexEquivalenceRapid(t *testing.T) {
 
 // bucketLen is the chain a lookup of (group, name) walks on a miss.
 func bucketLen(tb *nameTable, group, name string) uint64 {
-	return uint64(len(tb.chains[tb.bucket(jhash(name, jhash(group, 0)))]))
+	return uint64(len(tb.chains[tb.bucket(rhashtable.Jhash(name, rhashtable.Jhash(group, 0)))]))
 }
 
 // TestEventIndexCounts: the late-init build hashes and links every static
