@@ -244,17 +244,19 @@ type StageRow struct {
 // stages renders the counters' phases that have counts, in phase order.
 func stages(c *sim.Counters, costs *sim.CostTable, skip map[sim.Phase]bool) []StageRow {
 	var out []StageRow
+	perPhase := map[sim.Phase]map[string]uint64{}
+	for _, nz := range c.NonZero() {
+		if perPhase[nz.Phase] == nil {
+			perPhase[nz.Phase] = map[string]uint64{}
+		}
+		perPhase[nz.Phase][nz.Op.Name()] = nz.N
+	}
 	for _, name := range PhaseNames() {
 		p, _ := sim.LookupPhase(name)
 		if skip[p] || c.PhaseTotal(p) == 0 {
 			continue
 		}
-		row := StageRow{Phase: name, Ops: map[string]uint64{}}
-		for _, nz := range c.NonZero() {
-			if nz.Phase == p {
-				row.Ops[nz.Op.Name()] = nz.N
-			}
-		}
+		row := StageRow{Phase: name, Ops: perPhase[p]}
 		row.Cycles = costs.PhaseCycles(c, p)
 		row.MS = row.Cycles / CyclesPerMS
 		out = append(out, row)
