@@ -19,7 +19,7 @@ import (
 // kernelFormat changes whenever the layout does. The cache also keys every
 // entry by the kpsim build, so a changed struct never reads an old entry;
 // the version guards files handed around by other means.
-const kernelFormat = 1
+const kernelFormat = 2
 
 // kernelMagic starts every encoded kernel.
 const kernelMagic = "KPSIMK"
@@ -198,6 +198,16 @@ func (e *encoder) config(c Config) {
 		e.boolean(v)
 	}
 	e.str(c.CPU)
+	e.str(c.Version)
+	e.b = append(e.b, byte(c.Gen))
+	e.boolean(c.CallPadding)
+	e.fixed64(uint64(c.FunctionAlignment))
+	e.nilLen(c.Facts == nil, len(c.Facts))
+	for _, f := range c.Facts {
+		e.str(f.Option)
+		e.str(f.Value)
+		e.str(f.From)
+	}
 }
 
 func (e *encoder) region(r *Region) {
@@ -402,6 +412,16 @@ func (d *decoder) config() Config {
 		*p = d.boolean()
 	}
 	c.CPU = d.str()
+	c.Version = d.str()
+	c.Gen = Generation(d.byte1())
+	c.CallPadding = d.boolean()
+	c.FunctionAlignment = int(d.fixed64())
+	if n := d.count(3); n >= 0 {
+		c.Facts = make([]ConfigFact, n)
+		for i := range c.Facts {
+			c.Facts[i] = ConfigFact{Option: d.str(), Value: d.str(), From: d.str()}
+		}
+	}
 	return c
 }
 

@@ -50,7 +50,7 @@ func TestKernelFieldsEncoded(t *testing.T) {
 	for _, c := range []struct {
 		v any
 		n int
-	}{{image.Kernel{}, 15}, {image.Module{}, 12}, {image.Region{}, 5}, {image.Symbol{}, 5}, {image.Config{}, 8},
+	}{{image.Kernel{}, 15}, {image.Module{}, 12}, {image.Region{}, 5}, {image.Symbol{}, 5}, {image.Config{}, 13},
 		{image.JumpEntry{}, 5}, {image.StaticCallSite{}, 4}, {image.BugEntry{}, 4}, {image.ExEntry{}, 2}, {image.Range{}, 3}} {
 		n := 0
 		for _, f := range reflect.VisibleFields(reflect.TypeOf(c.v)) {

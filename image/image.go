@@ -45,6 +45,20 @@ type Config struct {
 	CFI bool `json:"cfi"`
 	// BugVerbose: CONFIG_DEBUG_BUGVERBOSE, 12-byte bug entries instead of 8.
 	BugVerbose bool `json:"bug_verbose"`
+	// Version is the kernel release (linux_banner / the bzImage
+	// kernel_version: "6.12.117+deb13-amd64"); "" for synthetic images.
+	Version string `json:"version,omitempty"`
+	// Gen is the kernel generation the image belongs to (Version's, or
+	// --kernel-version's); GenUnknown reads as 6.1 for images made before
+	// generations existed.
+	Gen Generation `json:"generation"`
+	// CallPadding: CONFIG_CALL_PADDING, 16 bytes of padding (and a
+	// __pfx_ symbol) before every function.
+	CallPadding bool `json:"call_padding"`
+	// FunctionAlignment: CONFIG_FUNCTION_ALIGNMENT in bytes (0 unknown).
+	FunctionAlignment int `json:"function_alignment,omitempty"`
+	// Facts name each build fact above and where it came from.
+	Facts []ConfigFact `json:"facts,omitempty"`
 	// CPU names the boot CPU whose boot-time patching (paravirt,
 	// retpolines, returns, alternatives: package alternative) the text
 	// went through; "" when the text is as built (or, for the generator,
