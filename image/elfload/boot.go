@@ -3,6 +3,8 @@ package elfload
 import (
 	"fmt"
 
+	"github.com/kpsim/kpsim/image"
+
 	"github.com/kpsim/kpsim/alternative"
 )
 
@@ -18,6 +20,11 @@ type Options struct {
 	// Record keeps every patched site's before/after bytes in
 	// Booted.Sites (tests, kpsim image --boot-sites).
 	Record bool
+	// Gen, when set, is the generation to load the image as
+	// (--kernel-version); otherwise the release in linux_banner decides,
+	// and an image without one, or of a release kpsim does not model, is
+	// refused.
+	Gen image.Generation
 }
 
 // Booted is what boot patching did to a loaded image (nil when the text is

@@ -120,6 +120,9 @@ func (l *loader) load() (*image.Kernel, error) {
 			return nil, err
 		}
 	}
+	if err := l.generation(); err != nil {
+		return nil, err
+	}
 	if err := l.regions(); err != nil {
 		return nil, err
 	}

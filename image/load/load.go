@@ -52,6 +52,9 @@ type Options struct {
 	CPU string
 	// Record keeps every patched site's before/after bytes (Booted).
 	Record bool
+	// Gen loads the image as this generation (--kernel-version) instead
+	// of its linux_banner's.
+	Gen image.Generation
 	// NoCache skips the caches of loaded kernels and decompressed
 	// vmlinux files (also KPSIM_NO_CACHE=1).
 	NoCache bool
@@ -130,7 +133,7 @@ func BytesWith(name string, b []byte, o Options) (*Result, error) {
 	if cpu != nil {
 		cpuName = cpu.Name
 	}
-	key := cache.Key("loaded-kernel", sum[:], []byte(name), []byte(cpuName))
+	key := cache.Key("loaded-kernel", sum[:], []byte(name), []byte(cpuName), []byte(o.Gen.String()))
 	if e, ok := cache.Get("kernel", key); ok {
 		if k, err := image.DecodeKernel(e); err == nil {
 			return &Result{Kernel: k}, nil
@@ -145,7 +148,7 @@ func BytesWith(name string, b []byte, o Options) (*Result, error) {
 }
 
 func bytesWith(name string, b []byte, o Options, cpu *alternative.CPU) (*Result, error) {
-	eo := elfload.Options{CPU: cpu, Record: o.Record}
+	eo := elfload.Options{CPU: cpu, Record: o.Record, Gen: o.Gen}
 	switch Detect(b) {
 	case ELF:
 		k, bt, err := elfload.LoadWith(name, b, eo)
