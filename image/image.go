@@ -18,6 +18,7 @@ package image
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/kpsim/kpsim/sim"
 )
@@ -126,6 +127,14 @@ func (s *Symbol) IsText() bool {
 		return true
 	}
 	return false
+}
+
+// IsPadding reports whether the symbol names the padding before a
+// function rather than a function: objtool's __pfx_ symbols over the
+// CONFIG_CALL_PADDING bytes and the kCFI preambles' __cfi_ symbols
+// (6.2 and later). kallsyms lists them; they are not functions.
+func (s *Symbol) IsPadding() bool {
+	return strings.HasPrefix(s.Name, "__pfx_") || strings.HasPrefix(s.Name, "__cfi_")
 }
 
 // JumpEntry is one struct jump_entry, decoded to absolute addresses. The
@@ -385,11 +394,12 @@ func (k *Kernel) TextBytes() uint64 {
 	return n
 }
 
-// Functions returns the text symbols of vmlinux, in address order.
+// Functions returns the text symbols of vmlinux that are functions (not
+// __pfx_/__cfi_ padding), in address order.
 func (k *Kernel) Functions() []Symbol {
 	out := make([]Symbol, 0, len(k.Symbols))
 	for _, s := range k.Symbols {
-		if s.IsText() {
+		if s.IsText() && !s.IsPadding() {
 			out = append(out, s)
 		}
 	}

@@ -94,7 +94,7 @@ func (k *Kernel) Summarize() Summary {
 	}
 	init := k.InitText()
 	for _, sym := range k.Symbols {
-		if sym.IsText() && sym.Size > 0 {
+		if sym.IsText() && !sym.IsPadding() && sym.Size > 0 {
 			s.Functions++
 			if init != nil && init.Contains(sym.Addr) {
 				s.InitFunctions++
@@ -117,7 +117,7 @@ func (k *Kernel) Summarize() Summary {
 			StaticCallSites: len(m.StaticCallSites), BugEntries: len(m.BugEntries), ExceptionEntries: len(m.ExTable),
 			BlacklistEntries: len(m.Blacklist), BlacklistRanges: len(m.Ranges), McountLocations: len(m.McountLocs)}
 		for _, sym := range m.Symbols {
-			if sym.IsText() && sym.Size > 0 {
+			if sym.IsText() && !sym.IsPadding() && sym.Size > 0 {
 				ms.Functions++
 			}
 		}

@@ -221,8 +221,8 @@ func (t *Target) symOff(s string) error {
 func AllFunctionTargets(k *image.Kernel, byAddress bool) []Target {
 	var out []Target
 	add := func(s image.Symbol, mod string) {
-		if s.Size == 0 || !s.IsText() {
-			return // linker markers such as _stext
+		if s.Size == 0 || !s.IsText() || s.IsPadding() {
+			return // linker markers such as _stext; __pfx_ padding
 		}
 		t := Target{Raw: s.Name, Symbol: s.Name, Source: "all-functions"}
 		if mod != "" {

@@ -37,7 +37,7 @@ func runImage(args []string, stdout, stderr io.Writer) error {
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\t\n", k, v) }
-	fmt.Fprintf(stdout, "kernel image: %s\nboot CPU: %s\n\n", s.Name, s.CPU)
+	fmt.Fprintf(stdout, "kernel image: %s\n%s\nboot CPU: %s\n\n", s.Name, generationLine(s.Config), s.CPU)
 	row("functions", s.Functions)
 	row("  in .init.text", s.InitFunctions)
 	row("symbols", s.Symbols)
@@ -73,8 +73,20 @@ func runImage(args []string, stdout, stderr io.Writer) error {
 	c := s.Config
 	fmt.Fprintf(stdout, "\nconfig: ibt=%v retpoline=%v rethunk=%v returns_patched=%v kprobes_on_ftrace=%v bug_verbose=%v cpu=%s\n",
 		c.IBT, c.Retpoline, c.RetThunk, c.ReturnsPatched, c.KprobesOnFtrace, c.BugVerbose, s.CPU)
+	for _, f := range c.Facts {
+		fmt.Fprintf(stdout, "  %s=%s (%s)\n", f.Option, f.Value, f.From)
+	}
 	for _, n := range s.Notes {
 		fmt.Fprintf(stdout, "note: %s\n", n)
 	}
 	return nil
+}
+
+// generationLine names the kernel release and the generation kpsim
+// models it as.
+func generationLine(c image.Config) string {
+	if c.Version == "" {
+		return fmt.Sprintf("kernel: synthetic, generation %s", c.Gen.Effective())
+	}
+	return fmt.Sprintf("kernel: %s, generation %s", c.Version, c.Gen.Effective())
 }

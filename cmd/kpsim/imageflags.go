@@ -10,6 +10,7 @@ import (
 	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/elfload"
+	"github.com/kpsim/kpsim/image/kconfig"
 	"github.com/kpsim/kpsim/image/load"
 	"github.com/kpsim/kpsim/image/synth"
 )
@@ -24,7 +25,10 @@ type imageFlags struct {
 	profile string
 	cpu     string
 	noCache bool
-	fs      *flag.FlagSet
+	// kernelVersion is --kernel-version (a generation), kconfig --kconfig.
+	kernelVersion string
+	kconfig       string
+	fs            *flag.FlagSet
 	// record keeps the boot-patched sites of a --kernel image in booted.
 	record bool
 	booted *elfload.Booted
@@ -147,6 +151,8 @@ func addImageFlagsProfile(fs *flag.FlagSet, base synth.Config) *imageFlags {
 	fs.BoolVar(&c.ReturnsPatched, "returns-patched", c.ReturnsPatched, "synthetic images: boot patched return thunks to ret; int3 (with --kernel the --cpu decides; an explicit value must agree with it)")
 	fs.BoolVar(&f.noCache, "no-cache", false, "bypass every cache (also KPSIM_NO_CACHE=1): generate the synthetic image, build the kallsyms tables and, with --kernel, decompress and load the kernel again, instead of reading them from $KPSIM_CACHE_DIR (default: the user cache dir's kpsim/; entries keyed by every input and the kpsim build)")
 	fs.StringVar(&f.cpu, "cpu", "", "boot CPU whose boot-time patching (paravirt, retpolines, returns, alternatives) the --kernel text goes through: "+strings.Join(alternative.CPUNames(), ", ")+", or none for the text as built (default "+alternative.DefaultCPU+" with --kernel; synthetic images: sets --returns-patched from the CPU's return mode)")
+	fs.StringVar(&f.kernelVersion, "kernel-version", "", "kernel generation to model: 6.1, 6.12 or 7.3 (a release such as 6.12.117 names its generation); with --kernel the image's linux_banner decides unless this is given (an image of another release is refused without it); synthetic images: 6.1")
+	fs.StringVar(&f.kconfig, "kconfig", "", "with --kernel: build options that override the kernel's config (embedded, or the config-KVER file beside the image) and what the image shows: OPTION=VALUE,... (X86_KERNEL_IBT=y,CALL_PADDING=y,FUNCTION_ALIGNMENT=16,...)")
 	fs.IntVar(&c.ProbeTargets, "probe-targets", c.ProbeTargets, "add N generated probe-target functions (the batch kprobe sample)")
 	fs.BoolVar(&c.ProbeTargetsTraced, "probe-targets-traced", c.ProbeTargetsTraced, "build the probe targets with __fentry__ calls")
 	fs.Float64Var(&c.ProbeTargetsAt, "probe-targets-at", c.ProbeTargetsAt, "place the probe targets after this fraction of .text's functions (link order; 1 = after _etext)")
@@ -187,7 +193,22 @@ func (f *imageFlags) load() (*image.Kernel, *synth.Truth, error) {
 		if err := f.preflight(); err != nil { // --modules, before the kernel is read (modules.go)
 			return nil, nil, err
 		}
-		r, err := load.OpenWith(f.kernel, load.Options{CPU: name, Record: f.record, NoCache: f.noCache})
+		o := load.Options{CPU: name, Record: f.record, NoCache: f.noCache}
+		if f.kernelVersion != "" {
+			g, err := image.ParseGeneration(f.kernelVersion)
+			if err != nil {
+				return nil, nil, usagef("--kernel-version: %v", err)
+			}
+			o.Gen = g
+		}
+		if f.kconfig != "" {
+			kc, err := kconfig.ParseOverrides(f.kconfig)
+			if err != nil {
+				return nil, nil, usagef("--kconfig: %v", err)
+			}
+			o.KConfigOverride = kc
+		}
+		r, err := load.OpenWith(f.kernel, o)
 		if err != nil {
 			return nil, nil, usagef("--kernel: %v", err)
 		}
@@ -207,6 +228,20 @@ func (f *imageFlags) load() (*image.Kernel, *synth.Truth, error) {
 	if err := f.mods.synthCheck(); err != nil {
 		return nil, nil, err
 	}
+	gen := image.Gen61
+	if f.kernelVersion != "" {
+		g, err := image.ParseGeneration(f.kernelVersion)
+		if err != nil {
+			return nil, nil, usagef("--kernel-version: %v", err)
+		}
+		if g != image.Gen61 {
+			return nil, nil, usagef("--kernel-version %s: the synthetic generator builds 6.1-shaped images only; give --kernel an image of that generation", g)
+		}
+		gen = g
+	}
+	if f.kconfig != "" {
+		return nil, nil, usagef("--kconfig: needs --kernel (synthetic images take their build options from --ibt, --retpoline, --rethunk)")
+	}
 	f.cfg.Seed = f.seed
 	mix, err := parseJumpMix(f.jumpMix)
 	if err != nil {
@@ -221,6 +256,7 @@ func (f *imageFlags) load() (*image.Kernel, *synth.Truth, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("generating the image: %w", err)
 	}
+	k.Config.Gen = gen
 	if cpu != nil {
 		k.Config.CPU = cpu.Name
 		k.Notes = append(k.Notes, fmt.Sprintf("--cpu %s on a synthetic image: the generator emits no paravirt, retpoline or alternative sites; the CPU decides the returns only (%s)", cpu.Name, returnsOf(cpu)))

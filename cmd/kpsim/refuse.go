@@ -163,7 +163,7 @@ func ablationSpec(name string) (scenarios.RunSpec, bool) {
 }
 
 // realKernelFlags are the image flags that apply to a real kernel too.
-var realKernelFlags = []string{"kernel", "seed", "sample-functions", "padding", "returns-patched", "cpu", "modules", "modules-dir", "no-cache"}
+var realKernelFlags = []string{"kernel", "kernel-version", "kconfig", "seed", "sample-functions", "padding", "returns-patched", "cpu", "modules", "modules-dir", "no-cache"}
 
 // printGroupedDefaults prints a command's flags in three groups: its own
 // (scenario) flags, the real-kernel flags and the synthetic-image flags,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/image/kconfig"
 
 	"github.com/kpsim/kpsim/alternative"
 )
@@ -25,6 +26,12 @@ type Options struct {
 	// and an image without one, or of a release kpsim does not model, is
 	// refused.
 	Gen image.Generation
+	// KConfig is the kernel's config file (the config-KVER beside the
+	// image; image/load finds it); nil when there is none. An embedded
+	// CONFIG_IKCONFIG copy outranks it.
+	KConfig *kconfig.Config
+	// KConfigOverride holds --kconfig's options; they outrank both.
+	KConfigOverride *kconfig.Config
 }
 
 // Booted is what boot patching did to a loaded image (nil when the text is

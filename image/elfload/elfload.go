@@ -489,16 +489,13 @@ func (l *loader) tables() error {
 			}
 			k.StaticCallSites = s
 		case "__bug_table":
-			size := BugEntrySize
-			if len(b)%BugEntrySize != 0 && len(b)%BugEntrySizeShort == 0 {
-				size = BugEntrySizeShort
-			}
-			e, err := decodeBugTable(b, base, size, l.cstring)
+			lay := l.bugLayout(len(b))
+			e, err := decodeBugTable(b, base, lay, l.cstring)
 			if err != nil {
 				return err
 			}
 			k.BugEntries = e
-			k.Config.BugVerbose = size == BugEntrySize
+			k.Config.BugVerbose = lay.Verbose
 		case "__ex_table":
 			e, err := decodeExTable(b, base)
 			if err != nil {
@@ -581,43 +578,6 @@ func (l *loader) ranges() {
 			l.k.Ranges = append(l.k.Ranges, image.Range{Name: r.name, Start: s, End: e})
 		}
 	}
-}
-
-var endbr64 = []byte{0xf3, 0x0f, 0x1e, 0xfa}
-
-// config detects the build options the model needs.
-func (l *loader) config() {
-	k := l.k
-	c := &k.Config
-	funcs, endbr := 0, 0
-	core := k.CoreText()
-	for _, s := range k.Symbols {
-		if !s.IsText() || s.Size == 0 || core == nil || !core.Contains(s.Addr) {
-			continue
-		}
-		funcs++
-		if bytes.HasPrefix(k.Text(s.Addr, 4), endbr64) {
-			endbr++
-		}
-		if strings.HasPrefix(s.Name, "__x86_indirect_thunk_") {
-			c.Retpoline = true
-		}
-		if strings.HasPrefix(s.Name, "__cfi_") {
-			c.CFI = true
-		}
-	}
-	c.IBT = funcs > 0 && 2*endbr > funcs
-	if _, ok := l.sym("__x86_return_thunk"); ok {
-		if sec := l.f.Section(".return_sites"); sec == nil || sec.Size > 0 {
-			c.RetThunk = true
-		}
-	}
-	c.KprobesOnFtrace = len(k.McountLocs) > 0
-	c.ReturnsPatched = false
-	if c.KprobesOnFtrace {
-		k.Notes = append(k.Notes, "KprobesOnFtrace inferred from the presence of __mcount_loc entries (the .config is not in the image)")
-	}
-	k.Notes = append(k.Notes, fmt.Sprintf("IBT inferred %v: %d of %d core-text functions start with ENDBR64", c.IBT, endbr, funcs))
 }
 
 // returnSites reads .return_sites: one s32 per site, relative to the

@@ -62,26 +62,21 @@ func decodeStaticCallSites(b []byte, base uint64) ([]image.StaticCallSite, error
 	})
 }
 
-// decodeBugTable decodes __bug_table entries of size (12 with
-// CONFIG_DEBUG_BUGVERBOSE, 8 without) at base; file resolves a file-name
-// address to its string ("" when unreadable).
+// decodeBugTable decodes __bug_table entries laid out as lay (the
+// generation's struct bug_entry, image.BugEntryLayoutFor) at base; file
+// resolves a file-name address to its string ("" when unreadable).
 //
 // Models lib/bug.c:bug_addr and bug_get_file_line (relative pointers).
-func decodeBugTable(b []byte, base uint64, size int, file func(uint64) string) ([]image.BugEntry, error) {
-	if size != BugEntrySize && size != BugEntrySizeShort {
-		return nil, fmt.Errorf("__bug_table: unsupported entry size %d", size)
-	}
-	return decodeEntries("__bug_table", b, base, size, func(e []byte, a uint64) image.BugEntry {
+func decodeBugTable(b []byte, base uint64, lay image.BugEntryLayout, file func(uint64) string) ([]image.BugEntry, error) {
+	return decodeEntries("__bug_table", b, base, lay.Size, func(e []byte, a uint64) image.BugEntry {
 		be := image.BugEntry{Addr: rel32(e, a)}
-		if size == BugEntrySize {
-			if file != nil {
-				be.File = file(rel32(e[4:], a+4))
-			}
-			be.Line = le.Uint16(e[8:])
-			be.Flags = le.Uint16(e[10:])
-		} else {
-			be.Flags = le.Uint16(e[4:]) // s32 bug_addr_disp, u16 flags, 2 bytes padding
+		if lay.File >= 0 && file != nil {
+			be.File = file(rel32(e[lay.File:], a+uint64(lay.File)))
 		}
+		if lay.Line >= 0 {
+			be.Line = le.Uint16(e[lay.Line:])
+		}
+		be.Flags = le.Uint16(e[lay.Flags:])
 		return be
 	})
 }

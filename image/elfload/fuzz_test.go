@@ -3,6 +3,8 @@ package elfload
 import (
 	"slices"
 	"testing"
+
+	"github.com/kpsim/kpsim/image"
 )
 
 // kallsymsSeed is a small valid 6.1 layout: offsets, relative_base,
@@ -99,11 +101,13 @@ func FuzzEntryDecoders(f *testing.F) {
 			t.Fatal("static-call count")
 		}
 		file := func(uint64) string { return "f.c" }
-		if e, err := decodeBugTable(b, base, BugEntrySize, file); err == nil && len(e) != len(b)/BugEntrySize {
-			t.Fatal("bug count")
-		}
-		if e, err := decodeBugTable(b, base, BugEntrySizeShort, nil); err == nil && len(e) != len(b)/BugEntrySizeShort {
-			t.Fatal("short bug count")
+		for _, g := range image.Generations {
+			for _, verbose := range []bool{true, false} {
+				lay := image.BugEntryLayoutFor(g, verbose)
+				if e, err := decodeBugTable(b, base, lay, file); err == nil && len(e) != len(b)/lay.Size {
+					t.Fatalf("bug count, %s verbose=%v", g, verbose)
+				}
+			}
 		}
 		if e, err := decodeExTable(b, base); err == nil && len(e) != len(b)/ExEntrySize {
 			t.Fatal("ex count")

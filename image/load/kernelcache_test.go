@@ -38,7 +38,7 @@ func TestLoadedKernelCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fresh, err := bytesWith(p, b, o, cpu)
+		fresh, err := bytesWith(p, b, o, cpu, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,12 +14,15 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
+	"sort"
+	"strings"
 
 	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/bzimage"
 	"github.com/kpsim/kpsim/image/cache"
 	"github.com/kpsim/kpsim/image/elfload"
+	"github.com/kpsim/kpsim/image/kconfig"
 )
 
 // Kind is a detected file type.
@@ -55,6 +58,12 @@ type Options struct {
 	// Gen loads the image as this generation (--kernel-version) instead
 	// of its linux_banner's.
 	Gen image.Generation
+	// KConfigOverride holds --kconfig's options, which outrank the
+	// kernel's own config.
+	KConfigOverride *kconfig.Config
+	// NoConfigBeside ignores a config file beside the image (tests that
+	// want the facts the image alone shows).
+	NoConfigBeside bool
 	// NoCache skips the caches of loaded kernels and decompressed
 	// vmlinux files (also KPSIM_NO_CACHE=1).
 	NoCache bool
@@ -99,7 +108,47 @@ func OpenWith(path string, o Options) (*Result, error) {
 		}
 		return nil, err
 	}
-	return BytesWith(path, b, o)
+	return openBytes(path, b, o)
+}
+
+// openBytes is BytesWith with the config file Debian installs beside
+// the image at path (config-KVER, found for the image's own release).
+func openBytes(path string, b []byte, o Options) (*Result, error) {
+	var kc *kconfig.Config
+	if !o.NoConfigBeside {
+		if cp := kconfig.Beside(path, Release(b)); cp != "" {
+			c, err := kconfig.ReadFile(cp)
+			if err != nil {
+				return nil, fmt.Errorf("%s: config beside it: %v", path, err)
+			}
+			kc = c
+		}
+	}
+	return bytesWithConfig(path, b, o, kc)
+}
+
+// Release is the kernel release an image names: the bzImage header's
+// kernel_version, else the first linux_banner in the bytes; "" when
+// neither is there.
+func Release(b []byte) string {
+	if bzimage.IsBzImage(b) {
+		if in, err := bzimage.ParseSetupHeader(b); err == nil && in.Version != "" {
+			v, _, _ := strings.Cut(in.Version, " ")
+			return v
+		}
+		return ""
+	}
+	const banner = "Linux version "
+	i := bytes.Index(b, []byte(banner))
+	if i < 0 {
+		return ""
+	}
+	rest := b[i+len(banner):]
+	e := bytes.IndexAny(rest, " \x00")
+	if e < 0 || e > 128 {
+		return ""
+	}
+	return string(rest[:e])
 }
 
 // Bytes loads the kernel in b, read from the file called name, booted for
@@ -121,25 +170,31 @@ func Bytes(name string, b []byte) (*image.Kernel, error) {
 // and read back on the next load; Record, which wants every patched
 // site, always loads afresh.
 func BytesWith(name string, b []byte, o Options) (*Result, error) {
+	return bytesWithConfig(name, b, o, nil)
+}
+
+// bytesWithConfig is BytesWith with the kernel's config file kc (nil
+// when none was found).
+func bytesWithConfig(name string, b []byte, o Options, kc *kconfig.Config) (*Result, error) {
 	cpu, err := o.cpu()
 	if err != nil {
 		return nil, err
 	}
 	if o.Record || !cache.Usable(o.NoCache) || Detect(b) == Unknown {
-		return bytesWith(name, b, o, cpu)
+		return bytesWith(name, b, o, cpu, kc)
 	}
 	sum := sha256.Sum256(b)
 	cpuName := alternative.CPUNone
 	if cpu != nil {
 		cpuName = cpu.Name
 	}
-	key := cache.Key("loaded-kernel", sum[:], []byte(name), []byte(cpuName), []byte(o.Gen.String()))
+	key := cache.Key("loaded-kernel", sum[:], []byte(name), []byte(cpuName), []byte(o.Gen.String()), configKey(kc), configKey(o.KConfigOverride))
 	if e, ok := cache.Get("kernel", key); ok {
 		if k, err := image.DecodeKernel(e); err == nil {
 			return &Result{Kernel: k}, nil
 		}
 	}
-	r, err := bytesWith(name, b, o, cpu)
+	r, err := bytesWith(name, b, o, cpu, kc)
 	if err != nil {
 		return nil, err
 	}
@@ -147,8 +202,27 @@ func BytesWith(name string, b []byte, o Options) (*Result, error) {
 	return r, nil
 }
 
-func bytesWith(name string, b []byte, o Options, cpu *alternative.CPU) (*Result, error) {
-	eo := elfload.Options{CPU: cpu, Record: o.Record, Gen: o.Gen}
+// configKey is a config's part of the cache key: its source and options
+// in a fixed order.
+func configKey(c *kconfig.Config) []byte {
+	if c == nil {
+		return nil
+	}
+	keys := make([]string, 0, len(c.Opts))
+	for k := range c.Opts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b bytes.Buffer
+	b.WriteString(c.From)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "\n%s=%s", k, c.Opts[k])
+	}
+	return b.Bytes()
+}
+
+func bytesWith(name string, b []byte, o Options, cpu *alternative.CPU, kc *kconfig.Config) (*Result, error) {
+	eo := elfload.Options{CPU: cpu, Record: o.Record, Gen: o.Gen, KConfig: kc, KConfigOverride: o.KConfigOverride}
 	switch Detect(b) {
 	case ELF:
 		k, bt, err := elfload.LoadWith(name, b, eo)
