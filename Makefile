@@ -50,10 +50,16 @@ SOAK_SEED ?= 1
 soak:
 	$(GO) run ./cmd/kpsim soak --steps $(SOAK_STEPS) --seed $(SOAK_SEED)
 
-# The pinned Debian 6.1 kernel (bzImage) in .cache/kernels/; prints its path.
-# Tests that need it skip when it is absent.
+# A pinned Debian kernel in .cache/kernels/; prints its bzImage's path.
+# KVER=6.1 (default: bookworm's 6.1.192, .cache/kernels/vmlinuz-KVER and
+# lib/modules/KVER), 6.12 (trixie's 6.12.117) or 7.3 (experimental's
+# 7.3~rc7), the later two unpacked as shipped under .cache/kernels/KVER/;
+# DBG=1 adds their -dbg vmlinux and System.map (about 1 GB each to
+# download). Tests that need a kernel skip when it is absent.
+KVER ?= 6.1
+DBG ?= 0
 real-kernel:
-	@./scripts/fetch-kernel.sh
+	@if [ "$(KVER)" = 6.1 ]; then ./scripts/fetch-kernel.sh; else DBG=$(DBG) ./scripts/fetch-kernel-gen.sh $(KVER); fi
 
 clean:
 	rm -f kpsim

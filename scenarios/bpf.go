@@ -67,7 +67,10 @@ func ParseKconfig(spec string) (map[string]bool, error) {
 	for _, part := range strings.Split(spec, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
 		k = strings.TrimPrefix(k, "CONFIG_")
-		if !ok || k != "FPROBE" || (v != "y" && v != "n") {
+		if ok && k != "FPROBE" {
+			continue // an image option (--kernel's config), not the BPF layer's
+		}
+		if !ok || v != "y" && v != "n" {
 			return nil, fmt.Errorf("--kconfig %q: want FPROBE=y or FPROBE=n", part)
 		}
 		out[k] = v == "y"

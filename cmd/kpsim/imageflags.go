@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/kpsim/kpsim/alternative"
@@ -28,6 +30,10 @@ type imageFlags struct {
 	// kernelVersion is --kernel-version (a generation), kconfig --kconfig.
 	kernelVersion string
 	kconfig       string
+	// kconfigReaders are the --kconfig options the command itself reads
+	// (the BPF layer's CONFIG_FPROBE); on a synthetic image every other
+	// option is refused.
+	kconfigReaders []string
 	fs            *flag.FlagSet
 	// record keeps the boot-patched sites of a --kernel image in booted.
 	record bool
@@ -152,7 +158,7 @@ func addImageFlagsProfile(fs *flag.FlagSet, base synth.Config) *imageFlags {
 	fs.BoolVar(&f.noCache, "no-cache", false, "bypass every cache (also KPSIM_NO_CACHE=1): generate the synthetic image, build the kallsyms tables and, with --kernel, decompress and load the kernel again, instead of reading them from $KPSIM_CACHE_DIR (default: the user cache dir's kpsim/; entries keyed by every input and the kpsim build)")
 	fs.StringVar(&f.cpu, "cpu", "", "boot CPU whose boot-time patching (paravirt, retpolines, returns, alternatives) the --kernel text goes through: "+strings.Join(alternative.CPUNames(), ", ")+", or none for the text as built (default "+alternative.DefaultCPU+" with --kernel; synthetic images: sets --returns-patched from the CPU's return mode)")
 	fs.StringVar(&f.kernelVersion, "kernel-version", "", "kernel generation to model: 6.1, 6.12 or 7.3 (a release such as 6.12.117 names its generation); with --kernel the image's linux_banner decides unless this is given (an image of another release is refused without it); synthetic images: 6.1")
-	fs.StringVar(&f.kconfig, "kconfig", "", "with --kernel: build options that override the kernel's config (embedded, or the config-KVER file beside the image) and what the image shows: OPTION=VALUE,... (X86_KERNEL_IBT=y,CALL_PADDING=y,FUNCTION_ALIGNMENT=16,...)")
+	fs.StringVar(&f.kconfig, "kconfig", "", "with --kernel: build options that override the kernel's config (embedded, or the config-KVER file beside the image) and what the image shows: OPTION=VALUE,... (X86_KERNEL_IBT=y,CALL_PADDING=y,FUNCTION_ALIGNMENT=16,...); the BPF commands read FPROBE=y|n from it (recorded in the report), on any image")
 	fs.IntVar(&c.ProbeTargets, "probe-targets", c.ProbeTargets, "add N generated probe-target functions (the batch kprobe sample)")
 	fs.BoolVar(&c.ProbeTargetsTraced, "probe-targets-traced", c.ProbeTargetsTraced, "build the probe targets with __fentry__ calls")
 	fs.Float64Var(&c.ProbeTargetsAt, "probe-targets-at", c.ProbeTargetsAt, "place the probe targets after this fraction of .text's functions (link order; 1 = after _etext)")
@@ -240,7 +246,19 @@ func (f *imageFlags) load() (*image.Kernel, *synth.Truth, error) {
 		gen = g
 	}
 	if f.kconfig != "" {
-		return nil, nil, usagef("--kconfig: needs --kernel (synthetic images take their build options from --ibt, --retpoline, --rethunk)")
+		kc, err := kconfig.ParseOverrides(f.kconfig)
+		if err != nil {
+			return nil, nil, usagef("--kconfig: %v", err)
+		}
+		for _, o := range slices.Sorted(maps.Keys(kc.Opts)) {
+			if !slices.Contains(f.kconfigReaders, o) {
+				takes := "no option"
+				if len(f.kconfigReaders) > 0 {
+					takes = strings.Join(f.kconfigReaders, ", ")
+				}
+				return nil, nil, usagef("--kconfig %s: on a synthetic image this command takes %s; the image's build options need --kernel (synthetic images take theirs from --ibt, --retpoline, --rethunk)", o, takes)
+			}
+		}
 	}
 	f.cfg.Seed = f.seed
 	mix, err := parseJumpMix(f.jumpMix)

@@ -18,7 +18,6 @@ import (
 type bpfFlags struct {
 	imf     *imageFlags
 	gen     string
-	kconfig string
 	cpus    int
 	patches patchList
 	format  string
@@ -38,7 +37,9 @@ func newBPFFlagSet(c string, args []string, stdout io.Writer) (*flag.FlagSet, *b
 func addBPFFlags(fs *flag.FlagSet, args []string) *bpfFlags {
 	f := &bpfFlags{imf: addImageFlagsFor(fs, args)}
 	fs.StringVar(&f.gen, "bpf-kernel", "6.10", "bpf_trace.c / ftrace generation: 6.1 (6.1.192 as shipped: no kprobe.session) or 6.10 (session, E2BIG, module references)")
-	fs.StringVar(&f.kconfig, "kconfig", "", "configuration override of the image, e.g. FPROBE=y (recorded in the report)")
+	// --kconfig is the image flags' (one set of config overrides); the
+	// BPF layer reads FPROBE from it.
+	f.imf.kconfigReaders = append(f.imf.kconfigReaders, "CONFIG_FPROBE")
 	fs.IntVar(&f.cpus, "possible-cpus", 8, "num_possible_cpus() (fprobe rethook node preallocation)")
 	fs.Var(&f.patches, "patches", "a run: none or comma-separated switches; repeatable")
 	fs.StringVar(&f.format, "format", "table", "output: table or json")
@@ -60,7 +61,7 @@ func (f *bpfFlags) options(defaults []string) (scenarios.BPFOptions, []scenarios
 		return o, nil, nil, usagef("--bpf-kernel: %s", err.Error())
 	}
 	o.Gen = g
-	if o.Kconfig, err = scenarios.ParseKconfig(f.kconfig); err != nil {
+	if o.Kconfig, err = scenarios.ParseKconfig(f.imf.kconfig); err != nil {
 		return o, nil, nil, usagef("%s", err.Error())
 	}
 	if f.cpus <= 0 || f.cpus > 8192 {
