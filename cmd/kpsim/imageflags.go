@@ -34,7 +34,7 @@ type imageFlags struct {
 	// (the BPF layer's CONFIG_FPROBE); on a synthetic image every other
 	// option is refused.
 	kconfigReaders []string
-	fs            *flag.FlagSet
+	fs             *flag.FlagSet
 	// record keeps the boot-patched sites of a --kernel image in booted.
 	record bool
 	booted *elfload.Booted
