@@ -110,6 +110,13 @@ type KernelInfo struct {
 	// TextSHA256 hashes every text region's address and bytes: the same
 	// for two runs exactly when they modelled the same text.
 	TextSHA256 string `json:"text_sha256"`
+	// Release is the kernel release (linux_banner), "" for synthetic
+	// images; Generation the kernel generation the run modelled.
+	Release    string `json:"release,omitempty"`
+	Generation string `json:"generation"`
+	// Facts are the build facts behaviour was decided on, each with its
+	// source (the config file, --kconfig, a vote over the text).
+	Facts []image.ConfigFact `json:"config_facts,omitempty"`
 }
 
 // String is the one-line form for table headers.
@@ -122,6 +129,21 @@ func (k KernelInfo) String() string {
 		for _, f := range sortedKeys(k.Flags) {
 			fmt.Fprintf(&b, " --%s=%s", f, k.Flags[f])
 		}
+	}
+	if k.Release != "" {
+		fmt.Fprintf(&b, "; kernel %s", k.Release)
+	}
+	if k.Generation != "" {
+		fmt.Fprintf(&b, "; generation %s", k.Generation)
+	}
+	if len(k.Facts) > 0 {
+		var on []string
+		for _, f := range k.Facts {
+			if f.Value != "n" {
+				on = append(on, strings.TrimPrefix(f.Option, "CONFIG_")+"="+f.Value)
+			}
+		}
+		fmt.Fprintf(&b, " (%s)", strings.Join(on, " "))
 	}
 	fmt.Fprintf(&b, "; %d modules; text sha256:%s", len(k.Modules), short(k.TextSHA256))
 	return b.String()
@@ -167,6 +189,7 @@ func KernelInfoFor(k *image.Kernel, path, profile string, flags map[string]strin
 		ki.Source, ki.Profile, ki.Flags = "synthetic", profile, flags
 	}
 	ki.TextSHA256 = TextDigest(k)
+	ki.Release, ki.Generation, ki.Facts = k.Config.Version, k.Config.Gen.Effective().String(), k.Config.Facts
 	return ki, nil
 }
 

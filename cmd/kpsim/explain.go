@@ -357,7 +357,7 @@ func resultString(x *explained) string {
 }
 
 func writeExplainText(w io.Writer, k *image.Kernel, x *explained, sw sim.Switches, target string, v *verifyResult) {
-	fmt.Fprintf(w, "explain %s on %s, through %s, patches %s\n\n", target, k.Name, x.Door, sw.Name())
+	fmt.Fprintf(w, "explain %s on %s (%s), through %s, patches %s\n\n", target, k.Name, explainKernel(k), x.Door, sw.Name())
 	if len(x.Priors) > 0 {
 		fmt.Fprintln(w, "registered first (--with), as they stand at the end:")
 		for _, p := range x.Priors {
@@ -450,6 +450,8 @@ func writeExplainJSON(w io.Writer, k *image.Kernel, x *explained, sw sim.Switche
 	}
 	out := struct {
 		Kernel  string            `json:"kernel"`
+		Release string            `json:"release,omitempty"`
+		Gen     string            `json:"generation"`
 		Door    string            `json:"via"`
 		Patches string            `json:"patches"`
 		Addr    string            `json:"addr,omitempty"`
@@ -465,7 +467,7 @@ func writeExplainJSON(w io.Writer, k *image.Kernel, x *explained, sw sim.Switche
 		Verify  *verifyResult     `json:"verify,omitempty"`
 		With    []priorResult     `json:"with,omitempty"`
 		Cycles  float64           `json:"est_cycles"`
-	}{Kernel: k.Name, Door: x.Door, Patches: sw.Name(), Result: resultString(x), Errno: x.Code, State: x.State.String(),
+	}{Kernel: k.Name, Release: k.Config.Version, Gen: k.Config.Gen.Effective().String(), Door: x.Door, Patches: sw.Name(), Result: resultString(x), Errno: x.Code, State: x.State.String(),
 		Check: x.Why.Check, Detail: x.Why.Detail, Reason: x.Why.String(), Ops: map[string]uint64{}, Verify: v, With: x.Priors,
 		Cycles: x.costTable().Cycles(x.Counters)}
 	if x.Addr != 0 {
@@ -478,4 +480,13 @@ func writeExplainJSON(w io.Writer, k *image.Kernel, x *explained, sw sim.Switche
 		out.Ops[nz.Op.Name()] += nz.N
 	}
 	return writeJSON(w, out)
+}
+
+// explainKernel names the release and the generation whose functions the
+// trail follows.
+func explainKernel(k *image.Kernel) string {
+	if k.Config.Version == "" {
+		return "generation " + k.Config.Gen.Effective().String()
+	}
+	return "kernel " + k.Config.Version + ", generation " + k.Config.Gen.Effective().String()
 }

@@ -37,6 +37,7 @@ func main() {
 	ignore := flag.String("ignore", "", "comma-separated keys skipped wherever they stand")
 	count := flag.Bool("count", false, "print the number of values compared (leaves) when equal")
 	rel := flag.Float64("rel", 0, "non-integer numbers within this relative difference are equal")
+	added := flag.String("added", "", "comma-separated keys a newer build added: present only in NEW they are counted as added, not as differences (present in both they are compared)")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: jsondiff [-ignore KEY,...] OLD NEW")
 		flag.PrintDefaults()
@@ -62,7 +63,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "jsondiff:", err)
 		os.Exit(2)
 	}
-	d := &differ{skip: skip, max: 20, rel: *rel}
+	d := &differ{skip: skip, max: 20, rel: *rel, added: map[string]bool{}}
+	for _, k := range strings.Split(*added, ",") {
+		if k != "" {
+			d.added[k] = true
+		}
+	}
 	d.diff("$", a, b)
 	for _, l := range d.out {
 		fmt.Println(l)
@@ -74,8 +80,20 @@ func main() {
 		os.Exit(1)
 	}
 	if *count {
+		var notes []string
 		if d.near > 0 {
-			fmt.Printf("%d [%d non-integer within %g]\n", d.leaves, d.near, *rel)
+			notes = append(notes, fmt.Sprintf("%d non-integer within %g", d.near, *rel))
+		}
+		if len(d.addedAt) > 0 {
+			keys := make([]string, 0, len(d.addedAt))
+			for k, n := range d.addedAt {
+				keys = append(keys, fmt.Sprintf("%s x%d", k, n))
+			}
+			sort.Strings(keys)
+			notes = append(notes, "added keys: "+strings.Join(keys, ", "))
+		}
+		if len(notes) > 0 {
+			fmt.Printf("%d [%s]\n", d.leaves, strings.Join(notes, "; "))
 		} else {
 			fmt.Println(d.leaves)
 		}
@@ -119,6 +137,10 @@ type differ struct {
 	rel    float64
 	near   int // numbers equal only within rel
 	out    []string
+	// added are keys a newer build may add; addedAt counts the ones
+	// found only in NEW.
+	added   map[string]bool
+	addedAt map[string]int
 }
 
 func (d *differ) report(path string, a, b any) {
@@ -170,6 +192,11 @@ func (d *differ) diff(path string, a, b any) {
 			x, okx := av[k]
 			y, oky := bv[k]
 			switch {
+			case !okx && d.added[k]:
+				if d.addedAt == nil {
+					d.addedAt = map[string]int{}
+				}
+				d.addedAt[k]++
 			case !okx:
 				d.report(path+"."+k, nil, y)
 			case !oky:

@@ -61,3 +61,23 @@ func TestRel(t *testing.T) {
 		}
 	}
 }
+
+// TestAdded: a key named in -added is no difference when only NEW has
+// it, and is compared when both have it; other new keys still differ.
+func TestAdded(t *testing.T) {
+	for _, tc := range []struct {
+		a, b      string
+		diff, add int
+	}{
+		{`{"k":{"x":1}}`, `{"k":{"x":1,"generation":"6.1"}}`, 0, 1},
+		{`{"k":{"generation":"6.1"}}`, `{"k":{"generation":"7.3"}}`, 1, 0},
+		{`{"k":{"generation":"6.1"}}`, `{"k":{}}`, 1, 0},
+		{`{"k":{}}`, `{"k":{"other":1}}`, 1, 0},
+	} {
+		d := &differ{max: 20, added: map[string]bool{"generation": true}}
+		d.diff("$", parse(t, tc.a), parse(t, tc.b))
+		if d.n != tc.diff || d.addedAt["generation"] != tc.add {
+			t.Errorf("%s vs %s: %d differences, %d added; want %d, %d", tc.a, tc.b, d.n, d.addedAt["generation"], tc.diff, tc.add)
+		}
+	}
+}
