@@ -119,7 +119,7 @@ func TestOptimizeNopsGen(t *testing.T) {
 		{image.Gen73, "48 89 c0 90", "0f 1f 40 00"},              // ... it is in 7.3
 		{image.Gen73, "89 c0 90 90", "89 c0 66 90"},              // mov %eax,%eax zero-extends: not a NOP
 		{image.Gen73, "8d 76 00 90", "8d 76 00 90"},              // lea 0(%rsi),%esi is 32-bit: not native size
-		{image.Gen73, "48 8d 76 00 90 90", "0f 1f 44 00 00 90"},  // lea 0(%rsi),%rsi is; the last NOP stays
+		{image.Gen73, "48 8d 76 00 90 90", "66 0f 1f 44 00 00"},  // lea 0(%rsi),%rsi is one: one run of 6
 		{image.Gen73, "f3 90 90 90", "f3 90 66 90"},              // pause is no NOP
 		{image.Gen612, strings.Repeat("90 ", 13), "eb 0b cc cc cc cc cc cc cc cc cc cc cc"},
 		{image.Gen612, strings.Repeat("90 ", 11), "66 66 2e 0f 1f 84 00 00 00 00 00"},

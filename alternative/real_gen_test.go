@@ -51,9 +51,8 @@ func (m *elfImage) section(t testing.TB, name string) (uint64, []byte) {
 }
 
 var (
-	elfMu     sync.Mutex
-	elfBytes  = map[image.Generation][]byte{}
-	elfParsed = map[image.Generation]*elf.File{}
+	elfMu    sync.Mutex
+	elfBytes = map[image.Generation][]byte{}
 )
 
 // openELF returns a fresh copy of generation g's -dbg vmlinux (the file
