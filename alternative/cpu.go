@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/kpsim/kpsim/image"
 )
 
 // CPU is the boot CPU the patcher assumes: boot_cpu_data.x86_capability as
@@ -24,6 +26,51 @@ type CPU struct {
 	Mitigations []string
 	// Why gives, per feature or bug name set, the reason it is set.
 	Why []FeatureReason
+	// Dropped lists the names of Why that the generation of Features
+	// does not have (ForGen).
+	Dropped []string
+
+	// model is the generation whose cpufeatures.h numbers Features (nil:
+	// 6.1); forGen, when set, rebuilds the CPU for another generation
+	// (the host CPU: its mitigations depend on the generation).
+	model  *Model
+	forGen func(g image.Generation) (*CPU, error)
+}
+
+// Model returns the generation whose numbering Features uses.
+func (c *CPU) Model() *Model {
+	if c.model == nil {
+		return model61
+	}
+	return c.model
+}
+
+// ForGen returns the CPU as generation g's kernel sees it: the same named
+// bits numbered by g's cpufeatures.h (names g lacks are listed in
+// Dropped), or, for a CPU built from a machine's flags (host), the
+// mitigations g's cpu_select_mitigations picks. A CPU already in g's
+// numbering is returned as is.
+func (c *CPU) ForGen(g image.Generation) (*CPU, error) {
+	m := ModelFor(g)
+	if c.Model() == m {
+		return c, nil
+	}
+	if c.forGen != nil {
+		return c.forGen(m.Gen)
+	}
+	out := *c
+	out.model = m
+	out.Features = FeatureSet{}
+	out.Dropped = nil
+	for _, b := range c.Why {
+		f, ok := m.FeatureByName(b.Name)
+		if !ok {
+			out.Dropped = append(out.Dropped, b.Name)
+			continue
+		}
+		out.Features.Set(f)
+	}
+	return &out, nil
 }
 
 // FeatureReason documents one bit of a CPU's set.
@@ -36,16 +83,21 @@ type FeatureReason struct {
 func (c *CPU) Has(f Feature) bool { return c.Features.Has(f) }
 
 // WantsRethunk is cpu_wants_rethunk: X86_FEATURE_RETHUNK.
-func (c *CPU) WantsRethunk() bool { return c.Has(X86_FEATURE_RETHUNK) }
+func (c *CPU) WantsRethunk() bool { return c.Has(c.Model().bits.RETHUNK) }
 
 // SpectreV2Mode names what apply_retpolines does on this CPU:
-// "retpoline" (sites kept), "lfence" (lfence; call *%reg) or "indirect"
-// (call *%reg: eIBRS/IBRS/off).
+// "retpoline" (sites kept), "call-depth" (retpoline with call depth
+// tracking: calls to the __x86_indirect_call_thunk_array entry, 6.12+),
+// "lfence" (lfence; call *%reg) or "indirect" (call *%reg:
+// eIBRS/IBRS/off).
 func (c *CPU) SpectreV2Mode() string {
+	b := &c.Model().bits
 	switch {
-	case c.Has(X86_FEATURE_RETPOLINE_LFENCE):
+	case c.Has(b.RETPOLINE_LFENCE):
 		return "lfence"
-	case c.Has(X86_FEATURE_RETPOLINE):
+	case c.Has(b.RETPOLINE) && c.Has(b.CALL_DEPTH):
+		return "call-depth"
+	case c.Has(b.RETPOLINE):
 		return "retpoline"
 	}
 	return "indirect"
@@ -97,10 +149,18 @@ func CPUNames() []string {
 	return out
 }
 
-// LookupCPU returns a fresh copy of the named CPU.
+// CPUHost is the --cpu value for this machine's CPU, built from
+// /proc/cpuinfo (HostCPU).
+const CPUHost = "host"
+
+// LookupCPU returns a fresh copy of the named CPU, or of this machine's
+// (CPUHost).
 func LookupCPU(name string) (*CPU, error) {
 	if f, ok := cpus[name]; ok {
 		return f(), nil
 	}
-	return nil, fmt.Errorf("unknown CPU %q (known: %s, or %s for the text as built)", name, strings.Join(CPUNames(), ", "), CPUNone)
+	if name == CPUHost {
+		return HostCPU()
+	}
+	return nil, fmt.Errorf("unknown CPU %q (known: %s, %s for this machine's CPU, or %s for the text as built)", name, strings.Join(CPUNames(), ", "), CPUHost, CPUNone)
 }

@@ -2,7 +2,10 @@ package alternative
 
 import (
 	"bytes"
+	"strings"
 	"testing"
+
+	"github.com/kpsim/kpsim/image"
 )
 
 // FuzzParseAltInstructions: any bytes parse or fail cleanly, and a parsed
@@ -134,4 +137,83 @@ func FuzzPatcher(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzParseAltInstructions14: the 6.12 / 7.3 parser never panics and
+// its entries respect the BUG_ONs it enforces.
+func FuzzParseAltInstructions14(f *testing.F) {
+	f.Add(make([]byte, 28))
+	f.Add([]byte{0x00, 0xff, 0xff, 0xff, 0x10, 0, 0, 0, 0x10, 0x01, 0x03, 0x00, 6, 5})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, err := ParseAltInstructions14(b, 0xffffffff83706558)
+		if err != nil {
+			return
+		}
+		for _, e := range a {
+			if e.InstrLen > MaxPatchLen || int(e.Feature()) >= 24*32 {
+				t.Fatalf("accepted %+v", e)
+			}
+		}
+	})
+}
+
+// FuzzParseCPUInfo: any text parses or is refused, never a panic, and a
+// parsed CPU builds for every generation.
+func FuzzParseCPUInfo(f *testing.F) {
+	f.Add("vendor_id : GenuineIntel\ncpu family : 6\nflags : fpu nx retpoline\nbugs : spectre_v2 retbleed its\n")
+	f.Add("flags:\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		ci, err := ParseCPUInfo(strings.NewReader(s))
+		if err != nil {
+			return
+		}
+		for _, g := range image.Generations {
+			c, err := ci.CPU(g)
+			if err != nil || c.Name != CPUHost {
+				t.Fatalf("%v: %v", g, err)
+			}
+		}
+	})
+}
+
+// FuzzBootGen: 6.12 / 7.3 alternatives, retpolines, returns, call thunks
+// and sealing over arbitrary text and tables never panic.
+func FuzzBootGen(f *testing.F) {
+	f.Add([]byte{0xff, 0x15, 0, 0, 0, 0, 0xe8, 0, 0, 0, 0, 0x90, 0x90, 0xf3, 0x0f, 0x1e, 0xfa}, uint8(0), uint16(0x0300), uint8(6), uint8(5), true)
+	f.Fuzz(func(t *testing.T, text []byte, off uint8, flags uint16, il, rl uint8, g73 bool) {
+		const base = 0xffffffff81000000
+		g := image.Gen612
+		if g73 {
+			g = image.Gen73
+		}
+		m := ModelFor(g)
+		mm := &fuzzMem{base: base, b: append(bytes.Clone(text), make([]byte, 64)...)}
+		cpu, _ := LookupCPU("milan")
+		cpu, _ = cpu.ForGen(g)
+		cd, _ := m.FeatureByName("CALL_DEPTH")
+		cpu.Features.Set(cd)
+		o := uint64(off) % uint64(len(mm.b))
+		env := &Env{BUGFunc: base, NopFunc: base + 1, IndirectThunkArray: base + 8, ReturnThunk: base + 16, XReturnThunk: base + 16,
+			CallThunks: &CallThunkEnv{TextStart: base, TextEnd: base + uint64(len(mm.b)), Template: []byte{0x90, 0x90}, TemplateAddr: base}}
+		tb := &Tables{
+			Alternatives: []AltInstr{{Instr: base + o, Repl: base, CPUID: 3*32 + 21, Flags: flags, InstrLen: il % 32, ReplLen: rl % 32}},
+			Retpolines:   []uint64{base + o}, Returns: []uint64{base + o}, CallSites: []uint64{base + o}, EndbrSeal: []uint64{base + o},
+		}
+		p := &Patcher{Model: m, CPU: cpu, Env: env, Mem: mm}
+		_ = p.AlternativeInstructions(tb)
+	})
+}
+
+type fuzzMem struct {
+	base uint64
+	b    []byte
+}
+
+func (m *fuzzMem) Text(addr uint64, n int) []byte {
+	if addr < m.base || addr-m.base >= uint64(len(m.b)) {
+		return nil
+	}
+	off := addr - m.base
+	end := min(uint64(len(m.b)), off+uint64(n))
+	return m.b[off:end:end]
 }

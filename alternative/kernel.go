@@ -61,17 +61,26 @@ func KernelEnv(k *image.Kernel) (*Env, *CPU, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	m := ModelFor(k.Config.Gen)
+	if cpu, err = cpu.ForGen(m.Gen); err != nil {
+		return nil, nil, err
+	}
 	idx := make(map[string]uint64, len(EnvSymbols)+1)
 	want := map[string]bool{cpu.ReturnThunk: true}
 	for _, n := range EnvSymbols {
 		want[n] = true
+	}
+	if !m.Paravirt {
+		for _, n := range append(EnvSymbols612, callThunkSkip...) {
+			want[n] = true
+		}
 	}
 	for _, s := range k.Symbols {
 		if _, seen := idx[s.Name]; !seen && want[s.Name] {
 			idx[s.Name] = s.Addr
 		}
 	}
-	env, err := NewEnv(func(n string) (uint64, bool) { a, ok := idx[n]; return a, ok }, k.PVOps, cpu)
+	env, err := m.NewEnv(func(n string) (uint64, bool) { a, ok := idx[n]; return a, ok }, k.PVOps, KernelMemory{k}, cpu)
 	if err != nil {
 		return nil, nil, fmt.Errorf("image %s: %w", k.Name, err)
 	}

@@ -48,6 +48,17 @@ type Env struct {
 	// StaticCallReturn is __static_call_return ("ret; int3"), used by
 	// __static_call_transform for Jcc tail sites without RETHUNK.
 	StaticCallReturn uint64
+	// NopFunc and BUGFunc are nop_func and BUG_func (6.12, 7.3): what
+	// alt_replace_call compares a pv_ops target with and the target of
+	// an empty slot.
+	NopFunc, BUGFunc uint64
+	// CallThunkArray and JumpThunkArray are
+	// __x86_indirect_call_thunk_array and __x86_indirect_jump_thunk_array
+	// (6.12, 7.3): the call-depth-tracking retpolines.
+	CallThunkArray, JumpThunkArray uint64
+	// CallThunks is what callthunks_patch_builtin_calls reads (6.12,
+	// 7.3); nil without CONFIG_CALL_THUNKS.
+	CallThunks *CallThunkEnv
 	// ITSThunk allocates an ITS thunk ("jmp *%reg; int3" in the upper half
 	// of a cache line) as its_allocate_thunk does from module_alloc pages
 	// and returns its address. Nil, or false: the allocation failed and
@@ -63,10 +74,12 @@ const (
 	SiteRetpoline
 	SiteReturn
 	SiteAlternative
+	SiteCallThunk // a call re-aimed at its destination's accounting thunk
+	SiteSeal      // an ENDBR poisoned by apply_seal_endbr
 )
 
 func (k SiteKind) String() string {
-	return [...]string{"paravirt", "retpoline", "return", "alternative"}[k]
+	return [...]string{"paravirt", "retpoline", "return", "alternative", "call-thunk", "seal"}[k]
 }
 
 // Site is one site as the patcher left it (Patcher.Record).
@@ -90,6 +103,8 @@ type Stats struct {
 		// length differs from the site's, so nothing is written;
 		// Skipped: not a call/jmp/jcc, or not to a thunk (WARN).
 		Sites, Indirect, Lfence, ITS, Kept, Unfit, Skipped int
+		// Depth: call/jmp to the call-depth-tracking thunk (6.12, 7.3).
+		Depth int
 	}
 	Returns struct {
 		// Ret: "ret; int3..." written; Thunk: "jmp x86_return_thunk";
@@ -104,15 +119,38 @@ type Stats struct {
 		// NOPs optimize_nops rewrote (patched or not); Undecodable: the
 		// optimize_nops walk stopped at an instruction it cannot decode.
 		Sites, Replaced, CallFixed, JmpShort, JmpNear, NopRuns, Undecodable int
+		// 6.12, 7.3: DirectCall: ALT_FLAG_DIRECT_CALL entries patched
+		// to "call <pv_ops target>"; DirectNop: ... whose target is
+		// nop_func (the site becomes one NOP); Relocs: immediates and
+		// displacements __apply_relocation re-based; Groups: patch
+		// sites (7.3: consecutive entries of one site are one group).
+		DirectCall, DirectNop, Relocs, Groups int
+	}
+	CallThunks struct {
+		// Sites: .call_sites entries; AltSites: alternative sites
+		// looked at (6.12); Patched: calls re-aimed at their
+		// destination's padding thunk; Pads: padding areas that got
+		// the accounting template; NotCall: no longer a direct call
+		// (patched out); Skipped: skip_addr or not core text; BadPad:
+		// the padding held no NOPs (pr_warn_once).
+		Sites, AltSites, Patched, Pads, NotCall, Skipped, BadPad int
+	}
+	Seal struct {
+		// Sites: .ibt_endbr_seal entries; Poisoned: ENDBR64 replaced
+		// by the 4-byte "nopl -42(%rax)"; NotEndbr: WARN, left alone.
+		Sites, Poisoned, NotEndbr int
 	}
 }
 
-// Patcher applies 6.1's boot-time text patching for one CPU to one
-// address space.
+// Patcher applies one generation's boot-time text patching for one CPU
+// to one address space.
 type Patcher struct {
-	CPU *CPU
-	Env *Env
-	Mem Memory
+	// Model is the generation's patching (nil: 6.1). CPU must use its
+	// feature numbering (CPU.ForGen).
+	Model *Model
+	CPU   *CPU
+	Env   *Env
+	Mem   Memory
 	// Record keeps every site's before/after bytes in Sites.
 	Record bool
 	Sites  []Site
@@ -122,13 +160,33 @@ type Patcher struct {
 // ErrUnmapped is wrapped by errors for a site outside Memory.
 var ErrUnmapped = errors.New("site is not in the patched memory")
 
-// AlternativeInstructions patches vmlinux in boot order: paravirt,
-// retpolines, returns, alternatives (IBT sealing is not modelled: Debian
-// 6.1 builds without CONFIG_X86_KERNEL_IBT; SMP-lock patching only
-// happens on a uniprocessor boot).
-//
-// Models arch/x86/kernel/alternative.c:alternative_instructions.
+func (p *Patcher) model() *Model {
+	if p.Model == nil {
+		return model61
+	}
+	return p.Model
+}
+
+// bits are the feature bits the patch functions test, in the model's
+// numbering.
+func (p *Patcher) bits() *featureBits { return &p.model().bits }
+
+// AlternativeInstructions patches vmlinux in the generation's boot order
+// (Model). SMP-lock patching only happens on a uniprocessor boot and is
+// not modelled.
 func (p *Patcher) AlternativeInstructions(t *Tables) error {
+	if p.CPU.Model() != p.model() {
+		return fmt.Errorf("CPU %s is numbered for %s, the patcher models %s (use CPU.ForGen)", p.CPU.Name, p.CPU.Model().Gen, p.model().Gen)
+	}
+	return p.model().alternativeInstructions(p, t)
+}
+
+// alternativeInstructions61: paravirt, retpolines, returns, alternatives
+// (IBT sealing is not modelled: Debian 6.1 builds without
+// CONFIG_X86_KERNEL_IBT).
+//
+// Models arch/x86/kernel/alternative.c:alternative_instructions (6.1).
+func alternativeInstructions61(p *Patcher, t *Tables) error {
 	if err := p.ApplyParavirt(t.Para); err != nil {
 		return err
 	}
@@ -183,8 +241,9 @@ func (p *Patcher) record(kind SiteKind, addr uint64, b []byte, action string) {
 	}
 }
 
-// x86Nops is x86_nops[1..8] (arch/x86/include/asm/nops.h, 64-bit).
-var x86Nops = [9][]byte{
+// x86Nops is x86_nops[1..11] (arch/x86/include/asm/nops.h, 64-bit);
+// 6.1 stops at 8 (ASM_NOP_MAX, Model.NopMax).
+var x86Nops = [12][]byte{
 	nil,
 	{0x90},
 	{0x66, 0x90},
@@ -194,6 +253,9 @@ var x86Nops = [9][]byte{
 	{0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00},
 	{0x0f, 0x1f, 0x80, 0x00, 0x00, 0x00, 0x00},
 	{0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00},
+	{0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00},
+	{0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00},
+	{0x66, 0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00},
 }
 
 // ASMNopMax is ASM_NOP_MAX: the longest kernel NOP.
@@ -211,5 +273,5 @@ func AddNops(b []byte) {
 	}
 }
 
-// Nop returns a copy of x86_nops[n], 1 <= n <= 8.
+// Nop returns a copy of x86_nops[n], 1 <= n <= 11.
 func Nop(n int) []byte { return bytes.Clone(x86Nops[n]) }

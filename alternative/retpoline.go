@@ -9,13 +9,14 @@ import (
 
 // Retpoline and return site results.
 const (
-	RetpolineKept     = "kept"      // RETPOLINE without LFENCE: the thunk call stays
-	RetpolineIndirect = "indirect"  // call/jmp *%reg (+ int3 after jmp) + NOPs
-	RetpolineLfence   = "lfence"    // lfence; call/jmp *%reg
-	RetpolineITS      = "its-thunk" // call/jmp to an ITS thunk
-	RetpolineUnfit    = "unfit"     // the replacement's length differs from the site's: untouched
-	ReturnRet         = "ret"       // c3 cc cc cc cc
-	ReturnThunk       = "thunk"     // jmp x86_return_thunk
+	RetpolineKept     = "kept"       // RETPOLINE without LFENCE: the thunk call stays
+	RetpolineIndirect = "indirect"   // call/jmp *%reg (+ int3 after jmp) + NOPs
+	RetpolineLfence   = "lfence"     // lfence; call/jmp *%reg
+	RetpolineITS      = "its-thunk"  // call/jmp to an ITS thunk
+	RetpolineDepth    = "call-depth" // call/jmp to the call-depth-tracking thunk (6.12, 7.3)
+	RetpolineUnfit    = "unfit"      // the replacement's length differs from the site's: untouched
+	ReturnRet         = "ret"        // c3 cc cc cc cc
+	ReturnThunk       = "thunk"      // jmp x86_return_thunk
 	ReturnTramp       = "static-call-tramp"
 	SiteSkipped       = "skipped" // WARN_ON_ONCE / WARN_ONCE in the kernel, left alone
 )
@@ -31,10 +32,51 @@ func isJcc32(in x86.Insn) bool {
 	return in.Opcode[0] == 0x0f && in.Opcode[1]&0xf0 == 0x80
 }
 
+// emitIndirect61 writes "call *%reg" (ff d0+r) or "jmp *%reg" (ff e0+r),
+// with REX.B for r8-r15, and returns its length; the excess bytes are
+// left to patch_retpoline.
+//
+// Models arch/x86/kernel/alternative.c:emit_indirect (6.1, 6.12).
+func emitIndirect61(op byte, reg int, b []byte, _ int) int { return emitIndirect(op, reg, b) }
+
+// emitIndirect73 writes "[cs]{,3} call *%reg" or "jmp *%reg [int3]*"
+// filling excess bytes past the site's start: a call takes the excess
+// as CS prefixes when it is at most 3 ("additional NOP is better than
+// prefix decode penalty": more excess is left for NOPs), a jmp is
+// followed by int3s.
+//
+// Models arch/x86/kernel/alternative.c:emit_indirect (7.3).
+func emitIndirect73(op byte, reg int, b []byte, excess int) int {
+	excess -= 2
+	if reg >= 8 {
+		excess--
+	}
+	cs, bp := 0, 0
+	switch op {
+	case x86CALL:
+		if excess <= 3 {
+			cs = excess
+		}
+	case x86JMP32:
+		bp = excess
+	default:
+		return -1
+	}
+	i := 0
+	for ; cs > 0; cs-- {
+		b[i] = 0x2e
+		i++
+	}
+	i += emitIndirect(op, reg, b[i:])
+	for ; bp > 0; bp-- {
+		b[i] = x86INT3
+		i++
+	}
+	return i
+}
+
 // emitIndirect writes "call *%reg" (ff d0+r) or "jmp *%reg" (ff e0+r),
 // with REX.B for r8-r15, and returns its length.
-//
-// Models arch/x86/kernel/alternative.c:emit_indirect.
 func emitIndirect(op byte, reg int, b []byte) int {
 	var modrm byte
 	switch op {
@@ -64,7 +106,7 @@ func emitIndirect(op byte, reg int, b []byte) int {
 //
 // Models arch/x86/kernel/alternative.c:cpu_wants_indirect_its_thunk_at.
 func (p *Patcher) cpuWantsIndirectITSThunkAt(addr uint64, reg int) bool {
-	if !p.CPU.Features.Has(X86_FEATURE_INDIRECT_THUNK_ITS) {
+	if !p.CPU.Features.Has(p.bits().INDIRECT_THUNK_ITS) {
 		return false
 	}
 	addr += 1 + uint64(reg/8)
@@ -83,7 +125,20 @@ func (p *Patcher) emitITSTrampoline(addr uint64, in x86.Insn, reg int, b []byte)
 			thunk = t
 		}
 	}
+	return emitTrampoline(addr, in, b, thunk, thunk)
+}
+
+// emitTrampoline writes a call (to callDest) or jmp / Jcc (to jmpDest)
+// rel32 of the site's own length: a CS prefix for 6-byte call/jmp sites,
+// a Jcc.d32 kept as one.
+//
+// Models arch/x86/kernel/alternative.c:__emit_trampoline.
+func emitTrampoline(addr uint64, in x86.Insn, b []byte, callDest, jmpDest uint64) int {
+	thunk := callDest
 	op := in.Opcode[0]
+	if op != x86CALL {
+		thunk = jmpDest
+	}
 	i := 0
 	if isJcc32(in) {
 		b[0] = op
@@ -123,7 +178,13 @@ func (p *Patcher) patchRetpoline(addr uint64, in x86.Insn, b []byte) (int, strin
 		return 0, "", fmt.Errorf("retpoline site %#x: call/jmp through %%rsp (BUG_ON in patch_retpoline)", addr)
 	}
 	f := &p.CPU.Features
-	if f.Has(X86_FEATURE_RETPOLINE) && !f.Has(X86_FEATURE_RETPOLINE_LFENCE) {
+	bits := p.bits()
+	if f.Has(bits.RETPOLINE) && !f.Has(bits.RETPOLINE_LFENCE) {
+		if f.Has(bits.CALL_DEPTH) {
+			// emit_call_track_retpoline (6.12, 7.3; 6.1 has no
+			// X86_FEATURE_CALL_DEPTH).
+			return emitTrampoline(addr, in, b, p.Env.CallThunkArray+uint64(reg)*RetpolineThunkSize, p.Env.JumpThunkArray+uint64(reg)*RetpolineThunkSize), RetpolineDepth, nil
+		}
 		return -1, RetpolineKept, nil
 	}
 	op := in.Opcode[0]
@@ -137,7 +198,7 @@ func (p *Patcher) patchRetpoline(addr uint64, in x86.Insn, b []byte) (int, strin
 		i = 2
 		op = x86JMP32
 	}
-	if f.Has(X86_FEATURE_RETPOLINE_LFENCE) {
+	if f.Has(bits.RETPOLINE_LFENCE) {
 		b[i], b[i+1], b[i+2] = 0x0f, 0xae, 0xe8
 		i += 3
 		action = RetpolineLfence
@@ -145,13 +206,13 @@ func (p *Patcher) patchRetpoline(addr uint64, in x86.Insn, b []byte) (int, strin
 	if p.cpuWantsIndirectITSThunkAt(addr+uint64(i), reg) {
 		return p.emitITSTrampoline(addr, in, reg, b), RetpolineITS, nil
 	}
-	n := emitIndirect(op, reg, b[i:])
+	n := p.model().emitIndirect(op, reg, b[i:], in.Len-i)
 	if n < 0 {
 		return -1, SiteSkipped, nil
 	}
 	i += n
 	// An int3 after every indirect jmp (AMD BTC, SLS).
-	if op == x86JMP32 && i < in.Len {
+	if p.model().int3AfterJmp && op == x86JMP32 && i < in.Len {
 		b[i] = x86INT3
 		i++
 	}
@@ -182,6 +243,11 @@ func (p *Patcher) ApplyRetpolines(sites []uint64) error {
 			st.Skipped++ // WARN_ON_ONCE(ret < 0)
 			continue
 		}
+		if skip := p.model().retpolineSkip; skip != nil && skip(p, addr, in) {
+			st.Skipped++
+			p.record(SiteRetpoline, addr, p.Mem.Text(addr, in.Len), SiteSkipped)
+			continue
+		}
 		switch op := in.Opcode[0]; {
 		case op == x86CALL, op == x86JMP32:
 		case op == 0x0f && in.Opcode[1] >= 0x80 && in.Opcode[1] <= 0x8f:
@@ -209,7 +275,7 @@ func (p *Patcher) ApplyRetpolines(sites []uint64) error {
 			p.record(SiteRetpoline, addr, dst, action)
 			continue
 		}
-		OptimizeNops(b[:n])
+		p.model().optimizeSiteNops(b[:], n)
 		switch action {
 		case RetpolineIndirect:
 			st.Indirect++
@@ -217,6 +283,8 @@ func (p *Patcher) ApplyRetpolines(sites []uint64) error {
 			st.Lfence++
 		case RetpolineITS:
 			st.ITS++
+		case RetpolineDepth:
+			st.Depth++
 		}
 		p.textPokeEarly(SiteRetpoline, addr, dst, b[:n], action)
 	}
@@ -229,7 +297,7 @@ func (p *Patcher) ApplyRetpolines(sites []uint64) error {
 //
 // Models arch/x86/kernel/alternative.c:cpu_wants_rethunk_at.
 func (p *Patcher) cpuWantsRethunkAt(addr uint64) bool {
-	if !p.CPU.Features.Has(X86_FEATURE_RETHUNK) {
+	if !p.CPU.Features.Has(p.bits().RETHUNK) {
 		return false
 	}
 	if p.Env.XReturnThunk != p.Env.ITSReturnThunk {
@@ -284,7 +352,7 @@ func (p *Patcher) staticCallFixup(addr uint64, op byte, dest uint64) bool {
 	if len(dst) >= 2 && dst[0] == 0x0f && dst[1]&0xf0 == 0x80 {
 		// JCC: a conditional tail to the return stub.
 		fn := p.Env.StaticCallReturn
-		if p.CPU.Features.Has(X86_FEATURE_RETHUNK) {
+		if p.CPU.Features.Has(p.bits().RETHUNK) {
 			fn = p.Env.ReturnThunk
 		}
 		code[0] = 0x0f

@@ -12,13 +12,25 @@ const (
 	AltInstrSize = 12 // struct alt_instr, __packed
 	ParaSiteSize = 16 // _paravirt_alt: .quad instr, .byte type, .byte len, .short clobber, aligned to 8
 	SiteSize     = 4  // .retpoline_sites, .return_sites, .smp_locks: s32 self-relative
+
+	// AltInstrSize14 is struct alt_instr from 6.3 on (6.12, 7.3): s32
+	// instr_offset, s32 repl_offset, u32 ft_flags (cpuid:16, flags:16),
+	// u8 instrlen, u8 replacementlen, __packed.
+	AltInstrSize14 = 14
+)
+
+// alt_instr.flags (arch/x86/include/asm/alternative.h, 6.12, 7.3).
+const (
+	AltFlagNot        = 1 << 0 // ALT_FLAG_NOT: patch if the feature is absent
+	AltFlagDirectCall = 1 << 1 // ALT_FLAG_DIRECT_CALL: the replacement call takes the pv_ops target
 )
 
 // AltInstr is one struct alt_instr decoded to absolute addresses.
 type AltInstr struct {
 	Instr    uint64 // the original instruction: &instr_offset + instr_offset
 	Repl     uint64 // the replacement: &repl_offset + repl_offset
-	CPUID    uint16 // feature bit, with FlagInv for ALT_NOT
+	CPUID    uint16 // feature bit, with FlagInv for ALT_NOT (6.1)
+	Flags    uint16 // ALT_FLAG_* (6.12, 7.3; 0 in 6.1's layout)
 	InstrLen uint8  // original length including its padding
 	ReplLen  uint8  // replacement length (0: NOPs only)
 }
@@ -26,8 +38,13 @@ type AltInstr struct {
 // Feature returns the tested feature bit (cpuid without FlagInv).
 func (a AltInstr) Feature() Feature { return Feature(a.CPUID &^ FlagInv) }
 
-// Inv reports ALTINSTR_FLAG_INV: patch when the feature is absent.
-func (a AltInstr) Inv() bool { return a.CPUID&FlagInv != 0 }
+// Inv reports ALTINSTR_FLAG_INV (6.1) or ALT_FLAG_NOT (6.12, 7.3): patch
+// when the feature is absent. (No feature bit reaches bit 15, so the 6.1
+// test is false on the wider layout.)
+func (a AltInstr) Inv() bool { return a.CPUID&FlagInv != 0 || a.Flags&AltFlagNot != 0 }
+
+// DirectCall reports ALT_FLAG_DIRECT_CALL.
+func (a AltInstr) DirectCall() bool { return a.Flags&AltFlagDirectCall != 0 }
 
 // ParaSite is one .parainstructions entry (struct paravirt_patch_site
 // plus the clobber mask the emitting macro writes and the C struct does
@@ -62,6 +79,39 @@ func ParseAltInstructions(b []byte, base uint64) ([]AltInstr, error) {
 		}
 		if f := out[i].Feature(); f >= featureLimit {
 			// apply_alternatives: BUG_ON(feature >= (NCAPINTS + NBUGINTS) * 32).
+			return nil, fmt.Errorf(".altinstructions entry %d at %#x: feature bit %d is past the %d-bit capability array", i, a, f, featureLimit)
+		}
+		if out[i].InstrLen > MaxPatchLen || out[i].ReplLen > MaxPatchLen {
+			return nil, fmt.Errorf(".altinstructions entry %d at %#x: lengths %d/%d exceed MAX_PATCH_LEN %d", i, a, out[i].InstrLen, out[i].ReplLen, MaxPatchLen)
+		}
+	}
+	return out, nil
+}
+
+// ParseAltInstructions14 decodes a 6.12 / 7.3 .altinstructions table
+// (14-byte entries) whose first entry is at address base.
+//
+// Models arch/x86/kernel/alternative.c:apply_alternatives (6.12) and
+// analyze_patch_site (7.3): their reads of struct alt_instr, with the
+// BUG_ONs on the feature bit and the length.
+func ParseAltInstructions14(b []byte, base uint64) ([]AltInstr, error) {
+	const n = AltInstrSize14
+	if len(b)%n != 0 {
+		return nil, fmt.Errorf(".altinstructions: %d bytes is not a multiple of the %d-byte struct alt_instr", len(b), n)
+	}
+	out := make([]AltInstr, len(b)/n)
+	for i := range out {
+		e := b[i*n:]
+		a := base + uint64(i*n)
+		out[i] = AltInstr{
+			Instr:    a + uint64(int64(int32(le.Uint32(e)))),
+			Repl:     a + 4 + uint64(int64(int32(le.Uint32(e[4:])))),
+			CPUID:    le.Uint16(e[8:]),
+			Flags:    le.Uint16(e[10:]),
+			InstrLen: e[12],
+			ReplLen:  e[13],
+		}
+		if f := Feature(out[i].CPUID); f >= featureLimit {
 			return nil, fmt.Errorf(".altinstructions entry %d at %#x: feature bit %d is past the %d-bit capability array", i, a, f, featureLimit)
 		}
 		if out[i].InstrLen > MaxPatchLen || out[i].ReplLen > MaxPatchLen {
@@ -114,4 +164,6 @@ type Tables struct {
 	Retpolines   []uint64   // .retpoline_sites
 	Returns      []uint64   // .return_sites
 	Alternatives []AltInstr // .altinstructions
+	CallSites    []uint64   // .call_sites (6.12, 7.3)
+	EndbrSeal    []uint64   // .ibt_endbr_seal (6.12, 7.3)
 }

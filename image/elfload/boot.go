@@ -2,6 +2,7 @@ package elfload
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/kconfig"
@@ -37,19 +38,40 @@ type Options struct {
 // Booted is what boot patching did to a loaded image (nil when the text is
 // as built).
 type Booted struct {
+	// CPU is the CPU as the image's generation numbers it (CPU.ForGen of
+	// Options.CPU); Model the generation's boot patching.
 	CPU    *alternative.CPU
+	Model  *alternative.Model
 	Tables alternative.Tables
 	Stats  alternative.Stats
 	Sites  []alternative.Site
 }
 
+type bootBound struct{ name, start, end, section string }
+
 // Table bounds alternative_instructions reads
 // (arch/x86/kernel/vmlinux.lds.S, 6.1).
-var bootBounds = []struct{ name, start, end, section string }{
+var bootBounds = []bootBound{
 	{".parainstructions", "__parainstructions", "__parainstructions_end", ".parainstructions"},
 	{".retpoline_sites", "__retpoline_sites", "__retpoline_sites_end", ".retpoline_sites"},
 	{".return_sites", "__return_sites", "__return_sites_end", ".return_sites"},
 	{".altinstructions", "__alt_instructions", "__alt_instructions_end", ".altinstructions"},
+}
+
+// bootBounds612 are 6.12's and 7.3's: no .parainstructions (pv calls are
+// alternatives), and the call-thunk and ENDBR-seal site lists
+// (arch/x86/kernel/vmlinux.lds.S).
+var bootBounds612 = []bootBound{
+	{".retpoline_sites", "__retpoline_sites", "__retpoline_sites_end", ".retpoline_sites"},
+	{".return_sites", "__return_sites", "__return_sites_end", ".return_sites"},
+	{".call_sites", "__call_sites", "__call_sites_end", ".call_sites"},
+	{".ibt_endbr_seal", "__ibt_endbr_seal", "__ibt_endbr_seal_end", ".ibt_endbr_seal"},
+	{".altinstructions", "__alt_instructions", "__alt_instructions_end", ".altinstructions"},
+}
+
+// bootBoundsByGen chooses the table list once per generation.
+var bootBoundsByGen = map[image.Generation][]bootBound{
+	image.Gen61: bootBounds, image.Gen612: bootBounds612, image.Gen73: bootBounds612,
 }
 
 // bootTable returns the bytes and base address of one site table: by its
@@ -111,23 +133,30 @@ func (l *loader) Text(addr uint64, n int) []byte {
 	return nil
 }
 
-// boot applies alternative_instructions for o.CPU to the loaded text.
+// boot applies alternative_instructions for o.CPU to the loaded text, as
+// the image's generation (k.Config.Gen) does it.
 //
 // Models arch/x86/kernel/alternative.c:alternative_instructions (called
-// from arch_cpu_finalize_init, after cpu_select_mitigations).
+// from arch_cpu_finalize_init, after cpu_select_mitigations); package
+// alternative's Model holds what differs per generation.
 func (l *loader) boot(o Options) (*Booted, error) {
-	cpu := o.CPU
+	gen := l.k.Config.Gen.Effective()
+	m := alternative.ModelFor(gen)
+	cpu, err := o.CPU.ForGen(gen)
+	if err != nil {
+		return nil, fmt.Errorf("boot patching for %s: %w", o.CPU.Name, err)
+	}
 	pv, err := l.pvOps()
 	if err != nil {
 		return nil, err
 	}
-	env, err := alternative.NewEnv(l.sym, pv, cpu)
+	env, err := m.NewEnv(l.sym, pv, l, cpu)
 	if err != nil {
 		return nil, fmt.Errorf("boot patching for %s: %w", cpu.Name, err)
 	}
-	bt := &Booted{CPU: cpu}
+	bt := &Booted{CPU: cpu, Model: m}
 	t := &bt.Tables
-	for _, tb := range bootBounds {
+	for _, tb := range bootBoundsByGen[gen] {
 		base, b, ok, err := l.bootTable(tb.start, tb.end, tb.section)
 		if err != nil {
 			return nil, err
@@ -142,8 +171,12 @@ func (l *loader) boot(o Options) (*Booted, error) {
 			t.Retpolines, err = alternative.ParseSites(tb.name, b, base)
 		case ".return_sites":
 			t.Returns, err = alternative.ParseSites(tb.name, b, base)
+		case ".call_sites":
+			t.CallSites, err = alternative.ParseSites(tb.name, b, base)
+		case ".ibt_endbr_seal":
+			t.EndbrSeal, err = alternative.ParseSites(tb.name, b, base)
 		case ".altinstructions":
-			t.Alternatives, err = alternative.ParseAltInstructions(b, base)
+			t.Alternatives, err = m.ParseAlt(b, base)
 		}
 		if err != nil {
 			return nil, err
@@ -152,7 +185,7 @@ func (l *loader) boot(o Options) (*Booted, error) {
 	if len(t.Para) > 0 && pv == nil {
 		return nil, fmt.Errorf("boot patching: %d .parainstructions sites but no pv_ops symbol", len(t.Para))
 	}
-	p := &alternative.Patcher{CPU: cpu, Env: env, Mem: l, Record: o.Record}
+	p := &alternative.Patcher{Model: m, CPU: cpu, Env: env, Mem: l, Record: o.Record}
 	if err := p.AlternativeInstructions(t); err != nil {
 		return nil, fmt.Errorf("boot patching for %s: %w", cpu.Name, err)
 	}
@@ -161,15 +194,54 @@ func (l *loader) boot(o Options) (*Booted, error) {
 	k.PVOps = pv
 	k.Config.CPU = cpu.Name
 	k.Config.ReturnsPatched = p.Stats.Returns.Ret > 0 && p.Stats.Returns.Thunk == 0
-	s := &p.Stats
-	k.Notes = append(k.Notes,
-		"boot CPU "+cpu.Summary(),
-		fmt.Sprintf("boot patching (alternative_instructions): paravirt %d sites (%d direct calls, %d nops, %d paravirt_BUG); retpolines %d (%d call/jmp *%%reg, %d lfence, %d ITS thunk, %d kept, %d unfit, %d skipped); returns %d (%d ret, %d jmp %s, %d static-call trampolines, %d skipped); alternatives %d (%d replaced, %d calls re-based, %d jmps shortened, %d kept near, %d NOP runs optimized, %d undecodable walks)",
-			s.Paravirt.Sites, s.Paravirt.Direct, s.Paravirt.Nop, s.Paravirt.BUG,
-			s.Retpolines.Sites, s.Retpolines.Indirect, s.Retpolines.Lfence, s.Retpolines.ITS, s.Retpolines.Kept, s.Retpolines.Unfit, s.Retpolines.Skipped,
-			s.Returns.Sites, s.Returns.Ret, s.Returns.Thunk, cpu.ReturnThunk, s.Returns.Tramp, s.Returns.Skipped,
-			s.Alternatives.Sites, s.Alternatives.Replaced, s.Alternatives.CallFixed, s.Alternatives.JmpShort, s.Alternatives.JmpNear, s.Alternatives.NopRuns, s.Alternatives.Undecodable),
-		"boot patching changes instruction boundaries at paravirt direct calls, alternatives, optimize_nops padding, retpolines (unless kept) and returns patched to ret; not modelled: static-call and jump-label init (same length), ftrace NOPing of __fentry__ calls (same length), IBT sealing (IBT off)",
-	)
+	k.Notes = append(k.Notes, "boot CPU "+cpu.Summary())
+	k.Notes = append(k.Notes, bootNotes(m, cpu, &p.Stats)...)
 	return bt, nil
+}
+
+// bootNotes says what boot patching did, table by table, for the tables
+// the generation has.
+func bootNotes(m *alternative.Model, cpu *alternative.CPU, s *alternative.Stats) []string {
+	var parts []string
+	if m.Paravirt {
+		parts = append(parts, fmt.Sprintf("paravirt %d sites (%d direct calls, %d nops, %d paravirt_BUG)",
+			s.Paravirt.Sites, s.Paravirt.Direct, s.Paravirt.Nop, s.Paravirt.BUG))
+	}
+	parts = append(parts,
+		fmt.Sprintf("retpolines %d (%d call/jmp *%%reg, %d lfence, %d ITS thunk, %d kept, %d unfit, %d skipped)",
+			s.Retpolines.Sites, s.Retpolines.Indirect, s.Retpolines.Lfence, s.Retpolines.ITS, s.Retpolines.Kept, s.Retpolines.Unfit, s.Retpolines.Skipped)+
+			map[bool]string{true: fmt.Sprintf(" + %d call-depth thunk calls", s.Retpolines.Depth)}[s.Retpolines.Depth > 0],
+		fmt.Sprintf("returns %d (%d ret, %d jmp %s, %d static-call trampolines, %d skipped)",
+			s.Returns.Sites, s.Returns.Ret, s.Returns.Thunk, cpu.ReturnThunk, s.Returns.Tramp, s.Returns.Skipped))
+	if m.Paravirt {
+		parts = append(parts, fmt.Sprintf("alternatives %d (%d replaced, %d calls re-based, %d jmps shortened, %d kept near, %d NOP runs optimized, %d undecodable walks)",
+			s.Alternatives.Sites, s.Alternatives.Replaced, s.Alternatives.CallFixed, s.Alternatives.JmpShort, s.Alternatives.JmpNear, s.Alternatives.NopRuns, s.Alternatives.Undecodable))
+	} else {
+		parts = append(parts, fmt.Sprintf("alternatives %d (%d replaced, of which %d pv direct calls and %d pv calls to nop_func; %d fields relocated, %d NOP runs optimized, %d undecodable walks)",
+			s.Alternatives.Sites, s.Alternatives.Replaced, s.Alternatives.DirectCall, s.Alternatives.DirectNop, s.Alternatives.Relocs, s.Alternatives.NopRuns, s.Alternatives.Undecodable))
+	}
+	if m.CallThunks {
+		if s.CallThunks.Sites+s.CallThunks.AltSites == 0 {
+			parts = append(parts, "call thunks: none (no X86_FEATURE_CALL_DEPTH)")
+		} else {
+			parts = append(parts, fmt.Sprintf("call thunks %d call sites + %d alternative sites (%d calls re-aimed at %d accounting pads, %d not calls, %d skipped, %d bad padding)",
+				s.CallThunks.Sites, s.CallThunks.AltSites, s.CallThunks.Patched, s.CallThunks.Pads, s.CallThunks.NotCall, s.CallThunks.Skipped, s.CallThunks.BadPad))
+		}
+	}
+	if m.Sealing {
+		parts = append(parts, fmt.Sprintf("ENDBR sealing %d (%d poisoned, %d not ENDBR)", s.Seal.Sites, s.Seal.Poisoned, s.Seal.NotEndbr))
+	}
+	first := "boot patching (alternative_instructions): " + strings.Join(parts, "; ")
+	if !m.Paravirt {
+		first = fmt.Sprintf("boot patching (alternative_instructions, %s): ", m.Gen) + strings.Join(parts, "; ")
+	}
+	notes := []string{first}
+	if len(cpu.Dropped) > 0 {
+		notes = append(notes, fmt.Sprintf("CPU %s: %d bits %s's cpufeatures.h does not have: %s", cpu.Name, len(cpu.Dropped), m.Gen, strings.Join(cpu.Dropped, ", ")))
+	}
+	boundaries := "boot patching changes instruction boundaries at paravirt direct calls, alternatives, optimize_nops padding, retpolines (unless kept) and returns patched to ret; "
+	if !m.Paravirt {
+		boundaries = "boot patching changes instruction boundaries at alternatives (pv direct calls included), optimize_nops padding, retpolines (unless kept), returns patched to ret and call-thunk padding; ENDBR sealing keeps them; "
+	}
+	return append(notes, boundaries+m.NotModelled)
 }
