@@ -186,7 +186,9 @@ func bytesWithConfig(name string, b []byte, o Options, kc *kconfig.Config) (*Res
 	sum := sha256.Sum256(b)
 	cpuName := alternative.CPUNone
 	if cpu != nil {
-		cpuName = cpu.Name
+		// Every feature and bug bit, so that a host CPU
+		// whose /proc/cpuinfo changed is a different key.
+		cpuName = cpu.Name + "\x00" + fmt.Sprint(cpu.Features.List())
 	}
 	key := cache.Key("loaded-kernel", sum[:], []byte(name), []byte(cpuName), []byte(o.Gen.String()), configKey(kc), configKey(o.KConfigOverride))
 	if e, ok := cache.Get("kernel", key); ok {
