@@ -2,12 +2,7 @@ package module
 
 import (
 	"debug/elf"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/image"
@@ -91,73 +86,6 @@ type Options struct {
 	Faults *sim.Faults
 }
 
-// Tree is a module directory indexed by module name.
-type Tree struct {
-	dir   string
-	files map[string]string
-}
-
-// OpenTree indexes dir (see indexTree).
-func OpenTree(dir string) (*Tree, error) {
-	f, err := indexTree(dir)
-	if err != nil {
-		return nil, err
-	}
-	return &Tree{dir: dir, files: f}, nil
-}
-
-// Path resolves a module name to its .ko file.
-func (t *Tree) Path(name string) (string, error) {
-	p, ok := t.files[NormalizeName(name)]
-	if !ok {
-		return "", fmt.Errorf("module %s: no %s.ko in %s", name, strings.TrimSuffix(name, ".ko"), t.dir)
-	}
-	return p, nil
-}
-
-// Check reads every named module and, recursively, the modules its
-// depends= names, and runs the ELF checks load_module starts with, without
-// loading anything: the errors Load would give for a missing, unreadable
-// or malformed file or a missing dependency, before any kernel is read.
-func (t *Tree) Check(names []string) error {
-	seen := map[string]bool{}
-	var visit func(n string) error
-	visit = func(n string) error {
-		n = NormalizeName(n)
-		if seen[n] {
-			return nil
-		}
-		seen[n] = true
-		path, err := t.Path(n)
-		if err != nil {
-			return err
-		}
-		raw, err := readModule(path)
-		if err != nil {
-			return err
-		}
-		o, err := parseObject(path, raw)
-		if err != nil {
-			return err
-		}
-		for _, d := range o.depends() {
-			if _, err := t.Path(d); err != nil {
-				return fmt.Errorf("%s: depends on %s, which is not in %s", path, d, t.dir)
-			}
-			if err := visit(d); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	for _, n := range names {
-		if err := visit(n); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Loader loads modules into one image, in order. Not safe for concurrent use.
 type Loader struct {
 	k         *image.Kernel
@@ -235,60 +163,6 @@ func (l *Loader) Path(name string) (string, error) {
 	return l.tree.Path(name)
 }
 
-// indexTree maps module names to files: modules.dep's first fields when
-// the tree has one (what modprobe reads), else every module file under
-// dir: *.ko, *.ko.xz, *.ko.zst, *.ko.gz (the first one found for a name).
-// Debian ships no modules.dep in the package (depmod writes it at install
-// time), so the walk is the usual path on an extracted .deb.
-func indexTree(dir string) (map[string]string, error) {
-	if dir == "" {
-		return nil, errors.New("no module directory (--modules-dir)")
-	}
-	st, err := os.Stat(dir)
-	if err != nil {
-		return nil, fmt.Errorf("module directory %s: %v", dir, errors.Unwrap(err))
-	}
-	if !st.IsDir() {
-		return nil, fmt.Errorf("module directory %s: not a directory", dir)
-	}
-	out := map[string]string{}
-	if b, err := os.ReadFile(filepath.Join(dir, "modules.dep")); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			f, _, ok := strings.Cut(line, ":")
-			if !ok || !isModuleFile(f) {
-				continue
-			}
-			p := f
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(dir, f)
-			}
-			out[NormalizeName(filepath.Base(f))] = p
-		}
-		if len(out) > 0 {
-			return out, nil
-		}
-	}
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && isModuleFile(d.Name()) {
-			n := NormalizeName(d.Name())
-			if _, dup := out[n]; !dup {
-				out[n] = p
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("module directory %s: %v", dir, err)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("module directory %s: no .ko files (nor .ko.xz, .ko.zst, .ko.gz)", dir)
-	}
-	return out, nil
-}
-
 // Load loads the named module from the tree, its .modinfo dependencies
 // first (as modprobe does: the kernel itself never reads depends=), and
 // returns it. A module already loaded is returned as is.
@@ -304,7 +178,7 @@ func (l *Loader) Load(name string) (*Loaded, error) {
 	if l.loading[n] {
 		return nil, fmt.Errorf("%s: dependency cycle through module %s", path, n)
 	}
-	raw, err := readModule(path)
+	raw, err := l.tree.take(path)
 	if err != nil {
 		return nil, err
 	}
@@ -323,15 +197,6 @@ func (l *Loader) Load(name string) (*Loaded, error) {
 		}
 	}
 	return l.load(o)
-}
-
-// readModule reads a module file and decompresses it (Decompress).
-func readModule(path string) ([]byte, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, errors.Unwrap(err))
-	}
-	return Decompress(path, raw)
 }
 
 // LoadFile loads the module in raw (read from path: a .ko, or one
