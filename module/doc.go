@@ -58,9 +58,9 @@
 // with module_memory_alloc → execmem_alloc (6.10+): EXECMEM_MODULE_TEXT
 // for the two text types, EXECMEM_MODULE_DATA for the rest, both
 // [MODULES_VADDR + load offset, MODULES_END) on x86. In 6.12 every type
-// is a vmalloc of its own (with its guard page). In 7.3 (x86 since 6.14,
-// CONFIG_ARCH_HAS_EXECMEM_ROX with PSE) text comes from the execmem ROX
-// cache: 2 MiB PMD-aligned huge vmallocs carved first fit without guard
+// is a vmalloc of its own (with its guard page). In 7.3
+// (arch/x86/mm/init.c:execmem_arch_setup: CONFIG_ARCH_HAS_EXECMEM_ROX
+// with PSE) text comes from the execmem ROX cache: 2 MiB PMD-aligned huge vmallocs carved first fit without guard
 // pages, freed init text returning to the cache at once
 // (execmemCache), while data blocks keep filling the vmap space below
 // and between the cache's pieces (vmapSpace). The tables that changed:

@@ -19,7 +19,7 @@ type loaderGen struct {
 	layoutName string
 	// execmemROX: module text comes from execmem's ROX cache
 	// (EXECMEM_ROX_CACHE on EXECMEM_MODULE_TEXT: CONFIG_ARCH_HAS_EXECMEM_ROX
-	// with X86_FEATURE_PSE, 6.14 and later), not from a vmalloc per block.
+	// with X86_FEATURE_PSE; 6.12 has no ROX cache), not from a vmalloc per block.
 	execmemROX bool
 	// roAfterInit: the sections layout_and_allocate marks
 	// SHF_RO_AFTER_INIT.
@@ -85,8 +85,8 @@ var loaderGens = map[image.Generation]*loaderGen{
 		roAfterInit: roAfterInit61, versions: versions61, ksymtabs: ksymtabs61, plain: "__ksymtab",
 		bug: [2]bugEntryLayout{bugEntry61, bugEntry61Verb}, altInstrSize: 14,
 	},
-	// 7.3: module text from the execmem ROX cache (mm/execmem.c, x86
-	// since 6.14); .static_call_sites is ro_after_init too
+	// 7.3: module text from the execmem ROX cache (mm/execmem.c;
+	// arch/x86/mm/init.c:execmem_arch_setup); .static_call_sites is ro_after_init too
 	// (kernel/module/strict_rwx.c:module_mark_ro_after_init); the
 	// extended modversion tables lose SHF_ALLOC; one __ksymtab with a
 	// __kflagstab (__ksymtab_gpl is obsolete and ignored); struct
