@@ -357,3 +357,36 @@ func typeOf(name string) ModMemType {
 	}
 	return modInvalid
 }
+
+// TestFindTreeReal: the default tree beside each pinned kernel, stripped
+// or -dbg, is its package's module tree; 6.1's stays lib/modules/KVER
+// beside the cached bzImage.
+func TestFindTreeReal(t *testing.T) {
+	t.Run("6.1", func(t *testing.T) {
+		k := realkernel.Path(t)
+		want := filepath.Join(filepath.Dir(k), "lib", "modules", realkernel.Version)
+		if _, err := os.Stat(want); err != nil {
+			t.Skip("no 6.1 module tree")
+		}
+		if got, _ := FindTreeDir(k, ""); got != want {
+			t.Errorf("FindTreeDir(%s) = %q, want %q", k, got, want)
+		}
+	})
+	for _, g := range []image.Generation{image.Gen612, image.Gen73} {
+		t.Run(g.String(), func(t *testing.T) {
+			p := realkernel.Find(t, g)
+			kernels := []string{p.Vmlinuz}
+			if _, err := os.Stat(p.Vmlinux); err == nil {
+				kernels = append(kernels, p.Vmlinux)
+			}
+			for _, k := range kernels {
+				if got, tried := FindTreeDir(k, ""); got != p.Modules {
+					t.Errorf("FindTreeDir(%s) = %q (tried %q), want %q", k, got, tried, p.Modules)
+				}
+				if r := ReleaseFromPath(k); r != p.Release {
+					t.Errorf("ReleaseFromPath(%s) = %q, want %q", k, r, p.Release)
+				}
+			}
+		})
+	}
+}
