@@ -268,6 +268,9 @@ func (f *imageFlags) loadModules(k *image.Kernel) error {
 	k.Notes = append(k.Notes, fmt.Sprintf("%d modules loaded from %s (%d named, %d more as their dependencies), LIVE, init text freed; module area from %#x (MODULES_VADDR + one page)",
 		len(l.Loaded()), dir, len(names), len(l.Loaded())-len(names), uint64(module.ModulesVaddr+module.DefaultLoadOffset)))
 	k.Notes = append(k.Notes, moduleFinalizeNote)
+	if ls := l.Loaded(); len(ls) > 0 && len(ls[0].Finalize) > 0 && strings.Contains(ls[0].Finalize[0], "is not modelled") {
+		k.Notes = append(k.Notes, ls[0].Finalize[0]) // a generation whose module_finalize kpsim does not model yet
+	}
 	if c := k.Config.CPU; c != "" && c != alternative.CPUNone {
 		s := &tot
 		k.Notes = append(k.Notes, fmt.Sprintf("module_finalize (%s), all modules: paravirt %d (%d direct calls, %d nops), retpolines %d (%d call/jmp *%%reg, %d kept), returns %d (%d ret, %d thunk, %d static-call trampolines), alternatives %d (%d replaced)",
