@@ -1,5 +1,8 @@
 // Package module models kernel/module/: loading a relocatable x86-64 .ko
-// into the kernel-image model as Linux 6.1.192's loader lays it out.
+// (or a .ko.xz, .ko.zst, .ko.gz: Decompress) into the kernel-image model
+// as the image's generation lays it out: 6.1.192, 6.12.117 or 7.3. The
+// generation's loader (gen.go: loaderGen) is chosen once, from
+// k.Config.Gen, when the Loader is made; what differs is listed at the end.
 //
 // What Linux does (kernel/module/main.c:load_module, 6.1): it checks the
 // ELF (elf_validity_check: ET_REL, EM_X86_64, 64-bit LSB), finds .modinfo,
@@ -44,4 +47,33 @@
 // Freed init blocks are not reused: vmalloc frees them lazily
 // (purge_vmap_area_lazy runs only past lazy_max_pages), so the next module
 // normally lands above them.
+//
+// Since 6.4 (6.12, 7.3) module memory is mod->mem[MOD_TEXT, MOD_DATA,
+// MOD_RODATA, MOD_RO_AFTER_INIT, MOD_INIT_TEXT, MOD_INIT_DATA,
+// MOD_INIT_RODATA] (include/linux/module.h:enum mod_mem_type):
+// __layout_sections puts each of the five mask passes' sections in its
+// type (layoutSectionsMem), layout_symtab puts the core symbols in
+// MOD_DATA and the full tables in MOD_INIT_DATA (layoutSymtabMem), and
+// move_module allocates each type with a size separately, in enum order,
+// with module_memory_alloc → execmem_alloc (6.10+): EXECMEM_MODULE_TEXT
+// for the two text types, EXECMEM_MODULE_DATA for the rest, both
+// [MODULES_VADDR + load offset, MODULES_END) on x86. In 6.12 every type
+// is a vmalloc of its own (with its guard page). In 7.3
+// (arch/x86/mm/init.c:execmem_arch_setup: CONFIG_ARCH_HAS_EXECMEM_ROX
+// with PSE) text comes from the execmem ROX cache: 2 MiB PMD-aligned huge vmallocs carved first fit without guard
+// pages, freed init text returning to the cache at once
+// (execmemCache), while data blocks keep filling the vmap space below
+// and between the cache's pieces (vmapSpace). The tables that changed:
+// struct bug_entry gained a format offset in 7.3 (16 bytes with
+// CONFIG_DEBUG_BUGVERBOSE: arch/x86/include/asm/bug.h:__BUG_ENTRY), and a
+// WARN with arguments (BUGFLAG_ARGS) records the address after its lea,
+// not a ud2; struct alt_instr is 14 bytes in 6.12 and 7.3 (12 in 6.1);
+// 7.3 marks .static_call_sites ro_after_init
+// (kernel/module/strict_rwx.c:module_mark_ro_after_init), reads exports
+// from __ksymtab alone (__kflagstab flags the GPL-only ones;
+// find_module_sections ignores __ksymtab_gpl), takes SHF_ALLOC from the
+// extended modversion sections, and relocates the per-cpu template
+// (apply_relocations). jump_entry (16 bytes), static_call_site (8),
+// exception_table_entry (12), __mcount_loc and _kprobe_blacklist
+// (8-byte addresses) are the same in all three.
 package module

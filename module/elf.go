@@ -32,7 +32,8 @@ type section struct {
 	data  []byte // file bytes; nil for SHT_NOBITS
 
 	placed bool   // layout_sections gave it an offset (sh_entsize != ~0UL)
-	init   bool   // in the init block (INIT_OFFSET_MASK)
+	init   bool   // in an init block (INIT_OFFSET_MASK; 6.4+: an init mod_mem_type)
+	blk    int    // its block: 0 core, 1 init (6.1); the mod_mem_type (6.4+)
 	offset uint64 // offset in its block
 	addr   uint64 // final sh_addr (0 for sections not allocated)
 }
@@ -220,9 +221,16 @@ func (o *object) depends() []string {
 }
 
 // NormalizeName maps a module file basename or user-given name to the
-// module's name: without a ".ko" suffix and with '-' as '_' (modprobe and
-// kmod treat them alike; name= uses '_').
+// module's name: without a ".ko" suffix (or ".ko.xz", ".ko.zst",
+// ".ko.gz") and with '-' as '_' (modprobe and kmod treat them alike;
+// name= uses '_').
 func NormalizeName(s string) string {
+	for _, c := range moduleCodecs {
+		if t, ok := strings.CutSuffix(s, ".ko"+c.suffix); ok {
+			s = t + ".ko"
+			break
+		}
+	}
 	s = strings.TrimSuffix(s, ".ko")
 	return strings.ReplaceAll(s, "-", "_")
 }

@@ -121,12 +121,9 @@ func (l *Loader) scVmlinuxKey(key uint64) bool {
 	return l.scCore[key]
 }
 
-// withinModule models within_module(addr, mod): the module's core or
-// init block.
-func withinModule(lm *Loaded, addr uint64) bool {
-	in := func(base uint64, n int) bool { return base != 0 && addr >= base && addr-base < uint64(n) }
-	return in(lm.mem.CoreBase, len(lm.mem.Core)) || in(lm.mem.InitBase, len(lm.mem.Init))
-}
+// withinModule models within_module(addr, mod): any of the module's
+// blocks (6.1: core or init; 6.4+: any mod_mem_type).
+func withinModule(lm *Loaded, addr uint64) bool { return lm.mem.block(addr) != nil }
 
 // ftraceAllocFails is ftrace_process_locs' ftrace_allocate_pages for the
 // module's count records: the one fault point the ftrace model shares.

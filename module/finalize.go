@@ -36,6 +36,9 @@ func (o *object) sites(mem *Memory, name string) []uint64 {
 //
 // Models arch/x86/kernel/module.c:module_finalize.
 func (l *Loader) moduleFinalize(o *object, lm *Loaded) ([]string, error) {
+	if cpu := l.k.Config.CPU; cpu != "" && cpu != alternative.CPUNone && !l.gen.finalizeModelled {
+		return []string{fmt.Sprintf("module_finalize (%s) is not modelled for %s modules (%d-byte alt_instr, call thunks, IBT sealing): the module text stays as built", cpu, l.gen.gen, l.gen.altInstrSize)}, nil
+	}
 	if cpu := l.k.Config.CPU; cpu == "" || cpu == alternative.CPUNone {
 		if !l.k.Config.ReturnsPatched {
 			return nil, nil

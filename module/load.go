@@ -2,12 +2,7 @@ package module
 
 import (
 	"debug/elf"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/image"
@@ -17,10 +12,15 @@ import (
 // Loaded is one module as the loader left it: the image.Module the models
 // read, plus what load_module computed on the way.
 type Loaded struct {
-	Module   *image.Module
-	Path     string
-	Core     Layout
-	Init     Layout // as laid out; the block is freed once the module is LIVE
+	Module *image.Module
+	Path   string
+	// Core and Init are 6.1's core and init layouts (zero since 6.4);
+	// Mem is mod->mem[] since 6.4 (zero in 6.1). Init and the init types
+	// stay as laid out; those blocks are freed once the module is LIVE.
+	Core, Init Layout
+	Mem        [ModMemNumTypes]ModuleMemory
+	// LayoutBy names the generation's layout (loaderGen.layoutName).
+	LayoutBy string
 	Percpu   uint64 // per-cpu base, 0 if the module has no per-cpu section
 	Sections []Placed
 	Depends  []string  // .modinfo depends=
@@ -37,10 +37,28 @@ type Loaded struct {
 
 // Placed is one allocated section and its final address.
 type Placed struct {
-	Name string
-	Addr uint64
-	Size uint64
-	Init bool
+	Name  string
+	Addr  uint64
+	Size  uint64
+	Init  bool
+	Block string // "core", "init" (6.1) or the mod_mem_type ("MOD_TEXT", ...)
+}
+
+// Size is the module's size as /proc/modules prints it once LIVE: the
+// core layout's (6.1, m_show's core_layout.size) or the sum of the core
+// types' page-aligned sizes (6.4+, module_total_size once do_init_module
+// zeroed the init types).
+func (m *Loaded) Size() uint64 {
+	if m.Core.Size != 0 {
+		return m.Core.Size
+	}
+	var n uint64
+	for t, mm := range m.Mem {
+		if !ModMemType(t).IsInit() {
+			n += mm.Size
+		}
+	}
+	return n
 }
 
 // Section returns the placed section called name.
@@ -68,88 +86,23 @@ type Options struct {
 	Faults *sim.Faults
 }
 
-// Tree is a module directory indexed by module name.
-type Tree struct {
-	dir   string
-	files map[string]string
-}
-
-// OpenTree indexes dir (see indexTree).
-func OpenTree(dir string) (*Tree, error) {
-	f, err := indexTree(dir)
-	if err != nil {
-		return nil, err
-	}
-	return &Tree{dir: dir, files: f}, nil
-}
-
-// Path resolves a module name to its .ko file.
-func (t *Tree) Path(name string) (string, error) {
-	p, ok := t.files[NormalizeName(name)]
-	if !ok {
-		return "", fmt.Errorf("module %s: no %s.ko in %s", name, strings.TrimSuffix(name, ".ko"), t.dir)
-	}
-	return p, nil
-}
-
-// Check reads every named module and, recursively, the modules its
-// depends= names, and runs the ELF checks load_module starts with, without
-// loading anything: the errors Load would give for a missing, unreadable
-// or malformed file or a missing dependency, before any kernel is read.
-func (t *Tree) Check(names []string) error {
-	seen := map[string]bool{}
-	var visit func(n string) error
-	visit = func(n string) error {
-		n = NormalizeName(n)
-		if seen[n] {
-			return nil
-		}
-		seen[n] = true
-		path, err := t.Path(n)
-		if err != nil {
-			return err
-		}
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			return fmt.Errorf("%s: %v", path, errors.Unwrap(err))
-		}
-		o, err := parseObject(path, raw)
-		if err != nil {
-			return err
-		}
-		for _, d := range o.depends() {
-			if _, err := t.Path(d); err != nil {
-				return fmt.Errorf("%s: depends on %s, which is not in %s", path, d, t.dir)
-			}
-			if err := visit(d); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	for _, n := range names {
-		if err := visit(n); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Loader loads modules into one image, in order. Not safe for concurrent use.
 type Loader struct {
-	k       *image.Kernel
-	opt     Options
-	vmlinux map[string]uint64
-	tramps  map[uint64]uint64
-	tree    *Tree
-	treeErr error
-	loaded  []*Loaded // oldest first
-	byName  map[string]*Loaded
-	loading map[string]bool
-	next    uint64 // vmalloc's next free address in the module area
-	percpu  uint64
-	env     *alternative.Env // module_finalize's view of vmlinux
-	cpu     *alternative.CPU
+	k         *image.Kernel
+	opt       Options
+	vmlinux   map[string]uint64
+	tramps    map[uint64]uint64
+	tree      *Tree
+	treeErr   error
+	loaded    []*Loaded // oldest first
+	byName    map[string]*Loaded
+	loading   map[string]bool
+	gen       *loaderGen   // the generation's loader, chosen once (NewLoader)
+	vmap      vmapSpace    // the module area's vmap space
+	textCache execmemCache // the execmem ROX cache (gen.execmemROX)
+	percpu    uint64
+	env       *alternative.Env // module_finalize's view of vmlinux
+	cpu       *alternative.CPU
 	// maxBlock bounds one block: the simulator's own limit on the memory it
 	// allocates for a module (the fuzzers lower it).
 	maxBlock uint64
@@ -170,14 +123,20 @@ func NewLoader(k *image.Kernel, opt Options) *Loader {
 		opt.LoadOffset = DefaultLoadOffset
 	}
 	l := &Loader{k: k, opt: opt, vmlinux: vmlinuxSymbols(k), byName: map[string]*Loaded{}, loading: map[string]bool{},
-		next: ModulesVaddr + opt.LoadOffset, percpu: PercpuBase, maxBlock: defaultMaxBlock,
+		gen: loaderGenFor(k.Config.Gen), percpu: PercpuBase, maxBlock: defaultMaxBlock,
 		jlLinked: map[uint64]bool{}, scConverted: map[uint64]bool{}}
+	// The modules already in the image hold the area up to the end of
+	// their highest block and its guard page.
+	end := uint64(0)
 	for _, m := range k.Modules {
 		for _, r := range []*image.Region{m.Text, m.Init} {
-			if r != nil && r.End() > l.next && r.Start >= ModulesVaddr {
-				l.next = pageAlign(r.End()) + PageSize
+			if r != nil && r.End() > end && r.Start >= ModulesVaddr {
+				end = pageAlign(r.End()) + PageSize
 			}
 		}
+	}
+	if end > l.moduleAreaStart() {
+		l.vmap.reserve(l.moduleAreaStart(), end)
 	}
 	return l
 }
@@ -204,59 +163,6 @@ func (l *Loader) Path(name string) (string, error) {
 	return l.tree.Path(name)
 }
 
-// indexTree maps module names to files: modules.dep's first fields when
-// the tree has one (what modprobe reads), else every *.ko under dir.
-// Debian ships no modules.dep in the package (depmod writes it at install
-// time), so the walk is the usual path on an extracted .deb.
-func indexTree(dir string) (map[string]string, error) {
-	if dir == "" {
-		return nil, errors.New("no module directory (--modules-dir)")
-	}
-	st, err := os.Stat(dir)
-	if err != nil {
-		return nil, fmt.Errorf("module directory %s: %v", dir, errors.Unwrap(err))
-	}
-	if !st.IsDir() {
-		return nil, fmt.Errorf("module directory %s: not a directory", dir)
-	}
-	out := map[string]string{}
-	if b, err := os.ReadFile(filepath.Join(dir, "modules.dep")); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			f, _, ok := strings.Cut(line, ":")
-			if !ok || !strings.HasSuffix(f, ".ko") {
-				continue
-			}
-			p := f
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(dir, f)
-			}
-			out[NormalizeName(filepath.Base(f))] = p
-		}
-		if len(out) > 0 {
-			return out, nil
-		}
-	}
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && strings.HasSuffix(d.Name(), ".ko") {
-			n := NormalizeName(d.Name())
-			if _, dup := out[n]; !dup {
-				out[n] = p
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("module directory %s: %v", dir, err)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("module directory %s: no .ko files", dir)
-	}
-	return out, nil
-}
-
 // Load loads the named module from the tree, its .modinfo dependencies
 // first (as modprobe does: the kernel itself never reads depends=), and
 // returns it. A module already loaded is returned as is.
@@ -272,9 +178,9 @@ func (l *Loader) Load(name string) (*Loaded, error) {
 	if l.loading[n] {
 		return nil, fmt.Errorf("%s: dependency cycle through module %s", path, n)
 	}
-	raw, err := os.ReadFile(path)
+	raw, err := l.tree.take(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, errors.Unwrap(err))
+		return nil, err
 	}
 	o, err := parseObject(path, raw)
 	if err != nil {
@@ -293,30 +199,19 @@ func (l *Loader) Load(name string) (*Loaded, error) {
 	return l.load(o)
 }
 
-// LoadFile loads the .ko in raw (read from path) without looking at its
+// LoadFile loads the module in raw (read from path: a .ko, or one
+// compressed as Decompress reads it) without looking at its
 // dependencies: every undefined symbol must already resolve.
 func (l *Loader) LoadFile(path string, raw []byte) (*Loaded, error) {
+	raw, err := Decompress(path, raw)
+	if err != nil {
+		return nil, err
+	}
 	o, err := parseObject(path, raw)
 	if err != nil {
 		return nil, err
 	}
 	return l.load(o)
-}
-
-// moduleAlloc is the modelled vmalloc in the module area: first fit
-// upwards, MODULE_ALIGN = PAGE_SIZE, one guard page after each block.
-//
-// Models arch/x86/kernel/module.c:module_alloc (see the package doc).
-func (l *Loader) moduleAlloc(o *object, size uint64) (uint64, error) {
-	base := l.next
-	if size > ModulesEnd-base {
-		return 0, o.errorf("module area full: %d bytes do not fit below MODULES_END (module_alloc: -ENOMEM)", size)
-	}
-	if size > l.maxBlock {
-		return 0, o.errorf("a %d-byte block is more than kpsim models (%d bytes)", size, l.maxBlock)
-	}
-	l.next = base + pageAlign(size) + PageSize
-	return base, nil
 }
 
 // load runs load_module's steps on a parsed object and appends the LIVE
@@ -335,49 +230,41 @@ func (l *Loader) load(o *object) (*Loaded, error) {
 			return nil, o.errorf("module %s is already loaded (add_unformed_module: -EEXIST)", o.name)
 		}
 	}
-	if err := o.rewriteSectionHeaders(); err != nil {
+	if err := o.rewriteSectionHeaders(l.gen); err != nil {
 		return nil, err
 	}
-	var lay layout
-	o.layoutSections(&lay)
-	o.layoutSymtab(&lay)
-
-	// move_module: allocate, zero, copy, set sh_addr.
-	mem := &Memory{}
-	var err error
-	// A failed allocation leaves l.next where it was: the area a freed
-	// block held is vfree'd lazily and not reused (see the package doc).
-	if l.opt.Faults.Fail(FaultCoreAlloc) {
-		return nil, o.enomem("move_module: module_alloc(core_layout)")
-	}
-	if mem.CoreBase, err = l.moduleAlloc(o, lay.core.Size); err != nil {
+	lay, mem, err := l.gen.layoutAndAllocate(l, o)
+	if err != nil {
 		return nil, err
 	}
-	mem.Core = make([]byte, lay.core.Size)
-	if lay.init.Size > 0 {
-		if l.opt.Faults.Fail(FaultInitAlloc) {
-			return nil, o.enomem("move_module: module_alloc(init_layout) (module_memfree(core))")
+	ok := false
+	defer func() {
+		if !ok {
+			l.freeMemory(mem) // free_module / the error paths' free_mod_mem
 		}
-		if mem.InitBase, err = l.moduleAlloc(o, lay.init.Size); err != nil {
-			return nil, err
+	}()
+	lm := &Loaded{Path: o.path, Core: lay.core, Init: lay.init, LayoutBy: l.gen.layoutName, Depends: o.depends(), mem: mem}
+	if lay.blocks[0].typ != modInvalid {
+		for t := range ModMemNumTypes {
+			lm.Mem[t] = ModuleMemory{Base: mem.Blocks[t].Base, Size: uint64(len(mem.Blocks[t].Bytes))}
 		}
-		mem.Init = make([]byte, lay.init.Size)
 	}
-	lay.core.Base, lay.init.Base = mem.CoreBase, mem.InitBase
-	lm := &Loaded{Path: o.path, Core: lay.core, Init: lay.init, Depends: o.depends(), mem: mem}
+	// move_module: copy the sections and set sh_addr.
 	for i, s := range o.secs {
 		if i == 0 || s.flags&uint64(elf.SHF_ALLOC) == 0 {
 			continue
 		}
-		blk, base := mem.Core, mem.CoreBase
-		if s.init {
-			blk, base = mem.Init, mem.InitBase
+		if !s.placed {
+			// 6.4+: an init ro_after_init section that no later pass took
+			// (MOD_INVALID); move_module would index mod->mem[-1].
+			return nil, o.errorf("section %s has no module memory type (__layout_sections: MOD_INVALID)", s.name)
 		}
+		blk := &mem.Blocks[s.blk]
 		if s.typ != elf.SHT_NOBITS {
-			copy(blk[s.offset:], s.data)
+			copy(blk.Bytes[s.offset:], s.data)
 		}
-		s.addr = base + s.offset
-		lm.Sections = append(lm.Sections, Placed{Name: s.name, Addr: s.addr, Size: s.size, Init: s.init})
+		s.addr = blk.Base + s.offset
+		lm.Sections = append(lm.Sections, Placed{Name: s.name, Addr: s.addr, Size: s.size, Init: s.init, Block: blk.Name})
 	}
 	if o.pcpu != 0 {
 		ps := o.secs[o.pcpu]
@@ -391,36 +278,36 @@ func (l *Loader) load(o *object) (*Loaded, error) {
 	if lm.Uses, err = l.simplifySymbols(o, lm.Percpu); err != nil {
 		return nil, err
 	}
-	if err := o.applyRelocations(mem); err != nil {
+	if err := o.applyRelocations(mem, l.gen); err != nil {
 		return nil, err
 	}
-	all, plain, err := o.readExports(mem)
+	all, plain, err := o.readExports(mem, l.gen)
 	if err != nil {
 		return nil, err
 	}
 	lm.exports = all
 
 	m := &image.Module{Name: o.name, State: image.ModuleComing}
-	m.Text = &image.Region{Name: o.name + " .text", Kind: image.ModuleText, Module: o.name, Start: mem.CoreBase, Bytes: mem.Core[:lay.core.TextSize]}
-	initBlk := image.Range{Start: mem.InitBase, End: mem.InitBase + lay.init.TextSize}
-	if lay.init.TextSize > 0 {
-		m.Init = &image.Region{Name: o.name + " .init.text", Kind: image.ModuleInit, Module: o.name, Start: mem.InitBase, Bytes: mem.Init[:lay.init.TextSize]}
+	tb := &mem.Blocks[lay.textBlk]
+	m.Text = &image.Region{Name: o.name + " .text", Kind: image.ModuleText, Module: o.name, Start: tb.Base, Bytes: tb.Bytes[:lay.textSize]}
+	if lay.initTextSize > 0 {
+		ib := &mem.Blocks[lay.initTextBlk]
+		m.Init = &image.Region{Name: o.name + " .init.text", Kind: image.ModuleInit, Module: o.name, Start: ib.Base, Bytes: ib.Bytes[:lay.initTextSize]}
 	}
 	lm.Module = m
 	// The module's text is visible to kernel_text_address from here on
 	// (mod_tree_insert in add_unformed_module); the static-call key fix-up
 	// below asks it.
 	l.k.Modules = append(l.k.Modules, m)
-	ok := false
 	defer func() {
 		if !ok {
 			l.k.Modules = l.k.Modules[:len(l.k.Modules)-1]
 		}
 	}()
-	if err := l.readTables(o, mem, m, initBlk, &lm.Counts); err != nil {
+	if err := l.readTables(o, mem, m, &lm.Counts); err != nil {
 		return nil, err
 	}
-	m.Symbols = o.coreKallsyms(&lay, o.name, plain)
+	m.Symbols = o.coreKallsyms(lay, o.name, plain)
 	if lm.Finalize, err = l.moduleFinalize(o, lm); err != nil {
 		return nil, err
 	}
@@ -436,11 +323,12 @@ func (l *Loader) load(o *object) (*Loaded, error) {
 		return nil, err
 	}
 
-	// do_init_module: LIVE, then the init block is freed and kallsyms
+	// do_init_module: LIVE, then the init blocks are freed and kallsyms
 	// already points at the core symbols (m.Symbols).
 	m.State = image.ModuleLive
 	m.Init = nil
 	ok = true
+	l.freeInit(mem)
 	l.loaded = append(l.loaded, lm)
 	l.byName[o.name] = lm
 	return lm, nil

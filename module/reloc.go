@@ -1,25 +1,42 @@
 package module
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
 )
 
-// Memory is a module's two allocated blocks (core and init) as bytes.
+// Memory is a module's allocated blocks as bytes: 6.1's core and init
+// layouts, or, since 6.4, one block per mod_mem_type with a size.
 type Memory struct {
-	Core, Init         []byte
-	CoreBase, InitBase uint64
+	Blocks []Block
+}
+
+// Block is one allocated block of module memory.
+type Block struct {
+	Name  string // "core", "init" (6.1) or the mod_mem_type ("MOD_TEXT", ...)
+	Init  bool   // freed once the module is LIVE
+	Base  uint64
+	Bytes []byte
+}
+
+// block returns the block holding addr, or nil.
+func (m *Memory) block(addr uint64) *Block {
+	for i := range m.Blocks {
+		b := &m.Blocks[i]
+		if len(b.Bytes) > 0 && addr >= b.Base && addr-b.Base < uint64(len(b.Bytes)) {
+			return b
+		}
+	}
+	return nil
 }
 
 // at returns the bytes at [addr, addr+n) in one block, or nil.
 func (m *Memory) at(addr uint64, n int) []byte {
-	for _, b := range []struct {
-		base uint64
-		mem  []byte
-	}{{m.CoreBase, m.Core}, {m.InitBase, m.Init}} {
-		if len(b.mem) > 0 && addr >= b.base && addr-b.base <= uint64(len(b.mem)) && uint64(n) <= uint64(len(b.mem))-(addr-b.base) {
-			return b.mem[addr-b.base : addr-b.base+uint64(n)]
+	for _, b := range m.Blocks {
+		if len(b.Bytes) > 0 && addr >= b.Base && addr-b.Base <= uint64(len(b.Bytes)) && n >= 0 && uint64(n) <= uint64(len(b.Bytes))-(addr-b.Base) {
+			return b.Bytes[addr-b.Base : addr-b.Base+uint64(n)]
 		}
 	}
 	return nil
@@ -27,19 +44,15 @@ func (m *Memory) at(addr uint64, n int) []byte {
 
 // Text returns up to n bytes at addr in one block, aliasing it (the
 // alternative.Memory the module_finalize patcher writes through); nil when
-// addr is in neither block.
+// addr is in no block.
 func (m *Memory) Text(addr uint64, n int) []byte {
-	for _, b := range []struct {
-		base uint64
-		mem  []byte
-	}{{m.CoreBase, m.Core}, {m.InitBase, m.Init}} {
-		if len(b.mem) > 0 && addr >= b.base && addr-b.base < uint64(len(b.mem)) {
-			off := addr - b.base
-			end := min(off+uint64(max(n, 0)), uint64(len(b.mem)))
-			return b.mem[off:end]
-		}
+	b := m.block(addr)
+	if b == nil {
+		return nil
 	}
-	return nil
+	off := addr - b.Base
+	end := min(off+uint64(max(n, 0)), uint64(len(b.Bytes)))
+	return b.Bytes[off:end]
 }
 
 // RelocError is a relocation apply_relocate_add refuses.
@@ -124,11 +137,15 @@ func ApplyRelocateAdd(relname string, rela []byte, loc []byte, secAddr uint64, v
 
 // applyRelocations applies every SHT_RELA section whose target section is
 // allocated; relocations of unallocated sections (.rela.BTF, debug info,
-// .modinfo, the per-cpu section) are skipped. SHT_REL is not used on
-// x86-64 (apply_relocate: -ENOEXEC).
+// .modinfo) are skipped, and so are the per-cpu section's unless the
+// generation relocates its ELF template (7.3: percpu_modcopy copies the
+// relocated template; kpsim relocates a private copy at address 0, since
+// the template's address is that of the kernel's copy of the file, and
+// only its errors matter). SHT_REL is not used on x86-64 (apply_relocate:
+// -ENOEXEC).
 //
 // Models kernel/module/main.c:apply_relocations.
-func (o *object) applyRelocations(mem *Memory) error {
+func (o *object) applyRelocations(mem *Memory, g *loaderGen) error {
 	vals := make([]uint64, len(o.syms))
 	for i := range o.syms {
 		vals[i] = o.syms[i].value
@@ -141,7 +158,8 @@ func (o *object) applyRelocations(mem *Memory) error {
 			continue // "Not a valid relocation section?"
 		}
 		t := o.secs[s.info]
-		if t.flags&uint64(elf.SHF_ALLOC) == 0 {
+		percpu := g.relocPercpu && s.info != 0 && int(s.info) == o.pcpu
+		if t.flags&uint64(elf.SHF_ALLOC) == 0 && !percpu {
 			continue
 		}
 		if s.typ == elf.SHT_REL {
@@ -150,11 +168,22 @@ func (o *object) applyRelocations(mem *Memory) error {
 		if int(s.link) != o.symIdx {
 			return o.errorf("%s: relocations against section %d, not the symbol table", s.name, s.link)
 		}
-		loc := mem.at(t.addr, int(t.size))
+		loc, addr := mem.at(t.addr, int(t.size)), t.addr
+		if percpu {
+			if t.size > 1<<20 {
+				return o.errorf("%s: a %d-byte per-cpu section, more than kpsim relocates (1 MiB)", s.name, t.size)
+			}
+			if t.typ == elf.SHT_NOBITS {
+				loc = make([]byte, t.size)
+			} else {
+				loc = bytes.Clone(t.data)
+			}
+			addr = 0
+		}
 		if loc == nil {
 			return o.errorf("%s: relocations for %s, which has no bytes in the module", s.name, t.name)
 		}
-		if err := ApplyRelocateAdd(s.name, s.data, loc, t.addr, vals); err != nil {
+		if err := ApplyRelocateAdd(s.name, s.data, loc, addr, vals); err != nil {
 			return o.errorf("%v", err)
 		}
 	}

@@ -95,7 +95,9 @@ func vmlinuxSymbols(k *image.Kernel) map[string]uint64 {
 	return m
 }
 
-// readExports reads __ksymtab and __ksymtab_gpl: struct kernel_symbol with
+// readExports reads the generation's export tables (__ksymtab and
+// __ksymtab_gpl; since 7.0 only __ksymtab, GPL-only exports being flagged
+// in __kflagstab, and __ksymtab_gpl ignored): struct kernel_symbol with
 // CONFIG_HAVE_ARCH_PREL32_RELOCATIONS is three s32 self-relative offsets
 // (value, name, namespace), 12 bytes.
 //
@@ -105,10 +107,10 @@ func vmlinuxSymbols(k *image.Kernel) map[string]uint64 {
 // all holds both tables (what resolve_symbol links against); plain only
 // __ksymtab, mod->syms, the one is_exported consults for /proc/kallsyms'
 // upper-case letters.
-func (o *object) readExports(mem *Memory) (all, plain map[string]uint64, err error) {
+func (o *object) readExports(mem *Memory, g *loaderGen) (all, plain map[string]uint64, err error) {
 	out := map[string]uint64{}
 	plain = map[string]uint64{}
-	for _, name := range []string{"__ksymtab", "__ksymtab_gpl"} {
+	for _, name := range g.ksymtabs {
 		i := o.find(name)
 		if i == 0 {
 			continue
@@ -127,7 +129,7 @@ func (o *object) readExports(mem *Memory) (all, plain map[string]uint64, err err
 				return nil, nil, o.errorf("exports duplicate symbol %s (verify_exported_symbols: -ENOEXEC)", n)
 			}
 			out[n] = val
-			if name == "__ksymtab" {
+			if name == g.plain {
 				plain[n] = val
 			}
 		}
@@ -137,13 +139,8 @@ func (o *object) readExports(mem *Memory) (all, plain map[string]uint64, err err
 
 // cstring reads a NUL-terminated string from the module's memory.
 func (m *Memory) cstring(addr uint64) (string, bool) {
-	for _, blk := range []struct {
-		base uint64
-		mem  []byte
-	}{{m.CoreBase, m.Core}, {m.InitBase, m.Init}} {
-		if len(blk.mem) > 0 && addr >= blk.base && addr-blk.base < uint64(len(blk.mem)) {
-			return cstr(blk.mem, addr-blk.base)
-		}
+	if b := m.block(addr); b != nil {
+		return cstr(b.Bytes, addr-b.Base)
 	}
 	return "", false
 }

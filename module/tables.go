@@ -75,9 +75,14 @@ func rel32(b []byte, at uint64) uint64 {
 //     gone, as trim_init_extable does);
 //   - _kprobe_blacklist in table order, .kprobes.text and .noinstr.text as
 //     ranges (find_module_sections).
-func (l *Loader) readTables(o *object, mem *Memory, m *image.Module, initBlk image.Range, c *Counts) error {
+func (l *Loader) readTables(o *object, mem *Memory, m *image.Module, c *Counts) error {
 	le := binary.LittleEndian
-	inInit := func(a uint64) bool { return initBlk.End > initBlk.Start && initBlk.Contains(a) }
+	// within_module_init: any init block (6.1: the init layout; 6.4+ the
+	// init mod_mem_types).
+	inInit := func(a uint64) bool {
+		b := mem.block(a)
+		return b != nil && b.Init
+	}
 
 	at, b, err := o.entries(mem, "__jump_table", JumpEntrySize)
 	if err != nil {
@@ -113,22 +118,16 @@ func (l *Loader) readTables(o *object, mem *Memory, m *image.Module, initBlk ima
 	lib.SortStaticCallSites(m.StaticCallSites)
 	c.StaticCallSites = len(m.StaticCallSites)
 
-	bsz := BugEntrySizeShort
-	if l.k.Config.BugVerbose {
-		bsz = BugEntrySize
-	}
-	if at, b, err = o.entries(mem, "__bug_table", bsz); err != nil {
+	bl := l.gen.bugEntry(l.k.Config.BugVerbose)
+	if at, b, err = o.entries(mem, "__bug_table", bl.size); err != nil {
 		return err
 	}
-	for off := 0; off < len(b); off += bsz {
+	for off := 0; off < len(b); off += bl.size {
 		e := at + uint64(off)
-		be := image.BugEntry{Addr: rel32(b[off:], e)}
-		if bsz == BugEntrySize {
-			be.File, _ = mem.cstring(rel32(b[off+4:], e+4))
-			be.Line = le.Uint16(b[off+8:])
-			be.Flags = le.Uint16(b[off+10:])
-		} else {
-			be.Flags = le.Uint16(b[off+4:])
+		be := image.BugEntry{Addr: rel32(b[off:], e), Flags: le.Uint16(b[off+bl.flag:])}
+		if bl.file >= 0 {
+			be.File, _ = mem.cstring(rel32(b[off+bl.file:], e+uint64(bl.file)))
+			be.Line = le.Uint16(b[off+bl.line:])
 		}
 		m.BugEntries = append(m.BugEntries, be)
 	}
@@ -172,7 +171,7 @@ func (l *Loader) readTables(o *object, mem *Memory, m *image.Module, initBlk ima
 		name string
 		size int
 		n    *int
-	}{{".altinstructions", AltInstrSize, &c.AltInstrs}, {".parainstructions", ParaSiteSize, &c.ParaSites},
+	}{{".altinstructions", l.gen.altInstrSize, &c.AltInstrs}, {".parainstructions", ParaSiteSize, &c.ParaSites},
 		{".retpoline_sites", SiteSize, &c.RetpolineSites}, {".return_sites", SiteSize, &c.ReturnSites},
 		{".smp_locks", SiteSize, &c.SMPLocks}} {
 		if i := o.find(t.name); i != 0 {

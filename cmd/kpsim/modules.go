@@ -4,12 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/image/bzimage"
 	"github.com/kpsim/kpsim/module"
 )
 
@@ -26,6 +26,10 @@ type moduleFlags struct {
 	names   []string
 	tree    *module.Tree
 	treeDir string
+	// release is the kernel release the default tree was found for ("":
+	// --modules-dir given, or no tree found yet: loadModules looks again
+	// with the release the kernel's banner gives).
+	release string
 }
 
 // moduleFinalizeNote says which text patches a loaded module gets.
@@ -76,17 +80,46 @@ func (m *moduleFlags) Set(s string) error {
 func (f *imageFlags) addModuleFlags(fs *flag.FlagSet) {
 	f.mods.count = &f.cfg.Modules
 	fs.Var(&f.mods, "modules", "loaded modules: a count for the synthetic kernel, or with --kernel PATH the real modules to load: NAME,... (load order) or @FILE (/proc/modules or lsmod output, newest first)")
-	fs.StringVar(&f.mods.dir, "modules-dir", "", "module tree for --modules with --kernel PATH (default: lib/modules/KVER beside the kernel, as `make real-kernel` caches the Debian package's)")
+	fs.StringVar(&f.mods.dir, "modules-dir", "", "module tree for --modules with --kernel PATH (.ko, .ko.xz, .ko.zst, .ko.gz files; default: the package's tree for the kernel's release KVER: for X/boot/vmlinuz-KVER X/usr/lib/modules/KVER or X/lib/modules/KVER, for .../modules/KVER/vmlinuz that directory, else lib/modules/KVER beside the kernel, as `make real-kernel` caches 6.1's)")
 }
 
-// defaultModulesDir is lib/modules/KVER beside a kernel called vmlinuz-KVER
-// (or vmlinux-KVER): where scripts/fetch-kernel.sh unpacks the package's tree.
+// defaultModulesDir is the module tree of the kernel file kernel (see
+// module.TreeDirs), "" if none is there: the release its name gives, else
+// the one in its bzImage header.
 func defaultModulesDir(kernel string) string {
-	base := filepath.Base(kernel)
-	for _, p := range []string{"vmlinuz-", "vmlinux-"} {
-		if v, ok := strings.CutPrefix(base, p); ok && v != "" {
-			return filepath.Join(filepath.Dir(kernel), "lib", "modules", v)
-		}
+	d, _, _ := findModulesDir(kernel, "")
+	return d
+}
+
+// findModulesDir looks for kernel's module tree: for release, or, when
+// release is "", the release kernel's path names or else its bzImage
+// header's kernel_version. It returns the tree (or ""), the release it
+// looked for ("" when it knows none) and the directories it tried.
+func findModulesDir(kernel, release string) (string, string, []string) {
+	if release == "" {
+		release = module.ReleaseFromPath(kernel)
+	}
+	if release == "" {
+		release = bzImageRelease(kernel)
+	}
+	d, tried := module.FindTreeDir(kernel, release)
+	return d, release, tried
+}
+
+// bzImageRelease is the release in a bzImage's setup header
+// (kernel_version: "6.12.117+deb13-amd64 (debian-kernel@...) #1 SMP ..."),
+// "" for anything else.
+func bzImageRelease(kernel string) string {
+	b, err := os.ReadFile(kernel)
+	if err != nil || !bzimage.IsBzImage(b) {
+		return ""
+	}
+	in, err := bzimage.ParseSetupHeader(b)
+	if err != nil {
+		return ""
+	}
+	if f := strings.Fields(in.Version); len(f) > 0 {
+		return f[0]
 	}
 	return ""
 }
@@ -131,9 +164,16 @@ func (f *imageFlags) preflight() error {
 	}
 	dir := m.dir
 	if dir == "" {
-		dir = defaultModulesDir(f.kernel)
-		if st, err := os.Stat(dir); dir == "" || err != nil || !st.IsDir() {
-			return usagef("--modules: no module tree beside %s (want lib/modules/KVER there: run `make real-kernel`, or give --modules-dir)", f.kernel)
+		var tried []string
+		dir, m.release, tried = findModulesDir(f.kernel, "")
+		if dir == "" {
+			if m.release == "" {
+				// Only the kernel's banner knows its release: loadModules
+				// looks once the kernel is read.
+				m.names = names
+				return nil
+			}
+			return usagef("--modules: no module tree for %s (release %s) at %s: run `make real-kernel`, or give --modules-dir", f.kernel, m.release, strings.Join(tried, ", "))
 		}
 	}
 	tree, err := module.OpenTree(dir)
@@ -147,6 +187,38 @@ func (f *imageFlags) preflight() error {
 	return nil
 }
 
+// kernelTree settles the module tree once the kernel is read: a default
+// tree found for the release the kernel's path or bzImage header named
+// must be the release its banner gives (version), and without one the
+// banner's release finds it.
+func (m *moduleFlags) kernelTree(kernel, version string) error {
+	if m.dir != "" || version == "" {
+		if m.tree == nil {
+			return usagef("--modules: no module tree for %s (its release is unknown): give --modules-dir", kernel)
+		}
+		return nil
+	}
+	if m.tree != nil {
+		if m.release != version {
+			return usagef("--modules: the module tree %s is for release %s, the kernel %s is %s: give --modules-dir", m.treeDir, m.release, kernel, version)
+		}
+		return nil
+	}
+	dir, _, tried := findModulesDir(kernel, version)
+	if dir == "" {
+		return usagef("--modules: no module tree for %s (release %s) at %s: give --modules-dir", kernel, version, strings.Join(tried, ", "))
+	}
+	tree, err := module.OpenTree(dir)
+	if err != nil {
+		return usagef("--modules: %v", err)
+	}
+	if err := tree.Check(m.names); err != nil {
+		return usagef("--modules: %v", err)
+	}
+	m.tree, m.treeDir, m.release = tree, dir, version
+	return nil
+}
+
 // loadModules loads the --modules list (checked by preflight) into the
 // real kernel k. Every error is a usage error (exit 2) naming the file and
 // the problem.
@@ -154,13 +226,17 @@ func (f *imageFlags) loadModules(k *image.Kernel) error {
 	if f.mods.list == "" {
 		return nil
 	}
-	if f.mods.tree == nil {
+	if f.mods.tree == nil && f.mods.names == nil {
 		if err := f.preflight(); err != nil {
 			return err
 		}
 	}
+	if err := f.mods.kernelTree(f.kernel, k.Config.Version); err != nil {
+		return err
+	}
 	names, dir := f.mods.names, f.mods.treeDir
 	l := module.NewLoader(k, module.Options{Dir: dir, Tree: f.mods.tree})
+	k.Notes = append(k.Notes, fmt.Sprintf("module layout (%s): %s", l.Generation(), l.LayoutName()))
 	for _, n := range names {
 		if _, err := l.Load(n); err != nil {
 			return usagef("--modules: %v", err)
@@ -192,6 +268,9 @@ func (f *imageFlags) loadModules(k *image.Kernel) error {
 	k.Notes = append(k.Notes, fmt.Sprintf("%d modules loaded from %s (%d named, %d more as their dependencies), LIVE, init text freed; module area from %#x (MODULES_VADDR + one page)",
 		len(l.Loaded()), dir, len(names), len(l.Loaded())-len(names), uint64(module.ModulesVaddr+module.DefaultLoadOffset)))
 	k.Notes = append(k.Notes, moduleFinalizeNote)
+	if ls := l.Loaded(); len(ls) > 0 && len(ls[0].Finalize) > 0 && strings.Contains(ls[0].Finalize[0], "is not modelled") {
+		k.Notes = append(k.Notes, ls[0].Finalize[0]) // a generation whose module_finalize kpsim does not model yet
+	}
 	if c := k.Config.CPU; c != "" && c != alternative.CPUNone {
 		s := &tot
 		k.Notes = append(k.Notes, fmt.Sprintf("module_finalize (%s), all modules: paravirt %d (%d direct calls, %d nops), retpolines %d (%d call/jmp *%%reg, %d kept), returns %d (%d ret, %d thunk, %d static-call trampolines), alternatives %d (%d replaced)",
