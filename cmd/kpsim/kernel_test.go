@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kpsim/kpsim/internal/realkernel"
 )
 
 func cachedKernel(t *testing.T) []byte {
@@ -49,6 +52,12 @@ func TestKernelBadInput(t *testing.T) {
 			corrupt[i] ^= 0x5a // inside the xz payload
 		}
 		cases = append(cases, struct{ name, file, want string }{"corrupt xz", write("corrupt-vmlinuz", corrupt), "corrupt"})
+		// The generation is never guessed: another release, or none.
+		_, vm := realkernel.Vmlinux(t)
+		other := bytes.ReplaceAll(vm, []byte("Linux version 6.1.0-57"), []byte("Linux version 6.6.0-57"))
+		cases = append(cases, struct{ name, file, want string }{"unmodelled release", write("vmlinux-6.6", other), "kernel 6.6 is not a modelled generation"})
+		none := bytes.ReplaceAll(vm, []byte("Linux version "), []byte("Linux versioN "))
+		cases = append(cases, struct{ name, file, want string }{"no banner", write("vmlinux-nobanner", none), "kernel release unknown"})
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,5 +74,29 @@ func TestDecodeRealKernelSummary(t *testing.T) {
 	out := mustKpsim(t, "decode", "--kernel", "../../.cache/kernels/vmlinuz-6.1.0-57-amd64", "--all", "--summary")
 	if n := strings.Count(out, "\n"); n < 40000 {
 		t.Fatalf("%d summary lines for a kernel of ~50k functions", n)
+	}
+}
+
+// TestKernelVersionFlag: --kernel-version names a modelled generation or
+// is refused in one line; on a synthetic image it must be 6.1's.
+func TestKernelVersionFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"image", "--kernel-version", "6.6"}, "kernel 6.6 is not a modelled generation"},
+		{[]string{"image", "--kernel-version", "banana"}, "is not a kernel release"},
+		{[]string{"image", "--kernel-version", "7.3"}, "the synthetic generator builds 6.1-shaped images only"},
+		{[]string{"image", "--kconfig", "X86_KERNEL_IBT=y"}, "the image's build options need --kernel"},
+		{[]string{"image", "--kconfig", "X86_KERNEL_IBT"}, "want OPTION=VALUE"},
+	} {
+		_, errs, code := runKpsim(tc.args...)
+		if code != 2 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", tc.args, code, errs, tc.want)
+		}
+	}
+	out := mustKpsim(t, "image", "--kernel-version", "6.1")
+	if !strings.Contains(out, "generation 6.1") {
+		t.Errorf("kpsim image --kernel-version 6.1 does not name the generation:\n%s", out)
 	}
 }
