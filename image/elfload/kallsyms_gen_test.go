@@ -442,3 +442,30 @@ func TestRealKallsymsRebuild(t *testing.T) {
 		})
 	}
 }
+
+// TestRealKallsymsRebuildFromDecoded: the symbols the reader decodes,
+// fed back to ktab.Build with the generation's flags (per-cpu symbols,
+// which absolute per-cpu typed 'A' and is_ignored_symbol would drop, with
+// a data type as the tool saw them), make the same tables: what a
+// simulator building the tables of a stripped image gets.
+func TestRealKallsymsRebuildFromDecoded(t *testing.T) {
+	for _, g := range []image.Generation{image.Gen612, image.Gen73} {
+		t.Run(g.String(), func(t *testing.T) {
+			r := loadRealGen(t, g)
+			in := slices.Clone(r.read.Syms)
+			percpu := 0
+			for i := range in {
+				if r.read.AbsolutePercpu && in[i].Type == 'A' {
+					in[i].Type = 'D'
+					percpu++
+				}
+			}
+			got, err := ktab.Build(in, ktab.OptionsFor(g))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: rebuilt from %d decoded symbols (%d per-cpu retyped)", g, len(in), percpu)
+			sameTables(t, g.String()+" rebuilt from decoded", got, r.read)
+		})
+	}
+}
