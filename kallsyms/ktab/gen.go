@@ -143,6 +143,16 @@ var tool73 = &tool{
 		ObjOffsets, ObjSeqsOfNames},
 }
 
+// plainEncodings is each generation's encoding without a relative flag
+// (tool.plain), indexed by Generation (a byte: no bounds check) for
+// SymAddress.
+var plainEncodings = func() (e [256]Encoding) {
+	for g := range e {
+		e[g] = toolOf(image.Generation(g)).plain
+	}
+	return e
+}()
+
 // toolOf returns generation g's tool; GenUnknown reads as 6.1.
 func toolOf(g image.Generation) *tool {
 	switch g.Effective() {

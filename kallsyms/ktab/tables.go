@@ -93,58 +93,37 @@ func (t *Tables) Encoding() Encoding {
 // kernel/kallsyms.c:kallsyms_sym_address does for the table's Encoding:
 // the config options the function tests (CONFIG_KALLSYMS_BASE_RELATIVE
 // and ABSOLUTE_PERCPU in 6.1, ABSOLUTE_PERCPU in 6.12, CONFIG_64BIT and
-// CONFIG_RELOCATABLE in 7.3) are what the build flags were made from.
+// CONFIG_RELOCATABLE in 7.3) are what the build flags were made from. One
+// function, each encoding's branch marked with the versions whose
+// function it is: this is the simulator's hottest table read, and it
+// stays small enough to inline.
 //
 // Models kernel/kallsyms.c:kallsyms_sym_address (6.1, 6.12, 7.3).
 func (t *Tables) SymAddress(i int) uint64 {
-	switch t.Encoding() {
-	case EncodingAddresses:
-		return t.Addresses[i]
-	case EncodingBaseRelative:
-		return t.symAddressBaseRelative(i)
-	case EncodingBaseRelativeAbsolutePercpu:
-		return t.symAddressAbsolutePercpu(i)
-	case EncodingPCRelative:
-		return t.symAddressPCRelative(i)
+	if t.PCRelative {
+		// 7.3, CONFIG_64BIT || CONFIG_RELOCATABLE:
+		// offset_to_ptr(kallsyms_offsets + idx).
+		return t.OffsetsAddr + 4*uint64(i) + uint64(int64(t.Offsets[i]))
 	}
-	return t.symAddressAbsolute32(i)
-}
-
-// symAddressBaseRelative: values are unsigned offsets from
-// kallsyms_relative_base.
-//
-// Models kernel/kallsyms.c:kallsyms_sym_address (6.1 BASE_RELATIVE,
-// 6.12, without CONFIG_KALLSYMS_ABSOLUTE_PERCPU).
-func (t *Tables) symAddressBaseRelative(i int) uint64 {
-	return t.RelativeBase + uint64(uint32(t.Offsets[i]))
-}
-
-// symAddressAbsolutePercpu: non-negative offsets are absolute values,
-// negative ones are relative to kallsyms_relative_base - 1.
-//
-// Models kernel/kallsyms.c:kallsyms_sym_address (6.1, 6.12 with
-// CONFIG_KALLSYMS_ABSOLUTE_PERCPU).
-func (t *Tables) symAddressAbsolutePercpu(i int) uint64 {
+	if !t.BaseRelative {
+		if plainEncodings[t.Gen] == EncodingAbsolute32 {
+			// 7.3, !CONFIG_64BIT && !CONFIG_RELOCATABLE: the value.
+			return uint64(uint32(t.Offsets[i]))
+		}
+		// 6.1, !CONFIG_KALLSYMS_BASE_RELATIVE: kallsyms_addresses[idx].
+		return t.Addresses[i]
+	}
 	off := t.Offsets[i]
+	if !t.AbsolutePercpu {
+		// 6.1, 6.12 without CONFIG_KALLSYMS_ABSOLUTE_PERCPU: unsigned
+		// offsets from kallsyms_relative_base.
+		return t.RelativeBase + uint64(uint32(off))
+	}
+	// 6.1, 6.12 with CONFIG_KALLSYMS_ABSOLUTE_PERCPU: non-negative
+	// offsets are absolute values, negative ones relative to
+	// kallsyms_relative_base - 1.
 	if off >= 0 {
 		return uint64(off)
 	}
 	return t.RelativeBase - 1 - uint64(int64(off))
-}
-
-// symAddressPCRelative: offset_to_ptr(kallsyms_offsets + idx), the
-// entry's own address plus its signed value.
-//
-// Models kernel/kallsyms.c:kallsyms_sym_address (7.3, CONFIG_64BIT or
-// CONFIG_RELOCATABLE).
-func (t *Tables) symAddressPCRelative(i int) uint64 {
-	return t.OffsetsAddr + 4*uint64(i) + uint64(int64(t.Offsets[i]))
-}
-
-// symAddressAbsolute32: non-relocatable 32-bit kernels embed the value.
-//
-// Models kernel/kallsyms.c:kallsyms_sym_address (7.3, !CONFIG_64BIT &&
-// !CONFIG_RELOCATABLE).
-func (t *Tables) symAddressAbsolute32(i int) uint64 {
-	return uint64(uint32(t.Offsets[i]))
 }
