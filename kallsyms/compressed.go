@@ -143,7 +143,7 @@ func validate(t *ktab.Tables) error {
 	if len(t.SeqsOfNames) != 3*n {
 		return fmt.Errorf("kallsyms: kallsyms_seqs_of_names has %d bytes, want 3×%d", len(t.SeqsOfNames), n)
 	}
-	if t.BaseRelative && len(t.Offsets) != n || !t.BaseRelative && len(t.Addresses) != n {
+	if addrs := t.Encoding() == ktab.EncodingAddresses; addrs && len(t.Addresses) != n || !addrs && len(t.Offsets) != n {
 		return fmt.Errorf("kallsyms: address table length does not match %d symbols", n)
 	}
 	if want := (n + 255) / 256; len(t.Markers) != want {

@@ -3,7 +3,7 @@
 // bzImage decompresses to) into kpsim's kernel image model.
 //
 // Symbols come from .symtab when present, else from the embedded kallsyms
-// tables (6.1 layout, see ReadKallsyms). Text is read through the PT_LOAD
+// tables (6.1, 6.12 or 7.3 layout, see ReadKallsyms). Text is read through the PT_LOAD
 // program headers; the tables kprobes and its neighbours read
 // (__jump_table, .static_call_sites, __bug_table, __ex_table,
 // _kprobe_blacklist, __mcount_loc) are found by their __start_/__stop_
@@ -302,7 +302,7 @@ func (l *loader) kallsymsSymbols() (*ktab.Tables, error) {
 	l.k.Symbols = out
 	l.indexSyms()
 	l.sizeFunctions()
-	l.k.Notes = append(l.k.Notes, fmt.Sprintf("symbols from the embedded kallsyms tables (%d symbols, no .symtab): function sizes are next-symbol distances as kallsyms_lookup_size_offset computes them, %d capped at trailing padding (%s)", len(out), len(l.capped), strings.Join(l.capped, ", ")))
+	l.k.Notes = append(l.k.Notes, fmt.Sprintf("symbols from the embedded kallsyms tables (%d symbols, %s layout, %s encoding; no .symtab): function sizes are next-symbol distances as kallsyms_lookup_size_offset computes them, %d capped at trailing padding (%s)", len(out), t.Gen, t.Encoding(), len(l.capped), strings.Join(l.capped, ", ")))
 	return t, nil
 }
 

@@ -7,22 +7,37 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/kpsim/kpsim/image"
 )
 
-// Options are scripts/kallsyms.c's command-line flags (6.1). --lto-clang
-// is not modelled: it only changes the name sort of kallsyms_seqs_of_names
-// for CONFIG_LTO_CLANG kernels.
+// Options are scripts/kallsyms.c's command-line flags, for the
+// generation Gen's tool. --lto-clang (6.1) is not modelled: it only
+// changes the name sort of kallsyms_seqs_of_names for CONFIG_LTO_CLANG
+// kernels. OptionsFor(gen) gives a Debian x86-64 kernel's flags; a flag
+// the generation's tool does not have is an error of Build.
 type Options struct {
 	// AllSymbols is --all-symbols (CONFIG_KALLSYMS_ALL): keep symbols
 	// outside the text ranges.
 	AllSymbols bool
 	// AbsolutePercpu is --absolute-percpu (CONFIG_KALLSYMS_ABSOLUTE_PERCPU,
-	// x86-64 SMP in 6.1): per-cpu symbols become absolute, type 'A'.
+	// x86-64 SMP in 6.1 and 6.12; gone in 7.3): per-cpu symbols become
+	// absolute, type 'A'.
 	AbsolutePercpu bool
-	// BaseRelative is --base-relative (CONFIG_KALLSYMS_BASE_RELATIVE):
+	// BaseRelative is --base-relative (CONFIG_KALLSYMS_BASE_RELATIVE, 6.1):
 	// kallsyms_offsets + kallsyms_relative_base instead of
-	// kallsyms_addresses.
+	// kallsyms_addresses. 6.12's tool has no flag and is always
+	// base-relative: BaseRelative must be set; 7.3 has neither.
 	BaseRelative bool
+	// PCRelative is 7.3's --pc-relative (CONFIG_64BIT ||
+	// CONFIG_RELOCATABLE): kallsyms_offsets[i] holds the distance from
+	// its own slot to the symbol, no kallsyms_relative_base.
+	PCRelative bool
+	// Gen is the generation whose scripts/kallsyms.c (and, from 6.12 on,
+	// the scripts/mksysmap filter link-vmlinux.sh runs in front of it)
+	// Build models: symbol filters, flags, write_src's object order.
+	// GenUnknown is 6.1.
+	Gen image.Generation
 }
 
 // addrRange models scripts/kallsyms.c:struct addr_range.
@@ -40,76 +55,6 @@ type symEntry struct {
 	percpuAbsolute bool
 	sym            []byte
 	name           string // the uncompressed name (without type)
-}
-
-// Symbol names dropped exactly (6.1 is_ignored_symbol: ignored_symbols).
-var ignoredSymbols = []string{
-	"kallsyms_addresses",
-	"kallsyms_offsets",
-	"kallsyms_relative_base",
-	"kallsyms_num_syms",
-	"kallsyms_names",
-	"kallsyms_markers",
-	"kallsyms_token_table",
-	"kallsyms_token_index",
-	"kallsyms_seqs_of_names",
-	"_SDA_BASE_",
-	"_SDA2_BASE_",
-}
-
-// 6.1 is_ignored_symbol: ignored_prefixes.
-var ignoredPrefixes = []string{
-	"__efistub_",
-	"__kvm_nvhe_$",
-	"__kvm_nvhe_.L",
-	"__AArch64ADRPThunk_",
-	"__ARMV5PILongThunk_",
-	"__ARMV7PILongThunk_",
-	"__ThumbV7PILongThunk_",
-	"__LA25Thunk_",
-	"__microLA25Thunk_",
-	"__kcfi_typeid_",
-}
-
-// 6.1 is_ignored_symbol: ignored_suffixes.
-var ignoredSuffixes = []string{"_from_arm", "_from_thumb", "_veneer"}
-
-// 6.1 is_ignored_symbol: ignored_matches.
-var ignoredMatches = []string{".long_branch.", ".plt_branch."}
-
-// isIgnoredSymbol reports whether the build drops the symbol outright.
-//
-// Models scripts/kallsyms.c:is_ignored_symbol (6.1).
-func isIgnoredSymbol(name string, typ byte) bool {
-	if slices.Contains(ignoredSymbols, name) {
-		return true
-	}
-	for _, p := range ignoredPrefixes {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	for _, s := range ignoredSuffixes {
-		if strings.HasSuffix(name, s) {
-			return true
-		}
-	}
-	for _, m := range ignoredMatches {
-		if strings.Contains(name, m) {
-			return true
-		}
-	}
-	switch typ {
-	case 'U', 'u', 'N', 'n':
-		return true
-	case 'A', 'a':
-		switch name {
-		case "__kernel_syscall_via_break", "__kernel_syscall_via_epc", "__kernel_sigtramp", "__gp":
-			return false
-		}
-		return true
-	}
-	return false
 }
 
 // Models scripts/kallsyms.c:check_symbol_range. A later definition of a
@@ -140,7 +85,10 @@ func symbolInRange(addr uint64, ranges []addrRange) bool {
 // builder holds scripts/kallsyms.c's globals for one run.
 type builder struct {
 	opt         Options
+	tool        *tool
 	text        uint64 // _text
+	offsetsAddr uint64 // kallsyms_offsets in the input (7.3 --pc-relative)
+	hasOffsets  bool
 	textRanges  [2]addrRange
 	percpuRange [1]addrRange
 	table       []*symEntry
@@ -153,37 +101,50 @@ type builder struct {
 	pairSyms     [0x10000][]int32 // symbols that may contain each pair
 }
 
-// Build runs the 6.1 scripts/kallsyms.c pipeline on syms, given in input
-// (System.map) order: read_map (filters of read_symbol/is_ignored_symbol,
-// the text and per-cpu ranges), shrink_table (symbol_valid),
-// make_percpus_absolute, sort_symbols, record_relative_base,
-// optimize_token_table and write_src. The tables are byte-identical to
-// what the tool emits for the same input and flags.
+// Build runs generation opt.Gen's scripts/kallsyms.c pipeline on syms,
+// given in input (System.map or `nm -n`) order: from 6.12 on first the
+// scripts/mksysmap filter link-vmlinux.sh runs in front of the tool (a
+// no-op on a System.map, which is its output), then read_map (filters of
+// read_symbol/is_ignored_symbol, the text and per-cpu ranges),
+// shrink_table (symbol_valid), make_percpus_absolute, sort_symbols,
+// record_relative_base, optimize_token_table and write_src. The tables are
+// byte-identical to what the tool emits for the same input and flags and,
+// for 7.3's --pc-relative, to what the linker makes of its
+// `.long _text - . + off` when kallsyms_offsets lies where the input's
+// kallsyms_offsets symbol says (see Tables.OffsetsAddr).
 //
 // Module symbols (Module != "") are not compressed: they are returned in
 // Tables.ModSyms in input order and take no part in the build (the real
 // tool never sees them). Names of KSYM_NAME_LEN bytes or more are skipped
-// with a warning in Tables.Warnings, as 6.1's read_symbol does. A name
-// that is empty or contains a NUL or C whitespace byte, or a type that is
-// NUL or whitespace, cannot come out of the tool's fscanf and is an error.
-// Other errors are the tool's own failures: no valid symbol, an address
-// out of range of the relative encoding.
+// with a warning in Tables.Warnings, as read_symbol does. A name that is
+// empty or contains a NUL or C whitespace byte, or a type that is NUL or
+// whitespace (from 6.12 on: or not ASCII), cannot come out of the tool's
+// parser and is an error. Other errors are the tool's own failures: a
+// flag the generation's tool lacks, no valid symbol (6.1), an address out
+// of range of the relative encoding.
 func Build(syms []Symbol, opt Options) (*Tables, error) {
-	b := &builder{opt: opt}
+	tl := toolOf(opt.Gen)
+	if err := tl.check(opt); err != nil {
+		return nil, err
+	}
+	b := &builder{opt: opt, tool: tl}
 	b.textRanges = [2]addrRange{{startSym: "_stext", endSym: "_etext"}, {startSym: "_sinittext", endSym: "_einittext"}}
 	b.percpuRange = [1]addrRange{{startSym: "__per_cpu_start", endSym: "__per_cpu_end", start: math.MaxUint64, end: 0}}
-	t := &Tables{BaseRelative: opt.BaseRelative, AbsolutePercpu: opt.AbsolutePercpu, AllSymbols: opt.AllSymbols}
+	t := &Tables{BaseRelative: opt.BaseRelative, AbsolutePercpu: opt.AbsolutePercpu, PCRelative: opt.PCRelative,
+		AllSymbols: opt.AllSymbols, Gen: opt.Gen}
 	if err := b.readMap(syms, t); err != nil {
 		return nil, err
 	}
 	if err := b.shrinkTable(); err != nil {
 		return nil, err
 	}
-	for _, s := range b.table {
-		if len(s.name) == KSYM_NAME_LEN-1 {
-			// type + 511 + NUL = 513 bytes into char[512]: 6.1's tool is
-			// undefined here (observed: a corrupted seqs table).
-			b.warnings = append(b.warnings, fmt.Sprintf("Symbol %s: a 511-byte name overflows 6.1 compare_names' %d-byte buffer; the real tool's kallsyms_seqs_of_names is undefined, this model sorts it as intended.", s.name, KSYM_NAME_LEN))
+	if tl.compareNamesBuf {
+		for _, s := range b.table {
+			if len(s.name) == KSYM_NAME_LEN-1 {
+				// type + 511 + NUL = 513 bytes into char[512]: 6.1's tool is
+				// undefined here (observed: a corrupted seqs table).
+				b.warnings = append(b.warnings, fmt.Sprintf("Symbol %s: a 511-byte name overflows 6.1 compare_names' %d-byte buffer; the real tool's kallsyms_seqs_of_names is undefined, this model sorts it as intended.", s.name, KSYM_NAME_LEN))
+			}
 		}
 	}
 	if opt.AbsolutePercpu {
@@ -207,7 +168,10 @@ func Build(syms []Symbol, opt Options) (*Tables, error) {
 	return t, nil
 }
 
-// Models scripts/kallsyms.c:read_map and read_symbol (6.1).
+// readMap reads the input as link-vmlinux.sh feeds it to the tool: from
+// 6.12 on through scripts/mksysmap first.
+//
+// Models scripts/kallsyms.c:read_map and read_symbol (6.1, 6.12, 7.3).
 func (b *builder) readMap(syms []Symbol, t *Tables) error {
 	b.table = make([]*symEntry, 0, len(syms))
 	for i := range syms {
@@ -222,6 +186,12 @@ func (b *builder) readMap(syms []Symbol, t *Tables) error {
 		if s.Type == 0 || isSpace(s.Type) {
 			return fmt.Errorf("ktab: symbol %d (%q): type %#02x is not a printable type character", i, s.Name, s.Type)
 		}
+		if b.tool.mksysmap != nil && b.tool.mksysmap(s.Name, s.Type) {
+			continue
+		}
+		if b.tool.asciiType && s.Type >= 0x80 {
+			return fmt.Errorf("ktab: symbol %d (%q): type %#02x is not ASCII (%s read_symbol: \"line format error\")", i, s.Name, s.Type, b.tool.gen)
+		}
 		for j := 0; j < len(s.Name); j++ {
 			if c := s.Name[j]; c == 0 || isSpace(c) {
 				return fmt.Errorf("ktab: symbol %d (%q): name contains byte %#02x", i, s.Name, c)
@@ -234,7 +204,12 @@ func (b *builder) readMap(syms []Symbol, t *Tables) error {
 		if s.Name == "_text" {
 			b.text = s.Addr
 		}
-		if isIgnoredSymbol(s.Name, s.Type) {
+		if s.Name == ObjOffsets {
+			// Not the tool's: where the linker puts the object that
+			// the PC-relative entries are relative to.
+			b.offsetsAddr, b.hasOffsets = s.Addr, true
+		}
+		if b.tool.isIgnoredSymbol(s.Name, s.Type) {
 			continue
 		}
 		checkSymbolRange(s.Name, s.Addr, b.textRanges[:])
@@ -247,9 +222,15 @@ func (b *builder) readMap(syms []Symbol, t *Tables) error {
 	return nil
 }
 
-// Models scripts/kallsyms.c:symbol_valid (6.1).
+// From 6.12 on __start_* and __stop_* (section bounds) are kept outside
+// the text ranges too.
+//
+// Models scripts/kallsyms.c:symbol_valid (6.1, 6.12, 7.3).
 func (b *builder) symbolValid(s *symEntry) bool {
 	if !b.opt.AllSymbols {
+		if b.tool.startStopValid && (strings.HasPrefix(s.name, "__start_") || strings.HasPrefix(s.name, "__stop_")) {
+			return true
+		}
 		if !symbolInRange(s.addr, b.textRanges[:]) {
 			return false
 		}
@@ -262,7 +243,9 @@ func (b *builder) symbolValid(s *symEntry) bool {
 	return true
 }
 
-// Models scripts/kallsyms.c:shrink_table.
+// An empty result is the tool's failure in 6.1 only.
+//
+// Models scripts/kallsyms.c:shrink_table (6.1, 6.12, 7.3).
 func (b *builder) shrinkTable() error {
 	pos := 0
 	for _, s := range b.table {
@@ -273,7 +256,7 @@ func (b *builder) shrinkTable() error {
 	}
 	clear(b.table[pos:])
 	b.table = b.table[:pos]
-	if pos == 0 {
+	if pos == 0 && b.tool.emptyFails {
 		return errors.New("ktab: no valid symbol (6.1 shrink_table: \"No valid symbol.\")")
 	}
 	return nil
@@ -507,42 +490,16 @@ func (b *builder) expandSymbol(data []byte, out []byte) []byte {
 	return out
 }
 
-// Models scripts/kallsyms.c:write_src (6.1): the contents of every object,
-// without the assembler framing and alignment.
+// writeSrc fills every object (their order and alignment are
+// Tables.Objects' and LabelAlign's).
+//
+// Models scripts/kallsyms.c:write_src (6.1, 6.12, 7.3): the contents of
+// every object, without the assembler framing and alignment.
 func (b *builder) writeSrc(t *Tables) error {
 	n := len(b.table)
 	t.NumSyms = n
-	if b.opt.BaseRelative {
-		t.RelativeBase = b.relBase
-		t.Offsets = make([]int32, n)
-		for i, s := range b.table {
-			var off int64
-			var overflow bool
-			switch {
-			case !b.opt.AbsolutePercpu:
-				off = int64(s.addr - b.relBase)
-				overflow = off < 0 || off > math.MaxUint32
-			case s.percpuAbsolute:
-				off = int64(s.addr)
-				overflow = off < 0 || off > math.MaxInt32
-			default:
-				off = int64(b.relBase - s.addr - 1)
-				overflow = off < math.MinInt32 || off >= 0
-			}
-			if overflow {
-				kind := "relative"
-				if s.percpuAbsolute {
-					kind = "absolute"
-				}
-				return fmt.Errorf("ktab: kallsyms failure: %s symbol value %#x out of range in relative mode", kind, s.addr)
-			}
-			t.Offsets[i] = int32(off)
-		}
-	} else {
-		t.Addresses = make([]uint64, n)
-		for i, s := range b.table {
-			t.Addresses[i] = s.addr
-		}
+	if err := b.writeAddresses(t); err != nil {
+		return err
 	}
 
 	size := 0
@@ -599,5 +556,81 @@ func (b *builder) writeSrc(t *Tables) error {
 		tt = append(tt, 0)
 	}
 	t.TokenTable = tt
+	return nil
+}
+
+// writeAddresses fills kallsyms_offsets (and kallsyms_relative_base) or
+// kallsyms_addresses for the table's encoding: write_src's address loop.
+func (b *builder) writeAddresses(t *Tables) error {
+	n := len(b.table)
+	switch t.Encoding() {
+	case EncodingAddresses:
+		t.Addresses = make([]uint64, n)
+		for i, s := range b.table {
+			t.Addresses[i] = s.addr
+		}
+		return nil
+	case EncodingPCRelative:
+		return b.writePCRelative(t)
+	case EncodingAbsolute32:
+		// 7.3 without --pc-relative: ".long %#x", (unsigned int)addr.
+		t.Offsets = make([]int32, n)
+		for i, s := range b.table {
+			t.Offsets[i] = int32(uint32(s.addr))
+		}
+		return nil
+	}
+	t.RelativeBase = b.relBase
+	t.Offsets = make([]int32, n)
+	for i, s := range b.table {
+		var off int64
+		var overflow bool
+		switch {
+		case !b.opt.AbsolutePercpu:
+			off = int64(s.addr - b.relBase)
+			overflow = off < 0 || off > math.MaxUint32
+		case s.percpuAbsolute:
+			off = int64(s.addr)
+			overflow = off < 0 || off > math.MaxInt32
+		default:
+			off = int64(b.relBase - s.addr - 1)
+			overflow = off < math.MinInt32 || off >= 0
+		}
+		if overflow {
+			kind := "relative"
+			if s.percpuAbsolute {
+				kind = "absolute"
+			}
+			return fmt.Errorf("ktab: kallsyms failure: %s symbol value %#x out of range in relative mode", kind, s.addr)
+		}
+		t.Offsets[i] = int32(off)
+	}
+	return nil
+}
+
+// writePCRelative is 7.3's --pc-relative: the tool checks addr - _text
+// fits an int and emits `.long _text - . + (addr - _text)`; the linker
+// resolves it (R_X86_64_PC32) to addr - &kallsyms_offsets[i], which is
+// what Offsets holds, with kallsyms_offsets at OffsetsAddr: the address of
+// the input's kallsyms_offsets symbol (the final link puts the object
+// where the previous pass did: link-vmlinux.sh checks System.map equals
+// the map kallsyms was fed), or _text when the input has none.
+func (b *builder) writePCRelative(t *Tables) error {
+	t.OffsetsAddr = b.text
+	if b.hasOffsets {
+		t.OffsetsAddr = b.offsetsAddr
+	}
+	t.Offsets = make([]int32, len(b.table))
+	for i, s := range b.table {
+		if off := int64(s.addr - b.text); off < math.MinInt32 || off > math.MaxInt32 {
+			return fmt.Errorf("ktab: kallsyms failure: relative symbol value %#x out of range", s.addr)
+		}
+		slot := t.OffsetsAddr + 4*uint64(i)
+		v := int64(s.addr - slot)
+		if v < math.MinInt32 || v > math.MaxInt32 {
+			return fmt.Errorf("ktab: link failure: kallsyms_offsets[%d] at %#x: symbol %s at %#x is out of R_X86_64_PC32 range", i, slot, s.name, s.addr)
+		}
+		t.Offsets[i] = int32(v)
+	}
 	return nil
 }

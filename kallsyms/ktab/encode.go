@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/kpsim/kpsim/image"
 )
 
 // The binary form of Tables, for the cache of kallsyms tables (package
@@ -12,7 +14,7 @@ import (
 // copy. Hand-rolled and flat, as image.EncodeKernel, for the same reason:
 // ~10^5 symbols decode at memory speed, with one allocation for all their
 // names.
-const tablesFormat = 1
+const tablesFormat = 2 // 2: Gen, PCRelative, OffsetsAddr
 
 const tablesMagic = "KPSIMT"
 
@@ -58,11 +60,12 @@ func EncodeTables(t *Tables) []byte {
 	}
 	b = binary.LittleEndian.AppendUint64(b, t.RelativeBase)
 	b = binary.LittleEndian.AppendUint64(b, t.Text)
+	b = binary.LittleEndian.AppendUint64(b, t.OffsetsAddr)
 	nilLen(t.Addresses == nil, len(t.Addresses))
 	for _, a := range t.Addresses {
 		b = binary.LittleEndian.AppendUint64(b, a)
 	}
-	b = append(b, flags(t.BaseRelative, t.AbsolutePercpu, t.AllSymbols))
+	b = append(b, flags(t.BaseRelative, t.AbsolutePercpu, t.AllSymbols, t.PCRelative), byte(t.Gen))
 	for _, l := range [][]Symbol{t.Syms, t.ModSyms} {
 		nilLen(l == nil, len(l))
 		for _, s := range l {
@@ -198,9 +201,9 @@ func DecodeTables(b []byte) (t *Tables, err error) {
 		}
 		b = b[4*n:]
 	}
-	need(16)
-	t.RelativeBase, t.Text = binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
-	b = b[16:]
+	need(24)
+	t.RelativeBase, t.Text, t.OffsetsAddr = binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:]), binary.LittleEndian.Uint64(b[16:])
+	b = b[24:]
 	if n := count(8); n >= 0 {
 		t.Addresses = make([]uint64, n)
 		for i := range t.Addresses {
@@ -208,10 +211,14 @@ func DecodeTables(b []byte) (t *Tables, err error) {
 		}
 		b = b[8*n:]
 	}
-	need(1)
+	need(2)
 	f := b[0]
-	b = b[1:]
-	t.BaseRelative, t.AbsolutePercpu, t.AllSymbols = f&1 != 0, f&2 != 0, f&4 != 0
+	if f >= 16 {
+		return nil, errTables
+	}
+	t.Gen = image.Generation(b[1])
+	b = b[2:]
+	t.BaseRelative, t.AbsolutePercpu, t.AllSymbols, t.PCRelative = f&1 != 0, f&2 != 0, f&4 != 0, f&8 != 0
 	for _, l := range []*[]Symbol{&t.Syms, &t.ModSyms} {
 		n := count(9)
 		if n < 0 {

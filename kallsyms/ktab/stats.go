@@ -14,38 +14,57 @@ type Object struct {
 	Data []byte
 }
 
-// Objects returns the objects 6.1's write_src emits, in its order:
-// kallsyms_offsets (s32 LE each) or kallsyms_addresses (u64 LE each),
-// kallsyms_relative_base (u64 LE, base-relative only), kallsyms_num_syms
-// (u32 LE), kallsyms_names, kallsyms_markers (u32 LE each),
-// kallsyms_seqs_of_names (3 bytes each, MSB first), kallsyms_token_table
-// (256 NUL-terminated strings), kallsyms_token_index (u16 LE each). The
-// addresses are the link-time values (the tool writes them as _text ± off).
+// Objects returns the objects the generation's write_src emits, in its
+// order (ObjectOrder): 6.1 kallsyms_offsets (s32 LE each) or
+// kallsyms_addresses (u64 LE each), kallsyms_relative_base (u64 LE,
+// base-relative only), kallsyms_num_syms (u32 LE), kallsyms_names,
+// kallsyms_markers (u32 LE each), kallsyms_seqs_of_names (3 bytes each,
+// MSB first), kallsyms_token_table (256 NUL-terminated strings),
+// kallsyms_token_index (u16 LE each); 6.12 num_syms, names, markers,
+// token_table, token_index, offsets, relative_base, seqs_of_names; 7.3
+// the same without relative_base. The addresses are the link-time values
+// (the tool writes them as _text ± off; 7.3's PC-relative entries as
+// resolved by the linker, see Tables.OffsetsAddr).
 //
-// Models scripts/kallsyms.c:write_src.
+// Models scripts/kallsyms.c:write_src (6.1, 6.12, 7.3).
 func (t *Tables) Objects() []Object {
-	var objs []Object
-	if t.BaseRelative {
-		objs = append(objs,
-			Object{"kallsyms_offsets", t.OffsetsBytes()},
-			Object{"kallsyms_relative_base", binary.LittleEndian.AppendUint64(nil, t.RelativeBase)})
-	} else {
-		objs = append(objs, Object{"kallsyms_addresses", t.OffsetsBytes()})
+	enc := t.Encoding()
+	order := toolOf(t.Gen).order(enc)
+	objs := make([]Object, 0, len(order))
+	for _, name := range order {
+		var data []byte
+		switch name {
+		case ObjOffsets:
+			if enc == EncodingAddresses {
+				name = ObjAddresses
+			}
+			data = t.OffsetsBytes()
+		case ObjAddresses:
+			data = t.OffsetsBytes()
+		case ObjRelativeBase:
+			data = binary.LittleEndian.AppendUint64(nil, t.RelativeBase)
+		case ObjNumSyms:
+			data = binary.LittleEndian.AppendUint32(nil, uint32(t.NumSyms))
+		case ObjNames:
+			data = t.Names
+		case ObjMarkers:
+			data = t.MarkersBytes()
+		case ObjSeqsOfNames:
+			data = t.SeqsOfNames
+		case ObjTokenTable:
+			data = t.TokenTable
+		case ObjTokenIndex:
+			data = t.TokenIndexBytes()
+		}
+		objs = append(objs, Object{name, data})
 	}
-	return append(objs,
-		Object{"kallsyms_num_syms", binary.LittleEndian.AppendUint32(nil, uint32(t.NumSyms))},
-		Object{"kallsyms_names", t.Names},
-		Object{"kallsyms_markers", t.MarkersBytes()},
-		Object{"kallsyms_seqs_of_names", t.SeqsOfNames},
-		Object{"kallsyms_token_table", t.TokenTable},
-		Object{"kallsyms_token_index", t.TokenIndexBytes()},
-	)
+	return objs
 }
 
-// OffsetsBytes is kallsyms_offsets as laid out (s32 LE each) with
-// BaseRelative, else kallsyms_addresses (u64 LE each).
+// OffsetsBytes is kallsyms_offsets as laid out (s32 LE each), or
+// kallsyms_addresses (u64 LE each) in EncodingAddresses.
 func (t *Tables) OffsetsBytes() []byte {
-	if !t.BaseRelative {
+	if t.Encoding() == EncodingAddresses {
 		b := make([]byte, 0, 8*len(t.Addresses))
 		for _, a := range t.Addresses {
 			b = binary.LittleEndian.AppendUint64(b, a)
@@ -142,7 +161,7 @@ type Stats struct {
 	NamesSHA256      string
 	MarkersSHA256    string
 	SeqsSHA256       string
-	OffsetsSHA256    string // s32 LE each, or u64 LE addresses without BaseRelative
+	OffsetsSHA256    string // s32 LE each, or u64 LE kallsyms_addresses
 	TokenTableSHA256 string
 	TokenIndexSHA256 string
 

@@ -6,7 +6,10 @@
 // kallsyms runs the lookups over it.
 package ktab
 
-import "github.com/kpsim/kpsim/sim"
+import (
+	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/sim"
+)
 
 // Symbol is one input symbol (a System.map or /proc/kallsyms line).
 type Symbol struct {
@@ -37,9 +40,14 @@ type Tables struct {
 	// TokenIndex is kallsyms_token_index: byte offset of token b's string.
 	TokenIndex [256]uint16
 	// Offsets is kallsyms_offsets, encoded as the options say (see
-	// SymAddress); RelativeBase is kallsyms_relative_base.
+	// Encoding and SymAddress); RelativeBase is kallsyms_relative_base
+	// (base-relative encodings only).
 	Offsets      []int32
 	RelativeBase uint64
+	// OffsetsAddr is the link address of kallsyms_offsets, which the
+	// PC-relative entries (7.3) are relative to: entry i lies at
+	// OffsetsAddr + 4·i. Zero in the other encodings.
+	OffsetsAddr uint64
 	// Text is the address of _text in the input (0 if absent): the tool
 	// emits kallsyms_addresses and kallsyms_relative_base as
 	// "_text + off", i.e. relative to it.
@@ -47,10 +55,15 @@ type Tables struct {
 	// Addresses is kallsyms_addresses, used instead of Offsets without
 	// --base-relative.
 	Addresses []uint64
-	// Build options the tables were made with.
+	// Build options the tables were made with (see Options).
 	BaseRelative   bool
 	AbsolutePercpu bool
+	PCRelative     bool
 	AllSymbols     bool
+	// Gen is the generation whose scripts/kallsyms.c made the tables:
+	// it decides write_src's object order (Objects) and, with the
+	// options, the Encoding. GenUnknown is 6.1.
+	Gen image.Generation
 
 	// Syms are the kept symbols in kallsyms index order (what the build
 	// sorted; simulator-side, not kernel data). Type is the stored type
@@ -70,18 +83,45 @@ type Tables struct {
 	derived sim.DerivedSlot
 }
 
-// SymAddress decodes kallsyms_offsets[i] as kernel/kallsyms.c:
-// kallsyms_sym_address does for the options the table was built with.
+// Encoding is how the tables hold the addresses, from the build options
+// and the generation's tool (see Encoding's constants).
+func (t *Tables) Encoding() Encoding {
+	return toolOf(t.Gen).encoding(t.BaseRelative, t.AbsolutePercpu, t.PCRelative)
+}
+
+// SymAddress decodes kallsyms_offsets[i] (kallsyms_addresses[i]) as
+// kernel/kallsyms.c:kallsyms_sym_address does for the table's Encoding:
+// the config options the function tests (CONFIG_KALLSYMS_BASE_RELATIVE
+// and ABSOLUTE_PERCPU in 6.1, ABSOLUTE_PERCPU in 6.12, CONFIG_64BIT and
+// CONFIG_RELOCATABLE in 7.3) are what the build flags were made from. One
+// function, each encoding's branch marked with the versions whose
+// function it is: this is the simulator's hottest table read, and it
+// stays small enough to inline.
 //
-// Models kernel/kallsyms.c:kallsyms_sym_address.
+// Models kernel/kallsyms.c:kallsyms_sym_address (6.1, 6.12, 7.3).
 func (t *Tables) SymAddress(i int) uint64 {
+	if t.PCRelative {
+		// 7.3, CONFIG_64BIT || CONFIG_RELOCATABLE:
+		// offset_to_ptr(kallsyms_offsets + idx).
+		return t.OffsetsAddr + 4*uint64(i) + uint64(int64(t.Offsets[i]))
+	}
 	if !t.BaseRelative {
+		if plainEncodings[t.Gen] == EncodingAbsolute32 {
+			// 7.3, !CONFIG_64BIT && !CONFIG_RELOCATABLE: the value.
+			return uint64(uint32(t.Offsets[i]))
+		}
+		// 6.1, !CONFIG_KALLSYMS_BASE_RELATIVE: kallsyms_addresses[idx].
 		return t.Addresses[i]
 	}
 	off := t.Offsets[i]
 	if !t.AbsolutePercpu {
+		// 6.1, 6.12 without CONFIG_KALLSYMS_ABSOLUTE_PERCPU: unsigned
+		// offsets from kallsyms_relative_base.
 		return t.RelativeBase + uint64(uint32(off))
 	}
+	// 6.1, 6.12 with CONFIG_KALLSYMS_ABSOLUTE_PERCPU: non-negative
+	// offsets are absolute values, negative ones relative to
+	// kallsyms_relative_base - 1.
 	if off >= 0 {
 		return uint64(off)
 	}
