@@ -37,9 +37,10 @@ var PhaseBoot = sim.NewPhase("boot", "boot-time initialisation (populate_kprobe_
 // PhaseLateInit holds the late_initcall work (building the indexes).
 var PhaseLateInit = sim.NewPhase("late_init", "late_initcall: building the address indexes of the series")
 
-// KallsymsBuildOptions are the scripts/kallsyms flags of an x86-64 6.1
-// distro build (KALLSYMS_ALL, ABSOLUTE_PERCPU, BASE_RELATIVE).
-var KallsymsBuildOptions = ktab.Options{AllSymbols: true, AbsolutePercpu: true, BaseRelative: true}
+// KallsymsBuildOptions are the scripts/kallsyms flags of k's generation
+// as Debian builds x86-64 (6.1 and 6.12: KALLSYMS_ALL, ABSOLUTE_PERCPU,
+// BASE_RELATIVE; 7.3: KALLSYMS_ALL, PC-relative offsets).
+func KallsymsBuildOptions(k *image.Kernel) ktab.Options { return ktab.OptionsFor(k.Config.Gen) }
 
 // The kallsyms tables the build would embed in this image: built once per
 // image, in its Derived store (simulator data; the tables never change).
@@ -64,7 +65,7 @@ func KallsymsTables(k *image.Kernel) (*ktab.Tables, error) {
 	if s.t != nil {
 		return s.t, nil
 	}
-	t, err := ktab.Build(SymbolsOf(k), KallsymsBuildOptions)
+	t, err := ktab.Build(SymbolsOf(k), KallsymsBuildOptions(k))
 	if err != nil {
 		return nil, fmt.Errorf("kallsyms tables of %s: %w", k.Name, err)
 	}
@@ -92,11 +93,32 @@ func UseKallsymsTables(k *image.Kernel, t *ktab.Tables) {
 }
 
 // SymbolsOf lists k's vmlinux symbols as scripts/kallsyms reads them from
-// `nm -n` (address order, the image's own types).
+// `nm -n` (address order, the image's own types). On 6.12, whose tool
+// ignores absolute symbols, the per-cpu symbols a stripped image's
+// kallsyms tables print as 'A' (make_percpus_absolute's doing) go back to
+// the data type nm gave them, so the build makes the tables the image
+// holds.
 func SymbolsOf(k *image.Kernel) []ktab.Symbol {
 	out := make([]ktab.Symbol, 0, len(k.Symbols))
 	for _, s := range k.Symbols {
 		out = append(out, ktab.Symbol{Addr: s.Addr, Type: byte(s.Type), Name: s.Name})
+	}
+	if k.Config.Gen == image.Gen612 {
+		var lo, hi uint64
+		var okLo, okHi bool
+		for _, s := range k.Symbols {
+			switch s.Name {
+			case "__per_cpu_start":
+				lo, okLo = s.Addr, true
+			case "__per_cpu_end":
+				hi, okHi = s.Addr, true
+			}
+		}
+		for i := range out {
+			if okLo && okHi && out[i].Type == 'A' && out[i].Addr >= lo && out[i].Addr <= hi {
+				out[i].Type = 'D'
+			}
+		}
 	}
 	return out
 }

@@ -55,7 +55,7 @@ func kallsymsCached(k *image.Kernel, noCache bool) error {
 		in = binary.AppendUvarint(in, uint64(len(s.Name)))
 		in = append(in, s.Name...)
 	}
-	key := cache.Key("kallsyms-tables", in, []byte(fmt.Sprintf("%#v", machine.KallsymsBuildOptions)))
+	key := cache.Key("kallsyms-tables", in, []byte(fmt.Sprintf("%#v", machine.KallsymsBuildOptions(k))))
 	if b, ok := cache.Get("kallsyms", key); ok {
 		if t, err := ktab.DecodeTables(b); err == nil {
 			machine.UseKallsymsTables(k, t)
