@@ -13,6 +13,7 @@ import (
 	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/machine"
+	"github.com/kpsim/kpsim/x86"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -330,7 +331,10 @@ func PlaceTargets(ts []Target, k *image.Kernel, p Placement, offset int) {
 			if t.Symbol != "" {
 				entry = first(t.Symbol)
 			}
-			if k.Config.IBT {
+			// Past an ENDBR64 (or its sealed poison): a function whose
+			// address is never taken has none, and its __fentry__
+			// call sits at +0.
+			if k.Config.IBT && (entry == 0 || x86.IsEndbr(k.Text(entry, 4))) {
 				off += 4
 			}
 			if entry != 0 && mcount[entry+uint64(off)] {
