@@ -137,9 +137,8 @@ var objdumpGenExceptions = map[string]string{
 // TestBoundariesMatchObjdumpGenerations: for the 6.12 and 7.3 -dbg
 // vmlinux, as built and booted for the default CPU, the boundaries of
 // the kernel decoder (x86.DecodeKernel) equal objdump's in at least
-// 99.95% of functions, the others named with their reason. An image the
-// loader does not take yet (7.3's bug table) is skipped, naming the
-// error. ~25 s of objdump per subtest: skipped under -short.
+// 99.95% of functions, the others named with their reason. ~25 s of
+// objdump per subtest: skipped under -short.
 func TestBoundariesMatchObjdumpGenerations(t *testing.T) {
 	if testing.Short() {
 		t.Skip("decodes the whole real .text of 6.12 and 7.3")
@@ -158,7 +157,7 @@ func TestBoundariesMatchObjdumpGenerations(t *testing.T) {
 				}
 				r, err := BytesWith(p.Vmlinux, vmlinux, Options{CPU: cpu, NoCache: true})
 				if err != nil {
-					t.Skipf("the loader does not take the %s image yet: %v", g, err)
+					t.Fatal(err)
 				}
 				if cpu != alternative.CPUNone {
 					vmlinux = withText(t, vmlinux, r.Kernel)
