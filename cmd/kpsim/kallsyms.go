@@ -2,10 +2,12 @@ package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 
+	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kallsyms/ktab"
 )
 
@@ -15,7 +17,7 @@ var kallsymsDefaults = ktab.Options{AllSymbols: true, AbsolutePercpu: true, Base
 
 func runKallsyms(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
-		fmt.Fprintln(stdout, "usage: kpsim kallsyms dump --symbols FILE [--all-symbols] [--absolute-percpu] [--base-relative] [--what tokens|stats]")
+		fmt.Fprintln(stdout, "usage: kpsim kallsyms dump --symbols FILE [--kernel-version 6.1|6.12|7.3] [--all-symbols] [--absolute-percpu] [--base-relative] [--pc-relative] [--what tokens|stats]")
 		return errHelp
 	}
 	if len(args) == 0 || args[0] != "dump" {
@@ -27,13 +29,34 @@ func runKallsyms(args []string, stdout, stderr io.Writer) error {
 	// build (CONFIG_KALLSYMS_ALL, _ABSOLUTE_PERCPU, _BASE_RELATIVE all y);
 	// --X=false gives scripts/kallsyms' own (off) defaults.
 	opt := kallsymsDefaults
+	gen := fs.String("kernel-version", "6.1", "whose scripts/kallsyms (and symbol filter) to run: 6.1, 6.12 or 7.3; its Debian x86-64 flags are the defaults of the flags below")
 	fs.BoolVar(&opt.AllSymbols, "all-symbols", opt.AllSymbols, "scripts/kallsyms --all-symbols (CONFIG_KALLSYMS_ALL)")
-	fs.BoolVar(&opt.AbsolutePercpu, "absolute-percpu", opt.AbsolutePercpu, "scripts/kallsyms --absolute-percpu")
-	fs.BoolVar(&opt.BaseRelative, "base-relative", opt.BaseRelative, "scripts/kallsyms --base-relative")
+	fs.BoolVar(&opt.AbsolutePercpu, "absolute-percpu", opt.AbsolutePercpu, "scripts/kallsyms --absolute-percpu (6.1, 6.12; default on there)")
+	fs.BoolVar(&opt.BaseRelative, "base-relative", opt.BaseRelative, "scripts/kallsyms --base-relative (6.1; always on in 6.12's tool, absent from 7.3's)")
+	fs.BoolVar(&opt.PCRelative, "pc-relative", opt.PCRelative, "scripts/kallsyms --pc-relative (7.3, where it is the default)")
 	what := fs.String("what", "stats", "tokens (the 256 token strings, index order) or stats (sizes and table hashes)")
 	if err := parse(fs, args[1:], stdout); err != nil {
 		return err
 	}
+	g, err := image.ParseGeneration(*gen)
+	if err != nil {
+		return usagef("--kernel-version: %v", err)
+	}
+	// The generation's flags, then what the command line set.
+	set := opt
+	opt = ktab.OptionsFor(g)
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "all-symbols":
+			opt.AllSymbols = set.AllSymbols
+		case "absolute-percpu":
+			opt.AbsolutePercpu = set.AbsolutePercpu
+		case "base-relative":
+			opt.BaseRelative = set.BaseRelative
+		case "pc-relative":
+			opt.PCRelative = set.PCRelative
+		}
+	})
 	if *symbols == "" {
 		return usagef("--symbols: a symbol file is required")
 	}
