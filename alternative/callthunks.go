@@ -30,17 +30,83 @@ func (p *Patcher) CallthunksPatchBuiltinCalls(t *Tables) error {
 	if ct == nil || len(ct.Template) == 0 || ct.TextEnd <= ct.TextStart {
 		return fmt.Errorf("call depth tracking: no skl_call_thunk_template or _text/_etext in the image")
 	}
+	return p.callthunksSetup(t, coreText{base: ct.TextStart, end: ct.TextEnd}, ct)
+}
+
+// ModuleText is what callthunks_patch_module_calls knows of the module
+// being loaded: its MOD_TEXT block (struct core_text: only call sites
+// there are patched, and a destination there has its padding written
+// directly) and which addresses are in another module's core memory
+// (within_module_coretext; the module being loaded is not yet in the
+// module tree: MODULE_STATE_UNFORMED).
+type ModuleText struct {
+	Name      string
+	Base, End uint64
+	// OtherCore is within_module_coretext: addr is in the core memory of
+	// a formed module. Nil: there is none.
+	OtherCore func(addr uint64) bool
+}
+
+// CallthunksPatchModuleCalls, when boot set call depth tracking up
+// (thunks_initialized: X86_FEATURE_CALL_DEPTH), re-aims the direct calls
+// of a module's .call_sites (6.12: and of its alternative sites) that lie
+// in its MOD_TEXT at their destination's accounting thunk, writing the
+// template into the destination's padding when it still holds NOPs: in
+// the module itself, in vmlinux core text or in another module (there
+// through text_poke_copy_locked; the bytes are the same). Calls from
+// init text, to init text or to skip_addr's destinations stay.
+//
+// Models arch/x86/kernel/callthunks.c:callthunks_patch_module_calls,
+// callthunks_setup, patch_call_sites, patch_alt_call_sites (6.12),
+// patch_call, is_coretext and patch_dest.
+func (p *Patcher) CallthunksPatchModuleCalls(t *Tables, mod *ModuleText) error {
+	if !p.model().CallThunks || !p.CPU.Features.Has(p.bits().CALL_DEPTH) {
+		return nil
+	}
+	ct := p.Env.CallThunks
+	if ct == nil || len(ct.Template) == 0 || ct.TextEnd <= ct.TextStart {
+		return fmt.Errorf("call depth tracking: no skl_call_thunk_template or _text/_etext in the image")
+	}
+	if mod == nil || mod.End <= mod.Base {
+		return fmt.Errorf("call depth tracking: no MOD_TEXT for the module's call sites")
+	}
+	return p.callthunksSetup(t, coreText{base: mod.Base, end: mod.End, other: mod.OtherCore}, ct)
+}
+
+// coreText is struct core_text (the text whose call sites are patched)
+// with is_coretext's view of the rest of core text.
+type coreText struct {
+	base, end uint64
+	// other is within_module_coretext (nil at boot: no modules yet).
+	other func(uint64) bool
+}
+
+func (c coreText) within(a uint64) bool { return a >= c.base && a < c.end }
+
+// isCoretext: ct, builtin core text [_text, _etext), or a module's core
+// memory.
+//
+// Models arch/x86/kernel/callthunks.c:is_coretext.
+func (c coreText) isCoretext(a uint64, env *CallThunkEnv) bool {
+	return c.within(a) || env.core(a) || c.other != nil && c.other(a)
+}
+
+// callthunksSetup patches the call sites and (6.12) the alternative
+// sites of ct.
+//
+// Models arch/x86/kernel/callthunks.c:callthunks_setup.
+func (p *Patcher) callthunksSetup(t *Tables, ct coreText, env *CallThunkEnv) error {
 	st := &p.Stats.CallThunks
 	for _, a := range t.CallSites {
 		st.Sites++
-		if err := p.patchCall(a, ct); err != nil {
+		if err := p.patchCall(a, ct, env); err != nil {
 			return err
 		}
 	}
 	if p.model().callThunkAltSites {
 		for _, a := range t.Alternatives {
 			st.AltSites++
-			if err := p.patchCall(a.Instr, ct); err != nil {
+			if err := p.patchCall(a.Instr, ct, env); err != nil {
 				return err
 			}
 		}
@@ -67,9 +133,9 @@ func (ct *CallThunkEnv) skipAddr(dest uint64) bool {
 	return false
 }
 
-func (p *Patcher) patchCall(addr uint64, ct *CallThunkEnv) error {
+func (p *Patcher) patchCall(addr uint64, ct coreText, env *CallThunkEnv) error {
 	st := &p.Stats.CallThunks
-	if !ct.core(addr) {
+	if !ct.within(addr) {
 		st.Skipped++
 		return nil
 	}
@@ -83,11 +149,11 @@ func (p *Patcher) patchCall(addr uint64, ct *CallThunkEnv) error {
 		return nil
 	}
 	dest := in.Target(addr)
-	if ct.skipAddr(dest) || !ct.core(dest) {
+	if env.skipAddr(dest) || !ct.isCoretext(dest, env) {
 		st.Skipped++
 		return nil
 	}
-	pad, ok, err := p.patchDest(dest, ct)
+	pad, ok, err := p.patchDest(dest, env)
 	if err != nil {
 		return err
 	}

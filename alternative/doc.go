@@ -41,7 +41,13 @@
 //
 // Modules get the same four steps in module_finalize
 // (arch/x86/kernel/module.c), over their own relocated tables, with the
-// vmlinux pv_ops and thunks: Patcher.ModuleFinalize.
+// vmlinux pv_ops and thunks: Patcher.ModuleFinalize. In 6.12 and 7.3
+// (Model) module_finalize runs apply_retpolines, apply_returns,
+// apply_alternatives, callthunks_patch_module_calls and apply_seal_endbr
+// (7.3: the call thunks before the alternatives, over .call_sites only);
+// the call thunks patch only calls in the module's MOD_TEXT
+// (Patcher.Module) and may write the accounting template into the
+// padding of a vmlinux or another module's function.
 //
 // # Which patchings change instruction boundaries
 //

@@ -33,6 +33,11 @@ import (
 //     lea 0(%reg),%reg and jmp +0, emit_indirect pads calls with CS
 //     prefixes and jumps with int3, and apply_retpolines leaves Jcc.d8
 //     and FineIBT-paranoid sites alone.
+//
+// module_finalize (Patcher.ModuleFinalize) follows the same order with
+// the module's tables; its call thunks are callthunks_patch_module_calls'
+// (calls in MOD_TEXT only), and 7.3 runs them before apply_alternatives
+// there too.
 type Model struct {
 	Gen image.Generation
 	// Release is the source release the model was read from.
@@ -58,6 +63,7 @@ type Model struct {
 	bits featureBits
 
 	alternativeInstructions func(p *Patcher, t *Tables) error
+	moduleFinalize          func(p *Patcher, t *Tables) error
 	parseAlt                func(b []byte, base uint64) ([]AltInstr, error)
 	applyAlternatives       func(p *Patcher, alts []AltInstr) error
 	insnIsNop               func(in x86.Insn) bool
@@ -123,15 +129,18 @@ const model612NotModelled = "not modelled: static-call and jump-label init (same
 // the models (Patcher.model), which Go's initialization order forbids.
 func init() {
 	model61.alternativeInstructions = alternativeInstructions61
+	model61.moduleFinalize = moduleFinalize61
 	model61.parseAlt = ParseAltInstructions
 	model61.applyAlternatives = (*Patcher).ApplyAlternatives
 	model61.emitIndirect = emitIndirect61
 	model612.alternativeInstructions = alternativeInstructions612
+	model612.moduleFinalize = moduleFinalize612
 	model612.parseAlt = ParseAltInstructions14
 	model612.applyAlternatives = applyAlternatives612
 	model612.insnIsNop = insnIsNop612
 	model612.emitIndirect = emitIndirect61
 	model73.alternativeInstructions = alternativeInstructions73
+	model73.moduleFinalize = moduleFinalize73
 	model73.parseAlt = ParseAltInstructions14
 	model73.applyAlternatives = applyAlternatives73
 	model73.insnIsNop = insnIsNop73

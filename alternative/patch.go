@@ -151,6 +151,9 @@ type Patcher struct {
 	CPU   *CPU
 	Env   *Env
 	Mem   Memory
+	// Module is the module ModuleFinalize patches (6.12, 7.3: its
+	// MOD_TEXT for callthunks_patch_module_calls); nil at boot.
+	Module *ModuleText
 	// Record keeps every site's before/after bytes in Sites.
 	Record bool
 	Sites  []Site
@@ -197,16 +200,6 @@ func alternativeInstructions61(p *Patcher, t *Tables) error {
 		return err
 	}
 	return p.ApplyAlternatives(t.Alternatives)
-}
-
-// ModuleFinalize patches a module's text in module_finalize's order:
-// apply_paravirt, apply_retpolines (between its_init_mod and
-// its_fini_mod: Env.ITSThunk allocates the module's thunks), apply_returns,
-// apply_alternatives. The tables are the module's own, relocated.
-//
-// Models arch/x86/kernel/module.c:module_finalize (its patching part).
-func (p *Patcher) ModuleFinalize(t *Tables) error {
-	return p.AlternativeInstructions(t)
 }
 
 // text returns the n bytes at addr or an error naming the site.

@@ -22,8 +22,9 @@
 // apply_relocations applies the RELA sections of allocated sections
 // (arch/x86/kernel/module.c:apply_relocate_add: NONE, 64, 32, 32S, PC32,
 // PLT32, PC64), post_relocation sorts the exception table and builds the
-// module kallsyms (add_kallsyms), module_finalize patches the text
-// (paravirt, retpolines, returns, alternatives), ftrace_module_init NOPs
+// module kallsyms (add_kallsyms), module_finalize patches the text for the
+// boot CPU (paravirt, retpolines, returns, alternatives; see finalize.go
+// for 6.12's and 7.3's), ftrace_module_init NOPs
 // the __fentry__ calls, the COMING notifiers set up jump labels, static
 // calls and the kprobe blacklist, do_init_module runs init, sets the state
 // LIVE, trims the init entries of the exception table, switches kallsyms
@@ -76,4 +77,14 @@
 // (apply_relocations). jump_entry (16 bytes), static_call_site (8),
 // exception_table_entry (12), __mcount_loc and _kprobe_blacklist
 // (8-byte addresses) are the same in all three.
+//
+// module_finalize (moduleFinalize) differs with alternative.Model, chosen
+// from k.Config.Gen: 6.12 and 7.3 have no .parainstructions (pv calls are
+// ALT_FLAG_DIRECT_CALL alternatives that read vmlinux's pv_ops), parse
+// the 14-byte alt_instr, poison every .ibt_endbr_seal ENDBR
+// (CONFIG_X86_KERNEL_IBT, whatever the CPU) and, with call depth
+// tracking, re-aim the direct calls of MOD_TEXT at accounting thunks,
+// writing into vmlinux's and other modules' function padding
+// (callthunks_patch_module_calls; 6.12 after the alternatives and over
+// them too, 7.3 before them).
 package module

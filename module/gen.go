@@ -38,10 +38,11 @@ type loaderGen struct {
 	// relocPercpu: apply_relocations also relocates the per-cpu
 	// section's ELF template, which is not SHF_ALLOC.
 	relocPercpu bool
-	// finalizeModelled: moduleFinalize models this generation's
-	// module_finalize for a boot CPU (6.1 only so far; the later ones are
-	// left as built, with a note).
-	finalizeModelled bool
+	// finalizeTables are the sections module_finalize patches from
+	// (arch/x86/kernel/module.c), besides .smp_locks (patched only on a
+	// uniprocessor boot) and .cfi_sites (FineIBT: not in Debian's gcc
+	// builds).
+	finalizeTables []string
 }
 
 // bugEntryLayout is struct bug_entry with
@@ -63,7 +64,11 @@ var (
 	roAfterInit61   = []string{".data..ro_after_init", "__jump_table"}
 	versions61      = []string{"__versions"}
 	loaderGen61Name = "layout_sections (6.1): one core and one init block, page-aligned text, rodata, ro_after_init and data groups inside each"
-	loaderGenMemNm  = "__layout_sections (6.4+): one block per mod_mem_type (MOD_TEXT, MOD_DATA, MOD_RODATA, MOD_RO_AFTER_INIT, MOD_INIT_TEXT, MOD_INIT_DATA, MOD_INIT_RODATA)"
+	// 6.1: apply_paravirt, apply_retpolines, apply_returns, apply_alternatives.
+	finalizeTables61 = []string{".parainstructions", ".retpoline_sites", ".return_sites", ".altinstructions"}
+	// 6.12, 7.3: no .parainstructions; call thunks and ENDBR sealing.
+	finalizeTables612 = []string{".retpoline_sites", ".return_sites", ".call_sites", ".ibt_endbr_seal", ".altinstructions"}
+	loaderGenMemNm    = "__layout_sections (6.4+): one block per mod_mem_type (MOD_TEXT, MOD_DATA, MOD_RODATA, MOD_RO_AFTER_INIT, MOD_INIT_TEXT, MOD_INIT_DATA, MOD_INIT_RODATA)"
 )
 
 // loaderGens are the modelled generations' loaders.
@@ -73,7 +78,7 @@ var loaderGens = map[image.Generation]*loaderGen{
 	image.Gen61: {
 		gen: image.Gen61, layoutAndAllocate: layoutAndAllocate61, layoutName: loaderGen61Name,
 		roAfterInit: roAfterInit61, versions: versions61, ksymtabs: ksymtabs61, plain: "__ksymtab",
-		bug: [2]bugEntryLayout{bugEntry61, bugEntry61Verb}, altInstrSize: 12, finalizeModelled: true,
+		bug: [2]bugEntryLayout{bugEntry61, bugEntry61Verb}, altInstrSize: 12, finalizeTables: finalizeTables61,
 	},
 	// 6.12.117: mod->mem[] (6.4, "module: introduce module_memory"),
 	// module_memory_alloc → execmem_alloc (6.10): a vmalloc per type in
@@ -83,7 +88,7 @@ var loaderGens = map[image.Generation]*loaderGen{
 	image.Gen612: {
 		gen: image.Gen612, layoutAndAllocate: layoutAndAllocateMem, layoutName: loaderGenMemNm,
 		roAfterInit: roAfterInit61, versions: versions61, ksymtabs: ksymtabs61, plain: "__ksymtab",
-		bug: [2]bugEntryLayout{bugEntry61, bugEntry61Verb}, altInstrSize: 14,
+		bug: [2]bugEntryLayout{bugEntry61, bugEntry61Verb}, altInstrSize: 14, finalizeTables: finalizeTables612,
 	},
 	// 7.3: module text from the execmem ROX cache (mm/execmem.c;
 	// arch/x86/mm/init.c:execmem_arch_setup); .static_call_sites is ro_after_init too
@@ -99,7 +104,7 @@ var loaderGens = map[image.Generation]*loaderGen{
 		versions:    []string{"__versions", "__version_ext_crcs", "__version_ext_names"},
 		ksymtabs:    []string{"__ksymtab"}, plain: "__ksymtab",
 		bug:          [2]bugEntryLayout{bugEntry73, bugEntry73Verb},
-		altInstrSize: 14, relocPercpu: true,
+		altInstrSize: 14, relocPercpu: true, finalizeTables: finalizeTables612,
 	},
 }
 

@@ -27,9 +27,13 @@ type Loaded struct {
 	Uses     []*Loaded // modules it links against (ref_module)
 	Counts   Counts
 	// Finalize says what module_finalize did to the text; Patch counts it
-	// per table (zero when the image was not boot-patched for a CPU).
-	Finalize []string
-	Patch    alternative.Stats
+	// per table (zero when the image was not boot-patched for a CPU);
+	// Sites counts the sites by table and result; PatchedSites holds each
+	// site's bytes before and after (Options.RecordSites).
+	Finalize     []string
+	Patch        alternative.Stats
+	Sites        []SiteCount
+	PatchedSites []alternative.Site
 
 	exports map[string]uint64
 	mem     *Memory
@@ -84,6 +88,9 @@ type Options struct {
 	// Faults injects the load's allocation failures (faults.go); nil
 	// injects nothing.
 	Faults *sim.Faults
+	// RecordSites keeps every site module_finalize visited in
+	// Loaded.PatchedSites.
+	RecordSites bool
 }
 
 // Loader loads modules into one image, in order. Not safe for concurrent use.

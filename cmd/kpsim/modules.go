@@ -33,7 +33,7 @@ type moduleFlags struct {
 }
 
 // moduleFinalizeNote says which text patches a loaded module gets.
-const moduleFinalizeNote = "module text: relocated; module_finalize for the boot CPU (paravirt, retpolines, returns, alternatives; no ITS thunk pages, IBT off); " +
+const moduleFinalizeNote = "module text: relocated; module_finalize for the boot CPU (the generation's tables, as counted below; ITS thunks from the static array, no per-module ITS pages); " +
 	"__fentry__ calls NOPed (ftrace_module_init); jump labels and static calls keep their built bytes (COMING rewrites are same-length)"
 
 // synthCheck refuses a module list for the generator.
@@ -249,33 +249,11 @@ func (f *imageFlags) loadModules(k *image.Kernel) error {
 		}
 	}
 	k.Notes = notes
-	var tot alternative.Stats
-	for _, m := range l.Loaded() {
-		p := &m.Patch
-		tot.Paravirt.Sites += p.Paravirt.Sites
-		tot.Paravirt.Direct += p.Paravirt.Direct
-		tot.Paravirt.Nop += p.Paravirt.Nop
-		tot.Retpolines.Sites += p.Retpolines.Sites
-		tot.Retpolines.Indirect += p.Retpolines.Indirect
-		tot.Retpolines.Kept += p.Retpolines.Kept
-		tot.Returns.Sites += p.Returns.Sites
-		tot.Returns.Ret += p.Returns.Ret
-		tot.Returns.Thunk += p.Returns.Thunk
-		tot.Returns.Tramp += p.Returns.Tramp
-		tot.Alternatives.Sites += p.Alternatives.Sites
-		tot.Alternatives.Replaced += p.Alternatives.Replaced
-	}
 	k.Notes = append(k.Notes, fmt.Sprintf("%d modules loaded from %s (%d named, %d more as their dependencies), LIVE, init text freed; module area from %#x (MODULES_VADDR + one page)",
 		len(l.Loaded()), dir, len(names), len(l.Loaded())-len(names), uint64(module.ModulesVaddr+module.DefaultLoadOffset)))
 	k.Notes = append(k.Notes, moduleFinalizeNote)
-	if ls := l.Loaded(); len(ls) > 0 && len(ls[0].Finalize) > 0 && strings.Contains(ls[0].Finalize[0], "is not modelled") {
-		k.Notes = append(k.Notes, ls[0].Finalize[0]) // a generation whose module_finalize kpsim does not model yet
-	}
 	if c := k.Config.CPU; c != "" && c != alternative.CPUNone {
-		s := &tot
-		k.Notes = append(k.Notes, fmt.Sprintf("module_finalize (%s), all modules: paravirt %d (%d direct calls, %d nops), retpolines %d (%d call/jmp *%%reg, %d kept), returns %d (%d ret, %d thunk, %d static-call trampolines), alternatives %d (%d replaced)",
-			c, s.Paravirt.Sites, s.Paravirt.Direct, s.Paravirt.Nop, s.Retpolines.Sites, s.Retpolines.Indirect, s.Retpolines.Kept,
-			s.Returns.Sites, s.Returns.Ret, s.Returns.Thunk, s.Returns.Tramp, s.Alternatives.Sites, s.Alternatives.Replaced))
+		k.Notes = append(k.Notes, module.FinalizeNote(alternative.ModelFor(k.Config.Gen), c, l.Loaded()))
 	}
 	if err := k.Validate(); err != nil {
 		return usagef("--modules: %v", err)
