@@ -225,3 +225,33 @@ func objdumpFirst(t *testing.T, code []byte) (int, string) {
 	t.Fatalf("objdump printed no instruction for % x", code)
 	return 0, ""
 }
+
+func FuzzDecoders(f *testing.F) {
+	for _, tc := range genCases {
+		f.Add(hx(nil, tc.hex))
+	}
+	f.Add(benchText[:64])
+	f.Fuzz(func(t *testing.T, code []byte) {
+		for _, g := range image.Generations {
+			d := For(g)
+			k, kerr := d.DecodeKernel(nil, code)
+			if kerr == nil && (k.Len < 1 || k.Len > MaxInsnSize || k.Len > len(code)) {
+				t.Fatalf("%s % x: DecodeKernel len %d", g, code, k.Len)
+			}
+			in, err := d.Decode(nil, code)
+			if err != nil {
+				continue
+			}
+			if kerr != nil || k.Len != in.Len {
+				t.Fatalf("%s % x: Decode len %d, DecodeKernel len %d %v", g, code, in.Len, k.Len, kerr)
+			}
+			if in.Mnemonic == "" {
+				t.Fatalf("%s % x: no mnemonic", g, code)
+			}
+			in2, err := d.Decode(nil, code[:in.Len])
+			if err != nil || in2 != in {
+				t.Fatalf("%s % x: truncated to %d: %+v %v, was %+v", g, code, in.Len, in2, err, in)
+			}
+		}
+	})
+}
