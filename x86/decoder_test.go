@@ -1,15 +1,21 @@
 package x86
 
 import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/internal/realkernel"
 )
 
 // genCase is an instruction whose decode differs between the generations'
@@ -254,4 +260,129 @@ func FuzzDecoders(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestAgainstObjdumpKernels walks the .text of the 6.12 and 7.3 debug
+// vmlinux with objdump's instruction boundaries and checks every length
+// with that generation's DecodeKernel, and counts the instructions Decode
+// cannot name. Set KPSIM_X86_KERNELS=1 to run it (objdump takes ~10 s a
+// kernel); it skips kernels `make real-kernel KVER=... DBG=1` did not fetch.
+func TestAgainstObjdumpKernels(t *testing.T) {
+	if os.Getenv("KPSIM_X86_KERNELS") == "" {
+		t.Skip("set KPSIM_X86_KERNELS=1 to compare the 6.12 and 7.3 vmlinux .text with objdump")
+	}
+	if _, err := exec.LookPath("objdump"); err != nil {
+		t.Skip("objdump not installed")
+	}
+	for _, g := range []image.Generation{image.Gen612, image.Gen73} {
+		t.Run(g.String(), func(t *testing.T) {
+			compareObjdumpText(t, For(g), realkernel.FindDbg(t, g).Vmlinux)
+		})
+	}
+}
+
+func compareObjdumpText(t *testing.T, d *Decoder, path string) {
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sec := f.Section(".text")
+	if sec == nil {
+		t.Fatalf("%s: no .text", path)
+	}
+	data, err := sec.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("objdump", "-d", "-w", "-j", ".text", path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	n, bad, unnamed, explained := 0, 0, 0, 0
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), "\t", 3)
+		if len(parts) < 3 || !strings.HasSuffix(parts[0], ":") {
+			continue
+		}
+		addr, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(parts[0], ":")), 16, 64)
+		if err != nil || addr < sec.Addr || addr >= sec.Addr+uint64(len(data)) {
+			continue
+		}
+		b, err := hex.DecodeString(strings.ReplaceAll(strings.TrimSpace(parts[1]), " ", ""))
+		if err != nil {
+			continue
+		}
+		off := addr - sec.Addr
+		code := data[off:min(uint64(len(data)), off+MaxInsnSize)]
+		n++
+		in, err := d.DecodeKernel(nil, code)
+		if err != nil || in.Len != len(b) {
+			if why := objdumpDiffers(code, parts[2]); why != "" {
+				explained++
+				t.Logf("%#x: % x %s: kpsim len %d: %s", addr, b, parts[2], in.Len, why)
+				continue
+			}
+			bad++
+			if bad <= 20 {
+				t.Errorf("%#x: % x %s: kpsim %s len %d err %v", addr, b, parts[2], d.Generation(), in.Len, err)
+			}
+			continue
+		}
+		if _, err := d.Decode(nil, code); err != nil && !strings.Contains(parts[2], "(bad)") {
+			unnamed++
+			if unnamed <= 10 {
+				t.Logf("%#x: % x %s: not named: %v", addr, b, parts[2], err)
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %d instructions, %d lengths differ from objdump (and %d explained), %d not named by Decode", d.Generation(), n, bad, explained, unnamed)
+}
+
+// objdumpDiffers explains why objdump's instruction at code (its text
+// text) is not the kernel decoder's, or "".
+func objdumpDiffers(code []byte, text string) string {
+	switch f := strings.Fields(text); {
+	case len(code) >= 5 && (bytes.Equal(code[:5], xenPrefix[:]) || bytes.Equal(code[:5], kvmPrefix[:])):
+		return "a Xen/KVM emulate prefix is part of the next instruction (insn_get_emulate_prefix)"
+	case strings.Contains(text, "(bad)"):
+		return "objdump is older than the instruction"
+	case len(f) == 1 && (f[0] == ".byte" || strings.HasPrefix(f[0], "rex")), len(f) == 2 && f[0] == ".byte":
+		return "objdump cut the instruction at a symbol (overlapping instructions: srso/retbleed untrain)"
+	}
+	return ""
+}
+
+// TestDecodeNamesLaterKernelText: instructions of the 6.12/7.3 text that
+// x86asm v0.33.0 cannot name, at the kernel decoder's (and objdump's)
+// lengths, in every generation (the 6.1 map has them too).
+func TestDecodeNamesLaterKernelText(t *testing.T) {
+	for _, tc := range []struct {
+		hex, name string
+		len       int
+	}{
+		{"67 48 0f b9 3a", "ud1", 5},
+		{"0f b9 40 04", "ud1", 4},
+		{"f3 0f a6 d0", "xsha256", 4},
+		{"f3 0f a6 c8", "xsha1", 4},
+		{"f3 0f a7 c8", "xcryptecb", 4},
+		{"0f a7 c0", "xstore", 3},
+		{"f2 0f 01 fd", "rmpread", 4},
+	} {
+		for _, g := range image.Generations {
+			in, err := For(g).Decode(nil, hx(t, tc.hex))
+			if err != nil || in.Mnemonic != tc.name || in.Len != tc.len {
+				t.Errorf("%s under %s: %q len %d %v, want %q len %d", tc.hex, g, in.Mnemonic, in.Len, err, tc.name, tc.len)
+			}
+		}
+	}
 }

@@ -86,6 +86,19 @@ func (d *Decoder) fallbackName(l *layout) (string, x86asm.Op, bool) {
 				}
 				return "vmwrite", 0, true
 			}
+		case 0xb9:
+			// Grp10, "all are UD1": x86asm v0.33.0 reads a 67 prefix
+			// before it as the whole instruction (7.3 text has
+			// "67 48 0f b9 3a", ud1 (%edx),%rdi).
+			return "ud1", x86asm.UD1, true
+		case 0xa6: // GrpPDLK (VIA PadLock): 7.3 text has f3 0f a6 d0
+			if mod3 && reg <= 2 {
+				return [3]string{"montmul", "xsha1", "xsha256"}[reg], 0, true
+			}
+		case 0xa7: // GrpRNG (VIA PadLock)
+			if mod3 && reg != 3 && reg <= 5 {
+				return [6]string{"xstore", "xcryptecb", "xcryptcbc", "", "xcryptcfb", "xcryptofb"}[reg], 0, true
+			}
 		case 0xff:
 			// UD0: the kernel's map lists it without operands, so the
 			// kernel decodes 0f ff as 2 bytes (objdump and x86asm read a
@@ -241,6 +254,8 @@ func grp7Name(l *layout, lp byte) (string, x86asm.Op, bool) {
 			return "xsusldtrk", 0, true
 		case 0xe9:
 			return "xresldtrk", 0, true
+		case 0xfd:
+			return "rmpread", 0, true // AMD SEV-SNP; 7.3 text has it
 		case 0xfe:
 			return "rmpupdate", 0, true
 		case 0xff:
