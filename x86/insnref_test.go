@@ -318,6 +318,9 @@ func rex2Base(b []byte) []byte {
 // REX2 instruction whose legacy form kpsim's 6.1 decoder already reduces
 // (the REX2 opcode is looked up in the same table).
 func TestDecodeKernelFollowsGeneration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds three kernel decoders and runs ~700k instructions through each (~8 s)")
+	}
 	inputs := refInputsOnce()
 	var bases [][]byte
 	baseOf := map[int]int{}
