@@ -56,11 +56,12 @@ type Insn struct {
 	PrefixLen        int     // legacy prefix bytes, repeats included (prefixes.nbytes)
 	LastPrefix       byte    // the last legacy prefix byte (selects 66/f2/f3 opcode variants)
 	REX              byte    // REX prefix, 0 if none
-	VEX              [4]byte // VEX (c5 xx / c4 xx xx) or EVEX (62 xx xx xx) prefix bytes
+	REX2             [2]byte // REX2 prefix (d5 and its payload; 6.12 and later), zeros if none
+	VEX              [4]byte // VEX (c5 xx / c4 xx xx), EVEX (62 xx xx xx) or XOP (8f xx xx; 7.3) prefix bytes
 	VEXLen           int     // 0, 2, 3 or 4
-	Opcode           [3]byte // opcode.bytes: 1 (xx), 2 (0f xx) or 3 (0f 38 xx / 0f 3a xx); 1 byte behind VEX/EVEX
+	Opcode           [3]byte // opcode.bytes: 1 (xx), 2 (0f xx) or 3 (0f 38 xx / 0f 3a xx); 1 byte behind VEX/EVEX/XOP/REX2
 	OpcodeLen        int     // opcode.nbytes
-	Map              uint8   // opcode map: 0 one-byte, 1 0f, 2 0f 38, 3 0f 3a, 5/6 EVEX maps
+	Map              uint8   // opcode map: 0 one-byte, 1 0f, 2 0f 38, 3 0f 3a; VEX/EVEX map 4-7; XOP map 8-10 (REX2: 0 or 1 by its M0 bit)
 	ModRM            byte
 	HasModRM         bool
 	SIB              byte
@@ -125,7 +126,7 @@ func (i Insn) String() string {
 // Models arch/x86/lib/insn.c:insn_decode (via insn_decode_kernel).
 func Decode(c *sim.Counters, code []byte) (Insn, error) {
 	c.Inc(OpDecode)
-	return decode(code)
+	return decoder61.decode(code)
 }
 
 // DecodeKernel decodes like Decode but fills only what insn_decode_kernel
@@ -138,28 +139,42 @@ func Decode(c *sim.Counters, code []byte) (Insn, error) {
 // Models arch/x86/lib/insn.c:insn_decode (via insn_decode_kernel).
 func DecodeKernel(c *sim.Counters, code []byte) (Insn, error) {
 	c.Inc(OpDecode)
-	l, err := kernelDecode(code)
+	return decoder61.decodeKernel(code)
+}
+
+func (d *Decoder) decodeKernel(code []byte) (Insn, error) {
+	l, err := d.kernelDecode(code)
 	if err != nil {
 		return Insn{}, err
 	}
 	in := fromLayout(&l)
 	classify(&in)
-	if in.Kind == KindOther && in.Map == 1 && in.Opcode[1] == 0x1e && in.ModRM >= 0xfa && in.ModRM <= 0xfb && in.LastPrefix == 0xf3 {
+	if in.Kind == KindOther && in.Map == 1 && in.OpcodeLen == 2 && in.Opcode[1] == 0x1e && in.ModRM >= 0xfa && in.ModRM <= 0xfb && in.LastPrefix == 0xf3 {
 		in.Kind = KindEndbr
 	}
 	return in, nil
 }
 
-func decode(code []byte) (Insn, error) {
-	l, err := kernelDecode(code)
+func (d *Decoder) decode(code []byte) (Insn, error) {
+	l, err := d.kernelDecode(code)
 	if err != nil {
 		return Insn{}, err
+	}
+	if l.inv64 {
+		// 7.3's decoder marks the opcode invalid in 64-bit mode and stops
+		// after it: a length, but no instruction to name.
+		return Insn{}, fmt.Errorf("%w: % x: opcode %02x is invalid in 64-bit mode (INAT_INV64)", ErrInvalid, code[:l.length], l.opcode[0])
 	}
 	body := code[l.emulate:l.length]
 	in := fromLayout(&l)
 
 	inst, xerr := x86asm.Decode(body, 64)
 	switch {
+	case l.rex2[0] != 0 || l.vexLen == 4 && l.vmap == 4 || l.vexLen != 0 && l.vex[0] == 0x8f:
+		// REX2, EVEX map 4 (APX) and XOP: x86asm v0.33.0 knows none of
+		// them (it reads d5 as AAD, 8f as POP, 62 .. map 4 as an unknown
+		// AVX opcode), and kernel text has none.
+		return Insn{}, fmt.Errorf("%w: % x: an APX/XOP encoding kpsim does not name", ErrInvalid, body)
 	case xerr == nil && inst.Op != 0 && inst.Len == len(body) && !x86asmMisnames(&l):
 		in.Op = inst.Op
 		in.Mnemonic = opName(inst.Op)
@@ -167,7 +182,7 @@ func decode(code []byte) (Insn, error) {
 			in.Mnemonic = "int3" // x86asm calls it INT
 		}
 	default:
-		name, op, ok := fallbackName(&l)
+		name, op, ok := d.fallbackName(&l)
 		if !ok {
 			switch {
 			case xerr != nil:
@@ -203,6 +218,7 @@ func fromLayout(l *layout) Insn {
 		PrefixLen:        l.pfxLen,
 		LastPrefix:       l.last,
 		REX:              l.rex,
+		REX2:             l.rex2,
 		VEX:              l.vex,
 		VEXLen:           l.vexLen,
 		Opcode:           l.opcode,
@@ -221,9 +237,12 @@ func fromLayout(l *layout) Insn {
 	}
 }
 
-// classify sets Kind, Rel and HasRel.
+// classify sets Kind, Rel and HasRel. A REX2 instruction of the one-byte
+// map is classified by its opcode byte like a legacy one (the kernel's
+// checks read opcode.bytes[0] either way); one of the 0f map (REX2.M0) has
+// a single opcode byte and is KindOther, like VEX/EVEX/XOP.
 func classify(in *Insn) {
-	if in.VEXLen != 0 {
+	if in.VEXLen != 0 || in.REX2[0] != 0 && in.Map != 0 {
 		return
 	}
 	op := in.Opcode[0]

@@ -6,7 +6,11 @@
 //
 // Lengths and fields (prefixes, opcode bytes, ModRM, immediate.value) come
 // from a model of insn.c driven by the attributes of the kernel's
-// arch/x86/lib/x86-opcode-map.txt (Debian 6.1.192 tree). The mnemonic, and
+// arch/x86/lib/x86-opcode-map.txt (Debian 6.1.192 tree). The 6.12 and 7.3
+// trees' maps and insn.c differ (REX2, EVEX map 4, VEX map 7 and new names
+// in 6.12; XOP, INAT_INV64 and no VEX after REX in 7.3): For(generation)
+// returns that generation's Decoder, a fact table chosen once; the
+// package-level functions are 6.1's. The mnemonic, and
 // the decision that bytes are a valid instruction at all, come from
 // golang.org/x/arch/x86/x86asm, with the instructions x86asm v0.33.0 gets
 // wrong handled here: most of the 0f 01 system group, rdseed/rdpid and the

@@ -9,8 +9,9 @@ import "golang.org/x/arch/x86/x86asm"
 // (layout.go); this only supplies a name, and decides validity: anything not
 // listed here stays an error.
 //
-// Where x86asm has an Op for the instruction, it is returned too.
-func fallbackName(l *layout) (string, x86asm.Op, bool) {
+// Where x86asm has an Op for the instruction, it is returned too. d's map
+// decides the names only its generation has (names612).
+func (d *Decoder) fallbackName(l *layout) (string, x86asm.Op, bool) {
 	if l.vexLen != 0 {
 		return vexFallback(l)
 	}
@@ -22,7 +23,16 @@ func fallbackName(l *layout) (string, x86asm.Op, bool) {
 		return oneByteFallback(l)
 	case 1:
 		switch l.opcode[1] {
+		case 0x00: // Grp6: x86asm rejects f2 0f 00 /6
+			if d.names612 && lp == 0xf2 && reg == 6 {
+				return "lkgs", 0, true // "6: LKGS Ew (F2)" (6.12+)
+			}
 		case 0x01:
+			if d.names612 && mod3 {
+				if s := grp7Name612(l.modrm, lp); s != "" {
+					return s, 0, true
+				}
+			}
 			return grp7Name(l, lp)
 		case 0x0d: // GrpP (AMD prefetch group); Intel: reserved NOP
 			switch {
@@ -35,6 +45,9 @@ func fallbackName(l *layout) (string, x86asm.Op, bool) {
 			}
 			return "nop", 0, true
 		case 0x18: // Grp16: prefetch hints; other forms are hint NOPs
+			if d.names612 && !mod3 && reg >= 6 {
+				return [2]string{"prefetchit1", "prefetchit0"}[reg-6], 0, true // "6: prefetch IT1", "7: prefetch IT0" (6.12+)
+			}
 			return "nop", 0, true
 		case 0x1f: // NOP Ev: x86asm accepts only /0; every /r is a NOP
 			return "nop", 0, true
@@ -72,6 +85,19 @@ func fallbackName(l *layout) (string, x86asm.Op, bool) {
 					return "vmread", 0, true
 				}
 				return "vmwrite", 0, true
+			}
+		case 0xb9:
+			// Grp10, "all are UD1": x86asm v0.33.0 reads a 67 prefix
+			// before it as the whole instruction (7.3 text has
+			// "67 48 0f b9 3a", ud1 (%edx),%rdi).
+			return "ud1", x86asm.UD1, true
+		case 0xa6: // GrpPDLK (VIA PadLock): 7.3 text has f3 0f a6 d0
+			if mod3 && reg <= 2 {
+				return [3]string{"montmul", "xsha1", "xsha256"}[reg], 0, true
+			}
+		case 0xa7: // GrpRNG (VIA PadLock)
+			if mod3 && reg != 3 && reg <= 5 {
+				return [6]string{"xstore", "xcryptecb", "xcryptcbc", "", "xcryptcfb", "xcryptofb"}[reg], 0, true
 			}
 		case 0xff:
 			// UD0: the kernel's map lists it without operands, so the
@@ -228,6 +254,8 @@ func grp7Name(l *layout, lp byte) (string, x86asm.Op, bool) {
 			return "xsusldtrk", 0, true
 		case 0xe9:
 			return "xresldtrk", 0, true
+		case 0xfd:
+			return "rmpread", 0, true // AMD SEV-SNP; 7.3 text has it
 		case 0xfe:
 			return "rmpupdate", 0, true
 		case 0xff:
@@ -238,6 +266,23 @@ func grp7Name(l *layout, lp byte) (string, x86asm.Op, bool) {
 		return s, 0, true
 	}
 	return "grp7", 0, true
+}
+
+// grp7Name612 names the Grp7 register forms the 6.12 map added (same
+// length as every 0f 01 form): WRMSRNS, RDMSRLIST, WRMSRLIST, PBNDKB, ERETU
+// and ERETS; "" for the others.
+func grp7Name612(modrm, lp byte) string {
+	switch modrm {
+	case 0xc6:
+		return pick(lp, "wrmsrns", "", "wrmsrlist", "rdmsrlist")
+	case 0xc7:
+		if lp == 0 {
+			return "pbndkb"
+		}
+	case 0xca:
+		return pick(lp, "", "", "eretu", "erets")
+	}
+	return ""
 }
 
 // grp7Reg names 0f 01 c0..ff (mod == 3) without a mandatory prefix.

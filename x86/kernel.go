@@ -151,7 +151,11 @@ func JumpEntrySize(c *sim.Counters, code []byte) (int, error) {
 //
 // Models arch/x86/kernel/jump_label.c:arch_jump_entry_size (6.1).
 func JumpEntrySizeDecode(c *sim.Counters, code []byte) (int, error) {
-	in, err := Decode(c, code)
+	return jumpEntrySizeDecode(&decoder61, c, code)
+}
+
+func jumpEntrySizeDecode(d *Decoder, c *sim.Counters, code []byte) (int, error) {
+	in, err := d.Decode(c, code)
 	if err != nil {
 		return 0, fmt.Errorf("%w: insn length 0: %v", ErrJumpEntryBUG, err)
 	}
@@ -170,11 +174,7 @@ func JumpEntrySizeDecode(c *sim.Counters, code []byte) (int, error) {
 //
 // Models arch/x86/kernel/jump_label.c:arch_jump_entry_size (6.1).
 func JumpEntrySizeSim(c *sim.Counters, code []byte) (int, error) {
-	if n := siteEncodingSize(code); n != 0 {
-		c.Inc(OpDecode)
-		return n, nil
-	}
-	return JumpEntrySizeDecode(c, code)
+	return decoder61.JumpEntrySizeSim(c, code)
 }
 
 // siteEncodingSize is the length of the jump-label site encoding code

@@ -48,15 +48,20 @@ type attr struct {
 
 // layout is what insn_decode() fills in struct insn.
 type layout struct {
-	emulate   int     // emulate_prefix_size: 0 or 5
-	pfx       [4]byte // distinct legacy prefixes in order of appearance
-	npfx      int     // distinct legacy prefixes
-	pfxLen    int     // legacy prefix bytes, repeats included (prefixes.nbytes)
-	last      byte    // last legacy prefix byte (prefixes.bytes[3] after the swap)
-	rex       byte
-	vex       [4]byte
-	vexLen    int
-	opcode    [3]byte
+	emulate int     // emulate_prefix_size: 0 or 5
+	pfx     [4]byte // distinct legacy prefixes in order of appearance
+	npfx    int     // distinct legacy prefixes
+	pfxLen  int     // legacy prefix bytes, repeats included (prefixes.nbytes)
+	last    byte    // last legacy prefix byte (prefixes.bytes[3] after the swap)
+	rex     byte
+	vex     [4]byte
+	vexLen  int
+	opcode  [3]byte
+	// The 6.12 and 7.3 fields sit in opcode's padding: a larger layout
+	// costs the 6.1 decode ~15%.
+	rex2      [2]byte // REX2 prefix: d5 and its payload (6.12+)
+	xop       bool    // vex holds an XOP prefix (8f, 7.3)
+	inv64     bool    // the opcode is INAT_INV64 (7.3): decoded as the lone byte
 	opLen     int
 	vmap      uint8 // opcode map: 0 one-byte, 1 0f, 2 0f38, 3 0f3a, 5/6 EVEX
 	modrm     byte
@@ -97,9 +102,90 @@ func lastPrefixID(b byte) byte {
 	return 0
 }
 
+// rex2Prefix reads the REX2 prefix at code[p] (d5) and its payload, and
+// returns the offset after them.
+//
+// Models the REX2 branch of arch/x86/lib/insn.c:insn_get_prefixes (6.12, 7.3).
+func (l *layout) rex2Prefix(code []byte, p int) (int, error) {
+	if p+1 >= len(code) {
+		return p, ErrTruncated
+	}
+	payload := code[p+1]
+	l.rex2 = [2]byte{code[p], payload}
+	if payload&8 != 0 { // X86_REX_W: REX2.W
+		l.opndBytes = 8
+	}
+	return p + 2, nil
+}
+
+// xopPrefix reads the XOP prefix at code[p] (8f) if it is one, and
+// returns the offset after it. "Grp1A.0 is always POP Ev": only a second
+// byte with ModRM.reg /1-/7 makes 8f the prefix.
+//
+// Models the XOP branch of arch/x86/lib/insn.c:insn_get_prefixes (7.3).
+func (l *layout) xopPrefix(code []byte, p int) (int, error) {
+	if p+1 >= len(code) {
+		return p, ErrTruncated
+	}
+	b2 := code[p+1]
+	if (b2>>3)&7 == 0 {
+		return p, nil
+	}
+	if p+3 > len(code) {
+		return p, ErrTruncated
+	}
+	copy(l.vex[:], code[p:p+3])
+	l.vexLen = 3
+	l.xop = true
+	l.vmap = b2 & 0x1f // X86_XOP_M
+	if code[p+2]&0x80 != 0 {
+		l.opndBytes = 8 // XOP.W
+	}
+	return p + 3, nil
+}
+
+// prefixedOpcodeAttr is the attribute of opcode op behind a VEX, EVEX, XOP
+// or REX2 prefix, and whether the map accepts it. After REX2 the opcode is
+// looked up in the 0f map when REX2.M0 is set, else in the one-byte map,
+// with no escape, (i64) or VEX-only check. An (es) opcode of EVEX map 4
+// with EVEX.pp = 66 and EVEX.W clear has a 2-byte operand size.
+//
+// Models the VEX/XOP/REX2 part of arch/x86/lib/insn.c:insn_get_opcode.
+func (d *Decoder) prefixedOpcodeAttr(l *layout, op byte) (attr, bool) {
+	switch {
+	case l.xop:
+		return xopAttr(l.vmap, op)
+	case l.vexLen != 0:
+		var pp, w byte
+		switch l.vexLen {
+		case 2:
+			pp = l.vex[1] & 3
+		default:
+			pp, w = l.vex[2]&3, l.vex[2]&0x80
+		}
+		if d.apx && l.vmap == 4 {
+			a, valid, scalable := evexMap4Attr(op, l.vexLen == 4, pp)
+			if scalable && w == 0 && pp == 1 {
+				l.opndBytes = 2 // SCALABLE EVEX uses p bits to encode operand size
+			}
+			return a, valid
+		}
+		return d.vexAttr(l.vmap, op, l.vexLen == 4, pp)
+	case l.rex2[1]&0x80 != 0:
+		l.vmap = 1
+		return twoByteAttr(op, lastPrefixID(l.last)), true
+	}
+	return opcodeAttr(op), true
+}
+
+// kernelDecode is the 6.1 decoder's kernelDecode.
+func kernelDecode(code []byte) (layout, error) { return decoder61.kernelDecode(code) }
+
 // Models arch/x86/lib/insn.c:insn_decode (64-bit, INSN_MODE_KERN): the
-// kernel's length decode of one instruction from at most MAX_INSN_SIZE bytes.
-func kernelDecode(code []byte) (layout, error) {
+// kernel's length decode of one instruction from at most MAX_INSN_SIZE bytes,
+// with d's generation of the rules (REX2, XOP, INAT_INV64, VEX after REX) and
+// of the opcode map.
+func (d *Decoder) kernelDecode(code []byte) (layout, error) {
 	var l layout
 	end := len(code)
 	if end > MaxInsnSize {
@@ -160,7 +246,8 @@ func kernelDecode(code []byte) (layout, error) {
 			return l, ErrTruncated
 		}
 	}
-	// REX
+	// REX, or REX2 (6.12+)
+	vexOK := true
 	if b&0xf0 == 0x40 {
 		l.rex = b
 		if b&8 != 0 {
@@ -170,8 +257,24 @@ func kernelDecode(code []byte) (layout, error) {
 		if b, ok = peek(0); !ok {
 			return l, ErrTruncated
 		}
+		vexOK = d.vexAfterREX
+	} else if b == 0xd5 && d.rex2 {
+		var err error
+		if p, err = l.rex2Prefix(code[:end], p); err != nil {
+			return l, err
+		}
+		vexOK = false // goto vex_end
 	}
-	// VEX / EVEX (always, in 64-bit mode)
+	// VEX / EVEX (always, in 64-bit mode); XOP (7.3)
+	if !vexOK {
+		b = 0 // not a VEX/XOP prefix
+	}
+	if b == 0x8f && d.xop {
+		var err error
+		if p, err = l.xopPrefix(code[:end], p); err != nil {
+			return l, err
+		}
+	}
 	switch b {
 	case 0x62, 0xc4, 0xc5:
 		n := 2
@@ -212,10 +315,9 @@ func kernelDecode(code []byte) (layout, error) {
 	l.opcode[0] = op
 	l.opLen = 1
 	var a attr
-	if l.vexLen != 0 {
+	if l.vexLen != 0 || l.rex2[0] != 0 {
 		var valid bool
-		a, valid = vexAttr(l.vmap, op, l.vexLen == 4)
-		if !valid {
+		if a, valid = d.prefixedOpcodeAttr(&l, op); !valid {
 			return l, ErrInvalid
 		}
 	} else if op == 0x0f {
@@ -247,7 +349,11 @@ func kernelDecode(code []byte) (layout, error) {
 			a = twoByteAttr(op2, lastPrefixID(l.last))
 		}
 	} else {
-		a = oneByteAttr[op]
+		a = opcodeAttr(op)
+		if d.inv64 && invalid64[op] {
+			a = attr{} // insn->attr &= INAT_INV64
+			l.inv64 = true
+		}
 	}
 
 	// insn_get_modrm
@@ -259,7 +365,11 @@ func kernelDecode(code []byte) (layout, error) {
 		p++
 		l.modrm = m
 		l.hasModRM = true
-		a = groupAttr(&l, a)
+		if l.xop || l.vexLen == 4 && l.vmap == 4 {
+			a = groupAttrNew(&l, a)
+		} else {
+			a = groupAttr(&l, a)
+		}
 	}
 	if a.force64 {
 		l.opndBytes = 8
@@ -371,7 +481,8 @@ func signExtend(b []byte) int64 {
 
 // groupAttr applies the opcode-extension group entries that change the
 // length: Grp3 (f6/f7 /0 and /1 TEST take Ib/Iz) and Grp12-14 (0f 71-73,
-// which carry their Ib in the group entries).
+// which carry their Ib in the group entries); the groups of the 6.12 and 7.3
+// maps' EVEX map 4 and XOP are groupAttrNew's.
 func groupAttr(l *layout, a attr) attr {
 	reg := (l.modrm >> 3) & 7
 	if l.vexLen == 0 && l.vmap == 0 {
@@ -410,7 +521,10 @@ var oneByteAttr = func() (t [256]attr) {
 	for op := 0x50; op <= 0x5f; op++ {
 		t[op] = attr{force64: true}
 	}
+	t[0x62] = m // BOUND Gv,Ma: only where no VEX is looked for (opcodeAttr)
 	t[0x63] = m
+	t[0xc4] = m // LES Gz,Mp: likewise
+	t[0xc5] = m // LDS Gz,Mp
 	t[0x68] = attr{imm: immVWord32}
 	t[0x69] = attr{modrm: true, imm: immVWord32}
 	t[0x6a] = attr{imm: immByte, force64: true}
@@ -472,6 +586,53 @@ var oneByteAttr = func() (t [256]attr) {
 	t[0xf7] = m
 	t[0xfe] = m
 	t[0xff] = m
+	return
+}()
+
+// groupAttrNew is groupAttr for the groups of the tables the 6.12 and 7.3
+// maps added: Grp3 and Grp5 in EVEX map 4, GrpXOP4 (XOP map Ah 12 /0 and
+// /1: Id).
+func groupAttrNew(l *layout, a attr) attr {
+	reg := (l.modrm >> 3) & 7
+	if l.xop {
+		if l.vmap == 0xa && l.opcode[0] == 0x12 && reg <= 1 {
+			a.imm = immDword // LWPINS/LWPVAL By,Ed,Id
+		}
+		return a
+	}
+	switch l.opcode[0] {
+	case 0xf6:
+		if reg <= 1 {
+			a.imm = immByte // Grp3_1: TEST Eb,Ib
+		}
+	case 0xf7:
+		if reg <= 1 {
+			a.imm = immVWord32 // Grp3_2: TEST Ev,Iz
+		}
+	case 0xff:
+		if reg == 2 || reg == 4 || reg == 6 {
+			a.force64 = true // Grp5: CALLN, JMPN (f64), PUSH (d64)
+		}
+	}
+	return a
+}
+
+// opcodeAttr is the attribute of a one-byte opcode read as an opcode. The
+// VEX/EVEX prefix bytes are opcodes only where no VEX is looked for (after
+// REX2 in 6.12+, after REX in 7.3): then their 32-bit forms BOUND Gv,Ma,
+// LES Gz,Mp and LDS Gz,Mp give them a ModRM.
+func opcodeAttr(op byte) attr {
+	return oneByteAttr[op]
+}
+
+// invalid64 marks the one-byte opcodes gen-insn-attr-x86.awk (7.3) flags
+// INAT_INV64: (i64) on a line without (o64). Of them only 82 (Grp1 Eb,Ib),
+// 9a (CALLF Ap), d4 (AAM Ib) and ea (JMP-far Ap) had operands.
+var invalid64 = func() (t [256]bool) {
+	for _, op := range []byte{0x06, 0x07, 0x0e, 0x16, 0x17, 0x1e, 0x1f, 0x27, 0x2f, 0x37, 0x3f,
+		0x60, 0x61, 0x82, 0x9a, 0xce, 0xd4, 0xea} {
+		t[op] = true
+	}
 	return
 }()
 
@@ -541,12 +702,20 @@ func twoByteAttr(op, lpfx byte) attr {
 }
 
 // vexAttr gives the length attributes of a VEX (c4/c5) or EVEX (62) encoded
-// opcode in map vmap. Every VEX/EVEX instruction has a ModRM byte except
-// vzeroupper/vzeroall (map 1, 0x77); the Ib-carrying opcodes are all of map
-// 3 and 0x70-0x73, 0xc2, 0xc4-0xc6 of map 1. Maps other than 1-3 (and 5-6 for
-// EVEX) have no table: inat_get_avx_attribute gives 0 and insn_get_opcode
-// returns -EINVAL.
-func vexAttr(vmap, op byte, evex bool) (attr, bool) {
+// opcode in map vmap with VEX.pp pp. Every VEX/EVEX instruction has a ModRM
+// byte except vzeroupper/vzeroall (map 1, 0x77); the Ib-carrying opcodes are
+// all of map 3 and 0x70-0x73, 0xc2, 0xc4-0xc6 of map 1. Maps other than 1-3
+// (and 5-6 for EVEX; 7 with the 6.12 map, 4 is prefixedOpcodeAttr's) have no table:
+// inat_get_avx_attribute gives 0 and insn_get_opcode returns -EINVAL.
+func (d *Decoder) vexAttr(vmap, op byte, evex bool, pp byte) (attr, bool) {
+	if d.apx {
+		switch vmap {
+		case 7:
+			// "f8: URDMSR Rq,Id (F2),(v1),(11B) | UWRMSR Id,Rq (F3),(v1),(11B)":
+			// VEX-ok (not VEX-only), so EVEX map 7 decodes too.
+			return attr{modrm: true, imm: immDword}, op == 0xf8 && pp >= 2
+		}
+	}
 	switch vmap {
 	case 1:
 		switch op {

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"crypto/sha1"
 	"encoding/hex"
+	"flag"
+	"fmt"
 	"io"
 	"strconv"
 
@@ -16,16 +18,27 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 	fn := fs.String("func", "", "decode only the function(s) with this name (duplicates: every one)")
 	all := fs.Bool("all", false, "decode every function (the default without --func)")
 	summary := fs.Bool("summary", false, "one line per function: ADDRESS NAME INSTRUCTION_COUNT SHA1 of the offsets")
+	if fs.Lookup("kernel-version") == nil {
+		fs.String("kernel-version", "", "the kernel generation whose instruction decoder (x86-opcode-map.txt, insn.c) sizes the instructions: 6.1, 6.12 or 7.3 (default: the image's, from its linux_banner; 6.1 for synthetic images)")
+	}
 	if err := parseImageFlags(fs, imf, args, stdout, nil); err != nil {
 		return err
 	}
 	if *fn != "" && *all {
 		return usagef("--func and --all exclude each other")
 	}
+	gen, err := decodeGeneration(fs)
+	if err != nil {
+		return err
+	}
 	k, _, err := imf.load()
 	if err != nil {
 		return err
 	}
+	if gen == image.GenUnknown {
+		gen = k.Config.Gen.Effective()
+	}
+	dec := x86.For(gen)
 	funcs := decodeTargets(k, *fn)
 	if *fn != "" && len(funcs) == 0 {
 		return usagef("--func: no function named %q in %s", *fn, k.Name)
@@ -38,11 +51,7 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 		n := 0
 		offs = offs[:0]
 		for off := 0; off < len(code); {
-			insn, err := x86.Decode(nil, code[off:])
-			length, mnem := insn.Len, insn.Mnemonic
-			if err != nil {
-				length, mnem = 1, "(bad)"
-			}
+			length, mnem := decodeOne(dec, code[off:])
 			if n > 0 {
 				offs = append(offs, ',')
 			}
@@ -73,6 +82,40 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return w.Flush()
+}
+
+// decodeGeneration is the generation --kernel-version names, GenUnknown
+// when it is not given (the image's then decides).
+func decodeGeneration(fs *flag.FlagSet) (image.Generation, error) {
+	f := fs.Lookup("kernel-version")
+	if f == nil || f.Value.String() == "" {
+		return image.GenUnknown, nil
+	}
+	g, err := image.ParseGeneration(f.Value.String())
+	if err != nil {
+		return image.GenUnknown, usagef("--kernel-version: %v", err)
+	}
+	return g, nil
+}
+
+// decodeOne is the length and mnemonic of the instruction code starts
+// with. An instruction x86asm (and kpsim's own table of the ones it
+// misses) cannot name but the kernel's decoder of d's generation sizes,
+// such as LKGS before 6.12 or anything APX, takes the kernel decoder's
+// length and says so; bytes neither decodes are one "(bad)" byte.
+func decodeOne(d *x86.Decoder, code []byte) (int, string) {
+	insn, err := d.Decode(nil, code)
+	if err == nil {
+		return insn.Len, insn.Mnemonic
+	}
+	if k, kerr := d.DecodeKernel(nil, code); kerr == nil {
+		unit := "bytes"
+		if k.Len == 1 {
+			unit = "byte"
+		}
+		return k.Len, fmt.Sprintf("(kernel decoder: %d %s; not named)", k.Len, unit)
+	}
+	return 1, "(bad)"
 }
 
 // decodeTargets lists the functions to decode: vmlinux function symbols in
