@@ -159,7 +159,7 @@ func (m *Model) addNop(b []byte) {
 // Models arch/x86/kernel/alternative.c:skip_nops.
 func (m *Model) skipNops(buf []byte, off, n int) int {
 	for off < n {
-		in, err := x86.DecodeKernel(nil, window(buf, off))
+		in, err := m.Insn.DecodeKernel(nil, window(buf, off))
 		if err != nil || !m.insnIsNop(in) {
 			break
 		}
@@ -188,7 +188,7 @@ func window(buf []byte, off int) []byte {
 func (m *Model) optimizeNops(buf []byte, n int) int {
 	runs := 0
 	for i := 0; i < n; {
-		in, err := x86.DecodeKernel(nil, window(buf, i))
+		in, err := m.Insn.DecodeKernel(nil, window(buf, i))
 		if err != nil {
 			return -(runs + 1)
 		}
@@ -224,7 +224,7 @@ func (m *Model) optimizeSiteNops(b []byte, n int) {
 // returns the fields re-based.
 //
 // Models arch/x86/kernel/alternative.c:__apply_relocation (6.12, 7.3).
-func applyRelocation(buf []byte, instr uint64, instrLen int, repl uint64, replLen int) (int, error) {
+func (m *Model) applyRelocation(buf []byte, instr uint64, instrLen int, repl uint64, replLen int) (int, error) {
 	diff := int64(repl - instr)
 	needReloc := func(off int64) bool {
 		// target = src + offset, outside [src, src+len]
@@ -232,7 +232,7 @@ func applyRelocation(buf []byte, instr uint64, instrLen int, repl uint64, replLe
 	}
 	relocs := 0
 	for i := 0; i < instrLen; {
-		in, err := x86.DecodeKernel(nil, window(buf, i))
+		in, err := m.Insn.DecodeKernel(nil, window(buf, i))
 		if err != nil {
 			return relocs, nil // WARN_ON_ONCE; the rest is left alone
 		}
@@ -369,7 +369,7 @@ func (p *Patcher) prepReplacement(a AltInstr, instr uint64, buf []byte, n int) (
 	for ; sz < n; sz++ {
 		buf[sz] = x86NOP1
 	}
-	r, err := applyRelocation(buf, instr, n, a.Repl, int(a.ReplLen))
+	r, err := p.model().applyRelocation(buf, instr, n, a.Repl, int(a.ReplLen))
 	st.Relocs += r
 	return action, err
 }

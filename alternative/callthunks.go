@@ -182,7 +182,7 @@ func (p *Patcher) patchDest(dest uint64, ct *CallThunkEnv) (uint64, bool, error)
 	buf := make([]byte, MaxPatchLen)
 	copy(buf, ct.Template)
 	// text_poke_apply_relocation(insn_buff, pad, tsize, template, tsize)
-	if _, err := applyRelocation(buf, pad, n, ct.TemplateAddr, n); err != nil {
+	if _, err := p.model().applyRelocation(buf, pad, n, ct.TemplateAddr, n); err != nil {
 		return 0, false, fmt.Errorf("call thunk for %#x: %w", dest, err)
 	}
 	p.model().optimizeNops(buf, n)

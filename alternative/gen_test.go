@@ -140,7 +140,7 @@ func TestApplyRelocation(t *testing.T) {
 	// call rel32 to a target outside the replacement: re-based.
 	buf := make([]byte, MaxPatchLen)
 	copy(buf, cat([]byte{0xe8}, rel32(repl, 5, 0xffffffff81d0d1b0)))
-	if n, err := applyRelocation(buf, instr, 5, repl, 5); err != nil || n != 1 {
+	if n, err := model612.applyRelocation(buf, instr, 5, repl, 5); err != nil || n != 1 {
 		t.Fatal(n, err)
 	}
 	if got := hexOf(buf[:5]); got != hexOf(cat([]byte{0xe8}, rel32(instr, 5, 0xffffffff81d0d1b0))) {
@@ -149,7 +149,7 @@ func TestApplyRelocation(t *testing.T) {
 	// jmp rel32 to just past the site: re-based then shortened to jmp.d8 + int3.
 	buf = make([]byte, MaxPatchLen)
 	copy(buf, cat([]byte{0xe9}, rel32(repl, 5, instr+5+0x10)))
-	if _, err := applyRelocation(buf, instr, 5, repl, 5); err != nil {
+	if _, err := model612.applyRelocation(buf, instr, 5, repl, 5); err != nil {
 		t.Fatal(err)
 	}
 	if got := hexOf(buf[:5]); got != "eb 13 cc cc cc" {
@@ -158,7 +158,7 @@ func TestApplyRelocation(t *testing.T) {
 	// rip-relative mov: re-based; a jump inside the block: not.
 	buf = make([]byte, MaxPatchLen)
 	copy(buf, cat([]byte{0x48, 0x8b, 0x05}, rel32(repl, 7, 0xffffffff82c35440), []byte{0xeb, 0x00}))
-	if n, err := applyRelocation(buf, instr, 9, repl, 9); err != nil || n != 1 {
+	if n, err := model612.applyRelocation(buf, instr, 9, repl, 9); err != nil || n != 1 {
 		t.Fatal(n, err)
 	}
 	if got := hexOf(buf[:9]); got != hexOf(cat([]byte{0x48, 0x8b, 0x05}, rel32(instr, 7, 0xffffffff82c35440), []byte{0xeb, 0x00})) {

@@ -42,6 +42,8 @@ type Model struct {
 	Gen image.Generation
 	// Release is the source release the model was read from.
 	Release string
+	// Insn is the generation's instruction decoder (insn_decode_kernel).
+	Insn *x86.Decoder
 	// AltInstrSize is sizeof(struct alt_instr).
 	AltInstrSize int
 	// Features maps cpufeatures.h names to this generation's bits;
@@ -128,6 +130,10 @@ const model612NotModelled = "not modelled: static-call and jump-label init (same
 // The functions are set here, not in the literals: they refer back to
 // the models (Patcher.model), which Go's initialization order forbids.
 func init() {
+	// Each generation decodes with its own insn.c and opcode map.
+	for _, m := range []*Model{model61, model612, model73} {
+		m.Insn = x86.For(m.Gen)
+	}
 	model61.alternativeInstructions = alternativeInstructions61
 	model61.moduleFinalize = moduleFinalize61
 	model61.parseAlt = ParseAltInstructions

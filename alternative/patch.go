@@ -213,7 +213,7 @@ func (p *Patcher) text(what string, addr uint64, n int) ([]byte, error) {
 
 // decodeAt decodes the live instruction at addr (insn_decode_kernel).
 func (p *Patcher) decodeAt(addr uint64) (x86.Insn, error) {
-	return x86.DecodeKernel(nil, p.Mem.Text(addr, 15))
+	return p.model().Insn.DecodeKernel(nil, p.Mem.Text(addr, 15))
 }
 
 // textPokeEarly writes buf at dst (already bounds-checked) and records the

@@ -43,7 +43,7 @@ type fastSite struct {
 // off and exercise the literal walk.
 func (t *Table) EnableFastScan() {
 	t.scan = &fastScanner{f: t.sharedFastScan(), walk: coreWalk{t}, n: len(t.core), opcode: t.sw.Has(sim.JumpSizeOpcode)}
-	t.sizeSite = memoSize(x86.JumpEntrySizeSim)
+	t.sizeSite = memoSize(t.insn.JumpEntrySizeSim)
 }
 
 // sizeCache remembers a successful size computation together with the

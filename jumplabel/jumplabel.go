@@ -91,8 +91,10 @@ type Table struct {
 	core []site
 	mods map[*image.Module]*modSites
 
-	idx  lib.LateIndex[*site] // P2, built by LateInit
-	scan coreScanner          // the core walk, or its fast scan (EnableFastScan)
+	idx lib.LateIndex[*site] // P2, built by LateInit
+	// insn is the image generation's instruction decoder.
+	insn *x86.Decoder
+	scan coreScanner // the core walk, or its fast scan (EnableFastScan)
 	// sizeSite sizes one site as jumpEntrySize says, behind the
 	// simulator's counted memo (memoSize, fastscan.go); EnableFastScan
 	// swaps its decoder for the byte-reading one.
@@ -134,7 +136,9 @@ func New(k *image.Kernel, sw sim.Switches, f *sim.Faults, state func() boot.Stat
 	t.core = makeSites(k, k.JumpEntries)
 	t.idx = lib.NewLateIndex(&indexSpec, siteCode, IndexPointer)
 	t.scan = coreWalk{t}
-	t.sizeSite = memoSize(x86.JumpEntrySizeDecode)
+	// arch_jump_entry_size decodes with the image generation's decoder.
+	t.insn = x86.For(k.Config.Gen)
+	t.sizeSite = memoSize(t.insn.JumpEntrySizeDecode)
 	return t, nil
 }
 

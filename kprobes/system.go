@@ -97,9 +97,12 @@ type Kprobes struct {
 	// decodes remembers recent decodes of the image text (nil with
 	// Sim.Walk: decode every time).
 	decodes *sim.Memo[decodeKey, decoded]
-	Cfg     Config
-	Reg     *Registry
-	Sw      sim.Switches
+	// insn is the kernel's instruction decoder (arch/x86/lib/insn.c and
+	// its opcode map) of the image's generation, chosen once.
+	insn *x86.Decoder
+	Cfg  Config
+	Reg  *Registry
+	Sw   sim.Switches
 	// State is system_state; the caller advances it (boot.Running after
 	// late init).
 	State  boot.State
@@ -142,6 +145,7 @@ func New(d Deps, cfg Config, sw sim.Switches, c *sim.Counters) (*Kprobes, error)
 		optSlots:  newInsnCache("kprobe_optinsn_slots", cfg.OptprobeSlotSize, cfg.Sim.Walk),
 		core:      d.Image.CoreText(), init: d.Image.InitText(),
 	}
+	kp.insn = x86.For(d.Image.Config.Gen)
 	kp.Reg.Faults = func() *sim.Faults { return kp.Faults }
 	if !cfg.Sim.Walk {
 		kp.decodes = newDecodeMemo()
@@ -158,13 +162,13 @@ func New(d Deps, cfg Config, sw sim.Switches, c *sim.Counters) (*Kprobes, error)
 // which the model never patches.
 func (kp *Kprobes) decodeAt(addr uint64, ftraceSite bool) (x86.Insn, error) {
 	if ftraceSite {
-		return x86.DecodeKernel(kp.C, x86.NOP5[:])
+		return kp.insn.DecodeKernel(kp.C, x86.NOP5[:])
 	}
 	code := kp.Image.Text(addr, x86.MaxInsnSize)
 	if kp.decodes != nil {
 		return kp.decodeMemo(code)
 	}
-	return x86.DecodeKernel(kp.C, code)
+	return kp.insn.DecodeKernel(kp.C, code)
 }
 
 // decodeKey is a decode's question: the bytes at an address. Keyed by the
@@ -211,7 +215,7 @@ func (kp *Kprobes) decodeMemo(code []byte) (x86.Insn, error) {
 	d, t, ok := kp.decodes.Find(h, 0, k)
 	if !ok {
 		d, t = kp.decodes.GetAt(h, 0, k, func(t *sim.Tally) decoded {
-			insn, err := x86.DecodeKernel(nil, code)
+			insn, err := kp.insn.DecodeKernel(nil, code)
 			t.Inc(x86.OpDecode) // DecodeKernel's one count
 			return decoded{insn, err}
 		})

@@ -835,7 +835,7 @@ func (kp *Kprobes) insnName(i x86.Insn, addr uint64) string {
 	default:
 		return i.Kind.String()
 	}
-	if full, err := x86.Decode(nil, kp.Image.Text(addr, x86.MaxInsnSize)); err == nil && full.Mnemonic != "" {
+	if full, err := kp.insn.Decode(nil, kp.Image.Text(addr, x86.MaxInsnSize)); err == nil && full.Mnemonic != "" {
 		return full.Mnemonic
 	}
 	return fmt.Sprintf("opcode %#02x", i.Opcode[0])

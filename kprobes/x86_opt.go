@@ -214,7 +214,7 @@ func (kp *Kprobes) archOptimizeKprobe(op *Kprobe) {
 	var jmp [x86.JMP32InsnSize]byte
 	jmp[0] = 0xe9 // JMP32_INSN_OPCODE
 	binary.LittleEndian.PutUint32(jmp[1:], uint32(int32(int64(op.optSlot)-int64(op.Addr+x86.JMP32InsnSize))))
-	if _, err := x86.DecodeKernel(kp.C, jmp[:]); err != nil {
+	if _, err := kp.insn.DecodeKernel(kp.C, jmp[:]); err != nil {
 		panic("kprobes: text_poke_loc_init: the synthesized JMP32 does not decode") // BUG_ON; a kpsim bug
 	}
 	kp.textPoke(3)

@@ -401,7 +401,7 @@ func imageProbes(k *image.Kernel, o ManyOptions) []Target {
 		var starts []int
 		for off := 0; off < len(code); {
 			starts = append(starts, off)
-			insn, err := x86.Decode(nil, code[off:])
+			insn, err := x86.For(k.Config.Gen).Decode(nil, code[off:])
 			if err != nil {
 				break
 			}

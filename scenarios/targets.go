@@ -13,8 +13,8 @@ import (
 	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/machine"
-	"github.com/kpsim/kpsim/x86"
 	"github.com/kpsim/kpsim/sim"
+	"github.com/kpsim/kpsim/x86"
 )
 
 // TargetKind is where the probed functions come from.

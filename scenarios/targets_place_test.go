@@ -17,7 +17,7 @@ func TestPlaceAfterFentryIBT(t *testing.T) {
 	poison := []byte{0x66, 0x0f, 0x1f, 0x00}
 	call := []byte{0xe8, 0, 0, 0, 0}
 	text := make([]byte, 0x100)
-	copy(text[0x00:], append(append([]byte{}, endbr...), call...)) // a: endbr, fentry at +4
+	copy(text[0x00:], append(append([]byte{}, endbr...), call...))  // a: endbr, fentry at +4
 	copy(text[0x40:], append(append([]byte{}, poison...), call...)) // b: sealed, fentry at +4
 	copy(text[0x80:], call)                                         // c: no endbr, fentry at +0
 	copy(text[0xc0:], endbr)                                        // d: endbr, not traced
