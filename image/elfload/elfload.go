@@ -127,7 +127,7 @@ func (l *loader) load() (*image.Kernel, error) {
 		return nil, err
 	}
 	if err := l.tables(); err != nil {
-		return nil, err
+		return nil, l.forcedGen(err)
 	}
 	l.config()
 	l.ranges()
@@ -136,7 +136,7 @@ func (l *loader) load() (*image.Kernel, error) {
 	if l.opts.CPU != nil {
 		bt, err := l.boot(l.opts)
 		if err != nil {
-			return nil, err
+			return nil, l.forcedGen(err)
 		}
 		l.booted = bt
 	} else {

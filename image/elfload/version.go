@@ -76,3 +76,16 @@ func release(banner string) string {
 	}
 	return r
 }
+
+// forcedGen adds to err that the image was read as another generation
+// than its banner's (--kernel-version), the likely cause.
+func (l *loader) forcedGen(err error) error {
+	c := &l.k.Config
+	if l.opts.Gen == image.GenUnknown || c.Version == "" {
+		return err
+	}
+	if g, perr := image.ParseGeneration(c.Version); perr == nil && g == c.Gen {
+		return err
+	}
+	return fmt.Errorf("%w (the image is %s, read as generation %s by --kernel-version)", err, c.Version, c.Gen)
+}
