@@ -93,34 +93,15 @@ func UseKallsymsTables(k *image.Kernel, t *ktab.Tables) {
 }
 
 // SymbolsOf lists k's vmlinux symbols as scripts/kallsyms reads them from
-// `nm -n` (address order, the image's own types). On 6.12, whose tool
-// ignores absolute symbols, the per-cpu symbols a stripped image's
-// kallsyms tables print as 'A' (make_percpus_absolute's doing) go back to
-// the data type nm gave them, so the build makes the tables the image
-// holds.
+// `nm -n` (address order, the image's own types; per-cpu symbols a
+// stripped image's tables list as 'A' as ktab.BuildInput says for k's
+// generation).
 func SymbolsOf(k *image.Kernel) []ktab.Symbol {
 	out := make([]ktab.Symbol, 0, len(k.Symbols))
 	for _, s := range k.Symbols {
 		out = append(out, ktab.Symbol{Addr: s.Addr, Type: byte(s.Type), Name: s.Name})
 	}
-	if k.Config.Gen == image.Gen612 {
-		var lo, hi uint64
-		var okLo, okHi bool
-		for _, s := range k.Symbols {
-			switch s.Name {
-			case "__per_cpu_start":
-				lo, okLo = s.Addr, true
-			case "__per_cpu_end":
-				hi, okHi = s.Addr, true
-			}
-		}
-		for i := range out {
-			if okLo && okHi && out[i].Type == 'A' && out[i].Addr >= lo && out[i].Addr <= hi {
-				out[i].Type = 'D'
-			}
-		}
-	}
-	return out
+	return ktab.BuildInput(KallsymsBuildOptions(k), out)
 }
 
 // bugAdapter turns bug.Table's entry-returning FindBug into the predicate

@@ -92,6 +92,14 @@ type tool struct {
 	hasBaseRelative, alwaysBaseRelative, hasAbsolutePercpu, hasPCRelative bool
 	// plain is the encoding without any relative flag.
 	plain Encoding
+	// percpuAsData: BuildInput gives the per-cpu symbols that a decoded
+	// image lists as 'A' (make_percpus_absolute's type) back their data
+	// type, as `nm -n` showed them to the build, so that
+	// is_ignored_symbol does not drop them (6.12). Off for 6.1: kpsim's
+	// 6.1 figures were first checked with those symbols dropped from a
+	// decoded bzImage's rebuild (383 of 94,266 on Debian's 6.1.192), and
+	// correcting that is a counted change of its own (docs/generations.md).
+	percpuAsData bool
 	// align is write_src's label alignment on x86-64 (ALGN = .balign 8
 	// in 6.1 and 6.12, .balign 4 in 7.3).
 	align int
@@ -124,6 +132,7 @@ var tool612 = &tool{
 	asciiType:          true,
 	alwaysBaseRelative: true,
 	hasAbsolutePercpu:  true,
+	percpuAsData:       true,
 	plain:              EncodingBaseRelative, // never used: always base-relative
 	align:              8,
 	orderRel: []string{ObjNumSyms, ObjNames, ObjMarkers, ObjTokenTable, ObjTokenIndex,
@@ -421,4 +430,39 @@ func Filtered(g image.Generation, s Symbol) string {
 		return "ignored"
 	}
 	return ""
+}
+
+// BuildInput returns syms as Build should read them when they came from
+// an image's own kallsyms tables rather than from `nm -n`: with opt's
+// absolute per-cpu encoding, symbols in [__per_cpu_start, __per_cpu_end]
+// that the tables list as 'A' get back the data type nm gave them where
+// the generation's tool needs it (tool.percpuAsData). syms is not
+// changed; without a change the same slice is returned.
+func BuildInput(opt Options, syms []Symbol) []Symbol {
+	if !opt.AbsolutePercpu || !toolOf(opt.Gen).percpuAsData {
+		return syms
+	}
+	var lo, hi uint64
+	var okLo, okHi bool
+	for _, s := range syms {
+		switch s.Name {
+		case "__per_cpu_start":
+			lo, okLo = s.Addr, true
+		case "__per_cpu_end":
+			hi, okHi = s.Addr, true
+		}
+	}
+	if !okLo || !okHi {
+		return syms
+	}
+	out := syms
+	for i, s := range syms {
+		if s.Type == 'A' && s.Addr >= lo && s.Addr <= hi {
+			if &out[0] == &syms[0] {
+				out = slices.Clone(syms)
+			}
+			out[i].Type = 'D'
+		}
+	}
+	return out
 }
