@@ -324,3 +324,65 @@ func TestHostCPU(t *testing.T) {
 		t.Log(l)
 	}
 }
+
+// TestKexecSkipRange: skip_addr's relocate_kernel range is the model's
+// (6.12: relocate_kernel + KEXEC_CONTROL_CODE_MAX_SIZE; 7.3:
+// [__relocate_kernel_start, __relocate_kernel_end)), whichever symbols
+// the image also has (the 7.3 -dbg System.map has relocate_kernel at
+// __relocate_kernel_start); 6.1 has no call thunks.
+func TestKexecSkipRange(t *testing.T) {
+	syms := map[string]uint64{
+		"__x86_return_thunk": 0xffffffff82000000, "nop_func": 0xffffffff81000010, "BUG_func": 0xffffffff81000020,
+		"_paravirt_nop":   0xffffffff81000030,
+		"relocate_kernel": 0xffffffff8354e300, "__relocate_kernel_start": 0xffffffff8354e300, "__relocate_kernel_end": 0xffffffff8354e980,
+	}
+	all := func(n string) (uint64, bool) { a, ok := syms[n]; return a, ok }
+	only := func(names ...string) func(string) (uint64, bool) {
+		return func(n string) (uint64, bool) {
+			if strings.HasPrefix(n, "__relocate") || n == "relocate_kernel" {
+				found := false
+				for _, w := range names {
+					found = found || w == n
+				}
+				if !found {
+					return 0, false
+				}
+			}
+			return all(n)
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		g      image.Generation
+		lookup func(string) (uint64, bool)
+		want   [][2]uint64
+	}{
+		{"6.12", image.Gen612, all, [][2]uint64{{0xffffffff8354e300, 0xffffffff8354eb00}}},
+		{"7.3", image.Gen73, all, [][2]uint64{{0xffffffff8354e300, 0xffffffff8354e980}}},
+		{"6.12 without kexec", image.Gen612, only(), nil},
+		{"7.3 without __relocate_kernel_end", image.Gen73, only("relocate_kernel", "__relocate_kernel_start"), nil},
+		{"7.3 with only relocate_kernel", image.Gen73, only("relocate_kernel"), nil},
+	} {
+		m := ModelFor(c.g)
+		e, err := m.NewEnv(c.lookup, nil, nil, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if e.CallThunks == nil || len(e.CallThunks.SkipRanges) != len(c.want) {
+			t.Errorf("%s: skip ranges %+v, want %x", c.name, e.CallThunks, c.want)
+			continue
+		}
+		for i, r := range c.want {
+			if e.CallThunks.SkipRanges[i] != r {
+				t.Errorf("%s: skip range %x, want %x", c.name, e.CallThunks.SkipRanges[i], r)
+			}
+		}
+	}
+	if r := model61.kexecSkip.symbols(); r != nil {
+		t.Errorf("6.1 reads kexec symbols %v", r)
+	}
+	e, err := model61.NewEnv(all, nil, nil, nil)
+	if err != nil || e.CallThunks != nil {
+		t.Errorf("6.1: call thunk env %+v, %v", e, err)
+	}
+}

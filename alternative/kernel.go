@@ -71,7 +71,7 @@ func KernelEnv(k *image.Kernel) (*Env, *CPU, error) {
 		want[n] = true
 	}
 	if !m.Paravirt {
-		for _, n := range append(EnvSymbols612, callThunkSkip...) {
+		for _, n := range append(append(EnvSymbols612, callThunkSkip...), m.kexecSkip.symbols()...) {
 			want[n] = true
 		}
 	}

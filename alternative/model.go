@@ -78,6 +78,67 @@ type Model struct {
 	retpolineSkip func(p *Patcher, addr uint64, in x86.Insn) bool
 	// callThunkAltSites: patch_alt_call_sites runs (6.12).
 	callThunkAltSites bool
+	// kexecSkip is skip_addr's CONFIG_KEXEC_CORE range (6.12, 7.3; 6.1
+	// has no call thunks).
+	kexecSkip kexecRange
+}
+
+// kexecRange is the relocate_kernel range skip_addr leaves alone under
+// CONFIG_KEXEC_CORE (Debian 6.12 and 7.3 set it): [start, end) between
+// two symbols, or [start, start+size) when end is "".
+type kexecRange struct {
+	start, end string
+	size       uint64
+}
+
+var (
+	// kexecSkip612: 6.12's skip_addr tests dest >= relocate_kernel &&
+	// dest < relocate_kernel + KEXEC_CONTROL_CODE_MAX_SIZE
+	// (6.12.117 arch/x86/kernel/callthunks.c:141-144;
+	// KEXEC_CONTROL_CODE_MAX_SIZE is 2048 on x86-64,
+	// arch/x86/include/asm/kexec.h:20).
+	kexecSkip612 = kexecRange{start: "relocate_kernel", size: 2048}
+	// kexecSkip73: 7.3's skip_addr, CONFIG_X86_64, tests dest >=
+	// __relocate_kernel_start && dest < __relocate_kernel_end
+	// (7.3 arch/x86/kernel/callthunks.c:139-149;
+	// the linker script brackets .text..relocate_kernel and
+	// .data..relocate_kernel with them, arch/x86/kernel/vmlinux.lds.S:114-117).
+	kexecSkip73 = kexecRange{start: "__relocate_kernel_start", end: "__relocate_kernel_end"}
+)
+
+// symbols are the vmlinux symbols r reads.
+func (r kexecRange) symbols() []string {
+	if r.start == "" {
+		return nil
+	}
+	if r.end == "" {
+		return []string{r.start}
+	}
+	return []string{r.start, r.end}
+}
+
+// resolve returns r's address range, false when r is empty or a symbol
+// is missing (a kernel without CONFIG_KEXEC_CORE).
+//
+// Models arch/x86/kernel/callthunks.c:skip_addr (its CONFIG_KEXEC_CORE
+// range; 6.12: relocate_kernel + KEXEC_CONTROL_CODE_MAX_SIZE, 7.3:
+// __relocate_kernel_start to __relocate_kernel_end).
+func (r kexecRange) resolve(lookup func(string) (uint64, bool)) ([2]uint64, bool) {
+	if r.start == "" {
+		return [2]uint64{}, false
+	}
+	s, ok := lookup(r.start)
+	if !ok {
+		return [2]uint64{}, false
+	}
+	if r.end == "" {
+		return [2]uint64{s, s + r.size}, true
+	}
+	e, ok := lookup(r.end)
+	if !ok {
+		return [2]uint64{}, false
+	}
+	return [2]uint64{s, e}, true
 }
 
 // featureBits are the bits the patch functions test, in one generation's
@@ -116,12 +177,14 @@ var (
 		NotModelled:       model612NotModelled,
 		int3AfterJmp:      true,
 		callThunkAltSites: true,
+		kexecSkip:         kexecSkip612,
 	}
 	model73 = &Model{
 		Gen: image.Gen73, Release: "7.3~rc7", AltInstrSize: AltInstrSize14,
 		Features: featureNames73, CPUInfo: cpuinfoNames73, NopMax: 11,
 		Sealing: true, CallThunks: true,
 		NotModelled: model612NotModelled,
+		kexecSkip:   kexecSkip73,
 	}
 )
 
@@ -259,15 +322,9 @@ func (m *Model) NewEnv(lookup func(string) (uint64, bool), pvops []uint64, mem M
 				ct.Skip = append(ct.Skip, a)
 			}
 		}
-		// CONFIG_KEXEC_CORE: relocate_kernel's control page (6.12:
-		// KEXEC_CONTROL_CODE_MAX_SIZE = 2048 bytes from relocate_kernel;
-		// 7.3: [__relocate_kernel_start, __relocate_kernel_end)).
-		if s, ok := lookup("__relocate_kernel_start"); ok {
-			if e2, ok := lookup("__relocate_kernel_end"); ok {
-				ct.SkipRanges = append(ct.SkipRanges, [2]uint64{s, e2})
-			}
-		} else if s, ok := lookup("relocate_kernel"); ok {
-			ct.SkipRanges = append(ct.SkipRanges, [2]uint64{s, s + 2048})
+		// CONFIG_KEXEC_CORE: the generation's relocate_kernel range.
+		if r, ok := m.kexecSkip.resolve(lookup); ok {
+			ct.SkipRanges = append(ct.SkipRanges, r)
 		}
 		if s, ok := lookup("skl_call_thunk_template"); ok {
 			if t, ok := lookup("skl_call_thunk_tail"); ok && t > s && t-s <= MaxPatchLen {
