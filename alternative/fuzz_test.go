@@ -157,15 +157,22 @@ func FuzzParseAltInstructions14(f *testing.F) {
 	})
 }
 
-// FuzzParseCPUInfo: any text parses or is refused, never a panic, and a
-// parsed CPU builds for every generation.
+// FuzzParseCPUInfo: any text parses or is refused, never a panic; a
+// parsed family and model are show_cpuinfo's __u8 values (or -1: no
+// line), and a parsed CPU builds for every generation.
 func FuzzParseCPUInfo(f *testing.F) {
 	f.Add("vendor_id : GenuineIntel\ncpu family : 6\nflags : fpu nx retpoline\nbugs : spectre_v2 retbleed its\n")
 	f.Add("flags:\n")
+	f.Add("cpu family : 0x19\nflags : fpu\n")
+	f.Add("model : -1\nflags : fpu\n")
+	f.Add("cpu family : 25\nmodel : 256\nflags : fpu\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		ci, err := ParseCPUInfo(strings.NewReader(s))
 		if err != nil {
 			return
+		}
+		if ci.Family < -1 || ci.Family > 255 || ci.Model < -1 || ci.Model > 255 {
+			t.Fatalf("family %d model %d accepted", ci.Family, ci.Model)
 		}
 		for _, g := range image.Generations {
 			c, err := ci.CPU(g)

@@ -386,3 +386,32 @@ func TestKexecSkipRange(t *testing.T) {
 		t.Errorf("6.1: call thunk env %+v, %v", e, err)
 	}
 }
+
+// TestParseCPUInfoNumbers: "cpu family" and "model" are show_cpuinfo's
+// decimal __u8 values; anything else is refused with the line named,
+// never read as family 0 / model 0.
+func TestParseCPUInfoNumbers(t *testing.T) {
+	for _, c := range []struct {
+		name, in      string
+		family, model int
+		err           string // substring of the error; "" = parses
+	}{
+		{"both", "vendor_id : AuthenticAMD\ncpu family : 25\nmodel : 17\nflags : fpu\n", 25, 17, ""},
+		{"absent", "flags : fpu\n", -1, -1, ""},
+		{"hex family", "vendor_id : AuthenticAMD\ncpu family : 0x19\nflags : fpu\n", 0, 0, `line 2: cpu family "0x19" is not`},
+		{"empty model", "cpu family : 6\nmodel :\nflags : fpu\n", 0, 0, `line 2: model "" is not`},
+		{"negative model", "model : -1\nflags : fpu\n", 0, 0, `line 1: model "-1" is not`},
+		{"model past u8", "cpu family\t: 6\nmodel\t\t: 256\nflags : fpu\n", 0, 0, `line 2: model "256" is not`},
+		{"word", "\ncpu family : six\nflags : fpu\n", 0, 0, `line 2: cpu family "six" is not`},
+	} {
+		ci, err := ParseCPUInfo(strings.NewReader(c.in))
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.err)
+		case c.err == "" && (ci.Family != c.family || ci.Model != c.model):
+			t.Errorf("%s: family %d model %d, want %d %d", c.name, ci.Family, ci.Model, c.family, c.model)
+		}
+	}
+}

@@ -21,13 +21,26 @@ type CPUInfo struct {
 	Flags, Bugs       []string
 }
 
-// ParseCPUInfo reads the first processor block of a /proc/cpuinfo.
+// ParseCPUInfo reads the first processor block of a /proc/cpuinfo. The
+// "cpu family" and "model" values must be what show_cpuinfo prints
+// (arch/x86/kernel/cpu/proc.c: the __u8 x86 and x86_model as decimal
+// numbers): anything else is an error naming the line, not a family or
+// model the mitigation choices would read.
 func ParseCPUInfo(r io.Reader) (*CPUInfo, error) {
 	ci := &CPUInfo{Family: -1, Model: -1}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	seenFlags := false
+	lineNo := 0
+	number := func(k, v string) (int, error) {
+		n, err := strconv.ParseUint(v, 10, 8)
+		if err != nil {
+			return 0, fmt.Errorf("line %d: %s %q is not an 8-bit decimal number", lineNo, k, v)
+		}
+		return int(n), nil
+	}
 	for sc.Scan() {
+		lineNo++
 		line := sc.Text()
 		if strings.TrimSpace(line) == "" {
 			if seenFlags {
@@ -46,9 +59,17 @@ func ParseCPUInfo(r io.Reader) (*CPUInfo, error) {
 		case "model name":
 			ci.ModelName = v
 		case "cpu family":
-			ci.Family, _ = strconv.Atoi(v)
+			n, err := number(k, v)
+			if err != nil {
+				return nil, err
+			}
+			ci.Family = n
 		case "model":
-			ci.Model, _ = strconv.Atoi(v)
+			n, err := number(k, v)
+			if err != nil {
+				return nil, err
+			}
+			ci.Model = n
 		case "flags":
 			ci.Flags, seenFlags = strings.Fields(v), true
 		case "bugs":
