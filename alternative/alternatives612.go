@@ -341,9 +341,16 @@ func (p *Patcher) patchWanted(a AltInstr) bool {
 	return p.CPU.Features.Has(a.Feature()) != a.Inv()
 }
 
-// prepReplacement fills buf (len bytes) with a's replacement as the
+// prepReplacement fills buf (n bytes) with a's replacement as the
 // kernel prepares it: copied, a direct call resolved, 0x90-padded and
-// relocated. It returns the action.
+// relocated. It returns the action. (A site no entry patches keeps its
+// original bytes: the caller copies them.)
+//
+// Models arch/x86/kernel/alternative.c:prep_patch_site (7.3; 6.12 does
+// the same steps inline in apply_alternatives: memcpy of the
+// replacement, alt_replace_call, 0x90 padding up to instrlen, and
+// text_poke_apply_relocation, whose closing optimize_nops is the
+// caller's).
 func (p *Patcher) prepReplacement(a AltInstr, instr uint64, buf []byte, n int) (string, error) {
 	st := &p.Stats.Alternatives
 	repl := p.Mem.Text(a.Repl, int(a.ReplLen))
@@ -485,6 +492,10 @@ func (p *Patcher) pokeOrRecord(kind SiteKind, addr uint64, dst, buf []byte, acti
 // retpolineSkip73: apply_retpolines (7.3) leaves a Jcc.d8 (FineIBT's
 // paranoid caller) and a call/jmp whose destination is preceded by a
 // UDB (0xd6) and starts with a Jcc (cfi_paranoid + ITS) alone.
+//
+// Models arch/x86/kernel/alternative.c:apply_retpolines (7.3: the two
+// cases of its opcode switch that continue with WARN_ON_ONCE(cfi_mode !=
+// CFI_FINEIBT); 6.1 and 6.12 have neither).
 func retpolineSkip73(p *Patcher, addr uint64, in x86.Insn) bool {
 	op := in.Opcode[0]
 	if op >= 0x70 && op <= 0x7f {

@@ -133,6 +133,13 @@ func (ct *CallThunkEnv) skipAddr(dest uint64) bool {
 	return false
 }
 
+// patchCall re-aims the call at addr, when addr is in ct, at its
+// destination's accounting thunk (patch_dest). A site that no longer
+// decodes as a direct call (patched out), a call to a skip_addr
+// destination and a call out of core text stay as they are.
+//
+// Models arch/x86/kernel/callthunks.c:patch_call and call_get_dest
+// (6.12, 7.3).
 func (p *Patcher) patchCall(addr uint64, ct coreText, env *CallThunkEnv) error {
 	st := &p.Stats.CallThunks
 	if !ct.within(addr) {
