@@ -207,15 +207,21 @@ func (m *Model) optimizeNops(buf []byte, n int) int {
 	return runs
 }
 
-// optimizeSiteNops is the optimize_nops apply_retpolines runs over its
-// 16-byte buffer b holding an n-byte replacement.
-func (m *Model) optimizeSiteNops(b []byte, n int) {
-	if m.insnIsNop == nil {
-		OptimizeNops(b[:n]) // 6.1: runs of 0x90
-		return
-	}
-	m.optimizeNops(b, n)
-}
+// retpolineNops61 is the optimize_nops apply_retpolines runs over its
+// 16-byte buffer b holding an n-byte replacement, in 6.1: runs of 0x90
+// (OptimizeNops).
+//
+// Models arch/x86/kernel/alternative.c:optimize_nops (6.1.192, as
+// apply_retpolines calls it).
+func retpolineNops61(_ *Model, b []byte, n int) { OptimizeNops(b[:n]) }
+
+// retpolineNops612 is the optimize_nops apply_retpolines runs over its
+// 16-byte buffer b holding an n-byte replacement, in 6.12 and 7.3: any
+// NOP the generation's insn_is_nop knows (Model.optimizeNops).
+//
+// Models arch/x86/kernel/alternative.c:optimize_nops (6.12, 7.3, as
+// apply_retpolines calls it).
+func retpolineNops612(m *Model, b []byte, n int) { m.optimizeNops(b, n) }
 
 // applyRelocation re-bases the relative branches and RIP-relative
 // operands of buf (instrlen bytes copied from repl, replLen long, to be

@@ -69,7 +69,10 @@ type Model struct {
 	parseAlt                func(b []byte, base uint64) ([]AltInstr, error)
 	applyAlternatives       func(p *Patcher, alts []AltInstr) error
 	insnIsNop               func(in x86.Insn) bool
-	emitIndirect            func(op byte, reg int, b []byte, excess int) int
+	// retpolineNops is the optimize_nops apply_retpolines runs on its
+	// buffer (6.1: retpolineNops61; 6.12, 7.3: retpolineNops612).
+	retpolineNops func(m *Model, b []byte, n int)
+	emitIndirect  func(op byte, reg int, b []byte, excess int) int
 	// int3AfterJmp: patch_retpoline appends int3 to an indirect jmp
 	// itself (6.1, 6.12); 7.3's emit_indirect pads it.
 	int3AfterJmp bool
@@ -202,17 +205,20 @@ func init() {
 	model61.parseAlt = ParseAltInstructions
 	model61.applyAlternatives = (*Patcher).ApplyAlternatives
 	model61.emitIndirect = emitIndirect61
+	model61.retpolineNops = retpolineNops61
 	model612.alternativeInstructions = alternativeInstructions612
 	model612.moduleFinalize = moduleFinalize612
 	model612.parseAlt = ParseAltInstructions14
 	model612.applyAlternatives = applyAlternatives612
 	model612.insnIsNop = insnIsNop612
+	model612.retpolineNops = retpolineNops612
 	model612.emitIndirect = emitIndirect61
 	model73.alternativeInstructions = alternativeInstructions73
 	model73.moduleFinalize = moduleFinalize73
 	model73.parseAlt = ParseAltInstructions14
 	model73.applyAlternatives = applyAlternatives73
 	model73.insnIsNop = insnIsNop73
+	model73.retpolineNops = retpolineNops612
 	model73.emitIndirect = emitIndirect73
 	model73.retpolineSkip = retpolineSkip73
 	for _, m := range []*Model{model61, model612, model73} {

@@ -275,7 +275,7 @@ func (p *Patcher) ApplyRetpolines(sites []uint64) error {
 			p.record(SiteRetpoline, addr, dst, action)
 			continue
 		}
-		p.model().optimizeSiteNops(b[:], n)
+		p.model().retpolineNops(p.model(), b[:], n)
 		switch action {
 		case RetpolineIndirect:
 			st.Indirect++
