@@ -170,7 +170,8 @@ func (m *Model) skipNops(buf []byte, off, n int) int {
 
 // window is the decoder's view of buf from off: the kernel's decoder reads
 // up to 15 bytes (MAX_INSN_SIZE) of its buffer, which is MAX_PATCH_LEN
-// long; bytes past the site read as zero here.
+// long; bytes past the site read as zero here. Simulator helper: no
+// kernel function of its own.
 func window(buf []byte, off int) []byte {
 	if off+15 <= len(buf) {
 		return buf[off : off+15]
@@ -343,6 +344,10 @@ func (p *Patcher) altReplaceCall(instr uint64, buf []byte, a AltInstr) (int, uin
 
 // patchWanted is the feature test: the feature is present, or absent
 // with ALT_FLAG_NOT.
+//
+// Models arch/x86/kernel/alternative.c:apply_alternatives (6.12) and
+// analyze_patch_site (7.3): their boot_cpu_has(a->cpuid) test against
+// ALT_FLAG_NOT.
 func (p *Patcher) patchWanted(a AltInstr) bool {
 	return p.CPU.Features.Has(a.Feature()) != a.Inv()
 }
@@ -477,6 +482,8 @@ func applyAlternatives73(p *Patcher, alts []AltInstr) error {
 	return nil
 }
 
+// countNopRuns adds an optimize_nops result to Stats. Simulator helper:
+// no kernel function of its own.
 func (p *Patcher) countNopRuns(r int) {
 	if r < 0 {
 		p.Stats.Alternatives.Undecodable++
@@ -486,7 +493,8 @@ func (p *Patcher) countNopRuns(r int) {
 }
 
 // pokeOrRecord writes buf over dst when it differs (text_poke_early
-// writes the same bytes back otherwise) and records the site.
+// writes the same bytes back otherwise) and records the site. Simulator
+// helper: the text_poke_early of the callers, counted once per change.
 func (p *Patcher) pokeOrRecord(kind SiteKind, addr uint64, dst, buf []byte, action string) {
 	if bytes.Equal(dst, buf) {
 		p.record(kind, addr, dst, action)
@@ -525,6 +533,8 @@ const (
 )
 
 // isEndbr is __is_endbr: ENDBR64, ENDBR32 or the poison.
+//
+// Models arch/x86/include/asm/ibt.h:is_endbr (6.12) and __is_endbr (7.3).
 func isEndbr(b []byte) bool {
 	if len(b) < 4 {
 		return false

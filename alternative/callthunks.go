@@ -81,6 +81,9 @@ type coreText struct {
 	other func(uint64) bool
 }
 
+// within reports a in [base, end).
+//
+// Models arch/x86/kernel/callthunks.c:within_coretext.
 func (c coreText) within(a uint64) bool { return a >= c.base && a < c.end }
 
 // isCoretext: ct, builtin core text [_text, _etext), or a module's core
@@ -114,11 +117,17 @@ func (p *Patcher) callthunksSetup(t *Tables, ct coreText, env *CallThunkEnv) err
 	return nil
 }
 
+// core reports a in builtin_coretext, [_text, _etext).
+//
+// Models arch/x86/kernel/callthunks.c:within_coretext (on
+// builtin_coretext).
 func (ct *CallThunkEnv) core(a uint64) bool { return a >= ct.TextStart && a < ct.TextEnd }
 
 // skipAddr is skip_addr: destinations whose callers must not be
 // accounted (entry code that does its own RSB handling, __fentry__,
-// relocate_kernel's page).
+// relocate_kernel's page: the Model's kexecRange).
+//
+// Models arch/x86/kernel/callthunks.c:skip_addr (6.12, 7.3).
 func (ct *CallThunkEnv) skipAddr(dest uint64) bool {
 	for _, s := range ct.Skip {
 		if dest == s {

@@ -82,7 +82,10 @@ type FeatureReason struct {
 // Has is boot_cpu_has(f).
 func (c *CPU) Has(f Feature) bool { return c.Features.Has(f) }
 
-// WantsRethunk is cpu_wants_rethunk: X86_FEATURE_RETHUNK.
+// WantsRethunk is cpu_wants_rethunk: X86_FEATURE_RETHUNK, in the
+// numbering of the CPU's Model.
+//
+// Models arch/x86/kernel/alternative.c:cpu_wants_rethunk.
 func (c *CPU) WantsRethunk() bool { return c.Has(c.Model().bits.RETHUNK) }
 
 // SpectreV2Mode names what apply_retpolines does on this CPU:

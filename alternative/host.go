@@ -154,6 +154,8 @@ func (ci *CPUInfo) CPU(g image.Generation) (*CPU, error) {
 // lookupCPUInfo maps a /proc/cpuinfo name to a cpufeatures.h name of m:
 // m's own names (mkcapflags.sh), else the upper-cased macro suffix (the
 // machine's kernel may be of another generation and show other names).
+// Simulator helper: the inverse of the x86_cap_flags table show_cpuinfo
+// prints from.
 func lookupCPUInfo(m *Model, name string, bug bool) (string, bool) {
 	key, prefix := name, "X86_FEATURE_"
 	if bug {

@@ -76,7 +76,9 @@ func emitIndirect73(op byte, reg int, b []byte, excess int) int {
 }
 
 // emitIndirect writes "call *%reg" (ff d0+r) or "jmp *%reg" (ff e0+r),
-// with REX.B for r8-r15, and returns its length.
+// with REX.B for r8-r15, and returns its length. Simulator helper: the
+// instruction every generation's emit_indirect writes (emitIndirect61,
+// emitIndirect73).
 func emitIndirect(op byte, reg int, b []byte) int {
 	var modrm byte
 	switch op {
