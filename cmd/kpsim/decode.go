@@ -18,9 +18,6 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 	fn := fs.String("func", "", "decode only the function(s) with this name (duplicates: every one)")
 	all := fs.Bool("all", false, "decode every function (the default without --func)")
 	summary := fs.Bool("summary", false, "one line per function: ADDRESS NAME INSTRUCTION_COUNT SHA1 of the offsets")
-	if fs.Lookup("kernel-version") == nil {
-		fs.String("kernel-version", "", "the kernel generation whose instruction decoder (x86-opcode-map.txt, insn.c) sizes the instructions: 6.1, 6.12 or 7.3 (default: the image's, from its linux_banner; 6.1 for synthetic images)")
-	}
 	if err := parseImageFlags(fs, imf, args, stdout, nil); err != nil {
 		return err
 	}
@@ -84,8 +81,9 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 	return w.Flush()
 }
 
-// decodeGeneration is the generation --kernel-version names, GenUnknown
-// when it is not given (the image's then decides).
+// decodeGeneration is the generation the image flag --kernel-version
+// names (it also reads the image as that generation), GenUnknown when it
+// is not given (the image's then decides).
 func decodeGeneration(fs *flag.FlagSet) (image.Generation, error) {
 	f := fs.Lookup("kernel-version")
 	if f == nil || f.Value.String() == "" {

@@ -44,9 +44,13 @@ func TestDecodeOne(t *testing.T) {
 }
 
 func TestDecodeKernelVersionFlag(t *testing.T) {
-	out := mustKpsim(t, append([]string{"decode", "--summary", "--kernel-version", "7.3"}, small...)...)
+	// The synthetic image is 6.1's shape: another generation is refused.
+	if _, errs, code := runKpsim(append([]string{"decode", "--summary", "--kernel-version", "7.3"}, small...)...); code != 2 || !strings.Contains(errs, "6.1-shaped") {
+		t.Errorf("--kernel-version 7.3 on a synthetic image: exit %d, %q", code, errs)
+	}
+	out := mustKpsim(t, append([]string{"decode", "--summary", "--kernel-version", "6.1"}, small...)...)
 	if def := mustKpsim(t, append([]string{"decode", "--summary"}, small...)...); out != def {
-		t.Error("the synthetic image decodes differently under --kernel-version 7.3")
+		t.Error("the synthetic image decodes differently under --kernel-version 6.1")
 	}
 	_, errs, code := runKpsim(append([]string{"decode", "--kernel-version", "5.10"}, small...)...)
 	if code != 2 || !strings.Contains(errs, "--kernel-version") {

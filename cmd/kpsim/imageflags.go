@@ -208,7 +208,7 @@ func (f *imageFlags) load() (*image.Kernel, *synth.Truth, error) {
 			o.Gen = g
 		}
 		if f.kconfig != "" {
-			kc, err := kconfig.ParseOverrides(f.kconfig)
+			kc, err := kconfig.ParseOverrides(f.kconfig, append(slices.Clone(elfload.ConfigOptions), f.kconfigReaders...), elfload.IntConfigOptions)
 			if err != nil {
 				return nil, nil, usagef("--kconfig: %v", err)
 			}
@@ -246,7 +246,7 @@ func (f *imageFlags) load() (*image.Kernel, *synth.Truth, error) {
 		gen = g
 	}
 	if f.kconfig != "" {
-		kc, err := kconfig.ParseOverrides(f.kconfig)
+		kc, err := kconfig.ParseOverrides(f.kconfig, append(slices.Clone(elfload.ConfigOptions), f.kconfigReaders...), elfload.IntConfigOptions)
 		if err != nil {
 			return nil, nil, usagef("--kconfig: %v", err)
 		}

@@ -29,34 +29,8 @@ const (
 func (l *loader) config() {
 	k := l.k
 	c := &k.Config
-	embedded, hasEmbedded, err := l.embeddedConfig()
-	if err != nil {
-		k.Notes = append(k.Notes, err.Error())
-	}
-	cfgs := []*kconfig.Config{l.opts.KConfigOverride, l.opts.KConfig}
-	if hasEmbedded && embedded != nil {
-		// The image's own copy outranks a file found beside it.
-		cfgs = []*kconfig.Config{l.opts.KConfigOverride, embedded, l.opts.KConfig}
-	}
-	lookup := func(opts ...string) (bool, string, bool) {
-		for _, cf := range cfgs {
-			if cf == nil {
-				continue
-			}
-			for _, o := range opts {
-				if v, ok := cf.Bool(o); ok {
-					return v, cf.From, true
-				}
-			}
-			// A config file that does not mention a bool option
-			// has it off (make oldconfig writes "is not set" only
-			// for visible options).
-			if cf != l.opts.KConfigOverride {
-				return false, cf.From, true
-			}
-		}
-		return false, "", false
-	}
+	cfgs := l.configs()
+	lookup := func(opts ...string) (bool, string, bool) { return lookupBool(cfgs, l.opts.KConfigOverride, opts...) }
 	fact := func(opt string, v bool, from string) {
 		val := "n"
 		if v {
@@ -116,9 +90,6 @@ func (l *loader) config() {
 	}
 	alignFrom := ""
 	for _, cf := range cfgs {
-		if cf == nil {
-			continue
-		}
 		if n, ok := cf.Int("CONFIG_FUNCTION_ALIGNMENT"); ok {
 			c.FunctionAlignment, alignFrom = n, cf.From
 			break
@@ -175,7 +146,7 @@ func (l *loader) config() {
 			k.Notes = append(k.Notes, "KprobesOnFtrace inferred from the presence of __mcount_loc entries (the .config is not in the image)")
 		}
 	}
-	fact("CONFIG_DEBUG_BUGVERBOSE", c.BugVerbose, fromTables)
+	fact("CONFIG_DEBUG_BUGVERBOSE", c.BugVerbose, l.bugVerboseFrom)
 	c.ReturnsPatched = false
 }
 
@@ -192,20 +163,64 @@ func (l *loader) embeddedConfig() (*kconfig.Config, bool, error) {
 	return kconfig.Embedded(b)
 }
 
-// bugLayout is the generation's struct bug_entry for a table of n bytes:
-// with file and line when the config says CONFIG_DEBUG_BUGVERBOSE, else
-// the layout whose size divides n (the verbose one when both do, as
-// distribution kernels are built).
-func (l *loader) bugLayout(n int) image.BugEntryLayout {
-	g := l.k.Config.Gen
-	for _, cf := range []*kconfig.Config{l.opts.KConfigOverride, l.opts.KConfig} {
-		if cf == nil {
-			continue
-		}
-		if v, ok := cf.Bool("CONFIG_DEBUG_BUGVERBOSE"); ok {
-			return image.BugEntryLayoutFor(g, v)
+// ConfigOptions are the options kpsim reads from a kernel config (and
+// --kconfig takes); IntConfigOptions those with a number for a value.
+var (
+	ConfigOptions = []string{"CONFIG_X86_KERNEL_IBT", "CONFIG_CALL_PADDING", "CONFIG_FUNCTION_ALIGNMENT",
+		"CONFIG_RETPOLINE", "CONFIG_MITIGATION_RETPOLINE", "CONFIG_RETHUNK", "CONFIG_MITIGATION_RETHUNK",
+		"CONFIG_CFI_CLANG", "CONFIG_KPROBES_ON_FTRACE", "CONFIG_DEBUG_BUGVERBOSE"}
+	IntConfigOptions = []string{"CONFIG_FUNCTION_ALIGNMENT"}
+)
+
+// configs lists the configurations that decide build facts, strongest
+// first: --kconfig, the image's own CONFIG_IKCONFIG copy, the config file
+// beside the image. Computed once per load.
+func (l *loader) configs() []*kconfig.Config {
+	if l.kcfgs != nil {
+		return l.kcfgs
+	}
+	embedded, _, err := l.embeddedConfig()
+	if err != nil {
+		l.k.Notes = append(l.k.Notes, err.Error())
+	}
+	l.kcfgs = []*kconfig.Config{}
+	for _, c := range []*kconfig.Config{l.opts.KConfigOverride, embedded, l.opts.KConfig} {
+		if c != nil {
+			l.kcfgs = append(l.kcfgs, c)
 		}
 	}
+	return l.kcfgs
+}
+
+// lookupBool answers a bool option from the first configuration that
+// decides it: one that sets any of opts, or a full config (not the
+// --kconfig overrides) that leaves it out, which make oldconfig writes
+// only for visible options, so absent is off. ok is false when none does.
+func lookupBool(cfgs []*kconfig.Config, override *kconfig.Config, opts ...string) (v bool, from string, ok bool) {
+	for _, cf := range cfgs {
+		for _, o := range opts {
+			if v, ok := cf.Bool(o); ok {
+				return v, cf.From, true
+			}
+		}
+		if cf != override {
+			return false, cf.From, true
+		}
+	}
+	return false, "", false
+}
+
+// bugLayout is the generation's struct bug_entry for a table of n bytes:
+// with file and line when the configuration says CONFIG_DEBUG_BUGVERBOSE,
+// else the layout whose size divides n (the verbose one when both do, as
+// distribution kernels are built). bugVerboseFrom records which.
+func (l *loader) bugLayout(n int) image.BugEntryLayout {
+	g := l.k.Config.Gen
+	if v, from, ok := lookupBool(l.configs(), l.opts.KConfigOverride, "CONFIG_DEBUG_BUGVERBOSE"); ok {
+		l.bugVerboseFrom = from
+		return image.BugEntryLayoutFor(g, v)
+	}
+	l.bugVerboseFrom = fromTables
 	v, s := image.BugEntryLayoutFor(g, true), image.BugEntryLayoutFor(g, false)
 	if n%v.Size != 0 && n%s.Size == 0 {
 		return s

@@ -28,6 +28,7 @@ import (
 	"strings"
 
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/image/kconfig"
 	"github.com/kpsim/kpsim/kallsyms/ktab"
 	"github.com/kpsim/kpsim/lib"
 )
@@ -45,6 +46,10 @@ type loader struct {
 	// capped lists functions whose next-symbol distance was cut
 	// (kallsyms source only).
 	capped []string
+	// kcfgs are the configurations deciding build facts (configs);
+	// bugVerboseFrom says which decided the bug_entry layout.
+	kcfgs          []*kconfig.Config
+	bugVerboseFrom string
 }
 
 // Load parses data (the bytes of the file called name) as an x86-64

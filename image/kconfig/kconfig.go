@@ -20,6 +20,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -100,8 +102,9 @@ var (
 
 // Embedded finds the configuration CONFIG_IKCONFIG puts in the image
 // (kernel/configs.c: "IKCFG_ST", the gzipped .config, "IKCFG_ED"). ok is
-// false when the image has none; a marker pair whose content is not a
-// gzipped config is an error.
+// false when the image has none. A marker pair whose content is not
+// gzip is passed over (the marker strings also sit in the code that reads
+// them); gzip content that does not unpack to a config is an error.
 func Embedded(image []byte) (c *Config, ok bool, err error) {
 	i := bytes.Index(image, ikcfgStart)
 	for i >= 0 {
@@ -132,10 +135,12 @@ func Embedded(image []byte) (c *Config, ok bool, err error) {
 
 // Beside returns the path of the config file Debian installs beside the
 // kernel image at path, for release rel ("" when there is none):
-// boot/config-REL next to boot/vmlinuz-REL, usr/lib/modules/REL/config
-// next to its vmlinuz, and for the -dbg package's vmlinux
-// (usr/lib/debug/boot/vmlinux-REL, usr/lib/debug/lib/modules/REL/vmlinux)
-// the same files of the image package unpacked in the same tree.
+// config-REL or config in the image's own directory (boot/config-REL next
+// to boot/vmlinuz-REL, usr/lib/modules/REL/config next to its vmlinuz),
+// and for the -dbg package's vmlinux unpacked in the same tree
+// (R/usr/lib/debug/boot/vmlinux-REL, R/usr/lib/debug/lib/modules/REL/vmlinux)
+// the image package's files under R. It never looks above the package
+// tree, so a machine's own /boot is read only for an image in /boot.
 func Beside(path, rel string) string {
 	if rel == "" {
 		return ""
@@ -145,19 +150,16 @@ func Beside(path, rel string) string {
 		filepath.Join(dir, "config-"+rel),
 		filepath.Join(dir, "config"),
 	}
-	// Walk up to the tree's root (at most 6 levels) and try the
-	// package locations.
-	d := dir
-	for range 6 {
-		cands = append(cands,
-			filepath.Join(d, "boot", "config-"+rel),
-			filepath.Join(d, "usr", "lib", "modules", rel, "config"),
-			filepath.Join(d, "lib", "modules", rel, "config"))
-		p := filepath.Dir(d)
-		if p == d {
-			break
+	for _, dbg := range []string{
+		filepath.Join("usr", "lib", "debug", "boot"),
+		filepath.Join("usr", "lib", "debug", "lib", "modules", rel),
+	} {
+		if root, ok := strings.CutSuffix(dir, string(filepath.Separator)+dbg); ok {
+			cands = append(cands,
+				filepath.Join(root, "boot", "config-"+rel),
+				filepath.Join(root, "usr", "lib", "modules", rel, "config"),
+				filepath.Join(root, "lib", "modules", rel, "config"))
 		}
-		d = p
 	}
 	for _, c := range cands {
 		if st, err := os.Stat(c); err == nil && st.Mode().IsRegular() {
@@ -183,16 +185,19 @@ func (c *Config) Int(option string) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	var n int
-	if _, err := fmt.Sscanf(s, "%d", &n); err != nil {
+	n, err := strconv.ParseInt(s, 0, 64)
+	if err != nil {
 		return 0, false
 	}
-	return n, true
+	return int(n), true
 }
 
 // ParseOverrides reads --kconfig: comma-separated OPTION=VALUE pairs
-// (CONFIG_ prefix optional: X86_KERNEL_IBT=n,CALL_PADDING=y).
-func ParseOverrides(s string) (*Config, error) {
+// (CONFIG_ prefix optional: X86_KERNEL_IBT=n,CALL_PADDING=y). Only the
+// options in known are accepted (nil: any), a bool option takes y, m or
+// n and an integer option (in intOpts) a number: an option kpsim would
+// not read is refused, never ignored.
+func ParseOverrides(s string, known []string, intOpts []string) (*Config, error) {
 	c := &Config{Opts: map[string]string{}, From: "--kconfig"}
 	for _, kv := range strings.Split(s, ",") {
 		kv = strings.TrimSpace(kv)
@@ -208,6 +213,16 @@ func ParseOverrides(s string) (*Config, error) {
 		}
 		if !setRE.MatchString(k + "=" + v) {
 			return nil, fmt.Errorf("%q: not a config option name", k)
+		}
+		if known != nil && !slices.Contains(known, k) {
+			return nil, fmt.Errorf("%s: not an option kpsim reads (it reads %s)", k, strings.Join(known, ", "))
+		}
+		if slices.Contains(intOpts, k) {
+			if _, err := strconv.ParseInt(v, 0, 64); err != nil {
+				return nil, fmt.Errorf("%s=%s: want a number", k, v)
+			}
+		} else if v != "y" && v != "m" && v != "n" {
+			return nil, fmt.Errorf("%s=%s: want y, m or n", k, v)
 		}
 		c.Opts[k] = v
 	}

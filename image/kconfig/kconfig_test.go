@@ -79,6 +79,7 @@ func TestBeside(t *testing.T) {
 		{"usr/lib/modules/7.3-amd64/vmlinuz", "7.3-amd64", "usr/lib/modules/7.3-amd64/config"},
 		{"usr/lib/debug/lib/modules/7.3-amd64/vmlinux", "7.3-amd64", "usr/lib/modules/7.3-amd64/config"},
 		{"boot/vmlinuz-6.1", "6.1", ""},
+		{"elsewhere/deep/vmlinuz-6.12.1", "6.12.1", ""}, // never above the image's tree
 		{"boot/vmlinuz-6.12.1", "", ""},
 	} {
 		got := Beside(filepath.Join(dir, tc.image), tc.rel)
@@ -93,12 +94,17 @@ func TestBeside(t *testing.T) {
 }
 
 func TestParseOverrides(t *testing.T) {
-	c, err := ParseOverrides("X86_KERNEL_IBT=n, CONFIG_CALL_PADDING=y")
+	known := []string{"CONFIG_X86_KERNEL_IBT", "CONFIG_CALL_PADDING", "CONFIG_FUNCTION_ALIGNMENT"}
+	ints := []string{"CONFIG_FUNCTION_ALIGNMENT"}
+	c, err := ParseOverrides("X86_KERNEL_IBT=n, CONFIG_CALL_PADDING=y,FUNCTION_ALIGNMENT=0x10", known, ints)
 	if err != nil || c.Opts["CONFIG_X86_KERNEL_IBT"] != "n" || c.Opts["CONFIG_CALL_PADDING"] != "y" {
 		t.Fatalf("%v %v", c, err)
 	}
-	for _, bad := range []string{"", "IBT", "=y", "A B=y"} {
-		if _, err := ParseOverrides(bad); err == nil {
+	if n, ok := c.Int("CONFIG_FUNCTION_ALIGNMENT"); !ok || n != 16 {
+		t.Errorf("alignment %d %v", n, ok)
+	}
+	for _, bad := range []string{"", "IBT", "=y", "A B=y", "X86_KERNL_IBT=n", "X86_KERNEL_IBT=maybe", "FUNCTION_ALIGNMENT=16abc"} {
+		if _, err := ParseOverrides(bad, known, ints); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
@@ -118,6 +124,6 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 		Embedded(b)
-		ParseOverrides(string(b))
+		ParseOverrides(string(b), nil, nil)
 	})
 }
