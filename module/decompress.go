@@ -107,10 +107,18 @@ func errTooBig(limit int64) error {
 	return fmt.Errorf("the module is larger than %d MiB decompressed (more than kpsim reads)", limit>>20)
 }
 
-// readLimited reads r to its end, failing past limit bytes.
-func readLimited(r io.Reader, limit int64, hint int64) ([]byte, error) {
+// maxRatio bounds a size hint by the compressed size: neither xz, zstd
+// nor deflate expands a byte into more than about 1032 (deflate's
+// limit), so a larger hint is a crafted trailer, not a size.
+const maxRatio = 1032
+
+// readLimited reads r to its end, failing past limit bytes. hint, the
+// size the stream's own trailer or index announces, presizes the buffer
+// only up to maxRatio times the compressed size in: a crafted trailer
+// cannot make a tiny file allocate the limit.
+func readLimited(r io.Reader, limit int64, hint int64, in int) ([]byte, error) {
 	var buf bytes.Buffer
-	if hint > 0 && hint <= limit {
+	if hint > 0 && hint <= limit && hint <= maxRatio*int64(in) {
 		buf.Grow(int(hint))
 	}
 	n, err := buf.ReadFrom(io.LimitReader(r, limit+1))
@@ -136,7 +144,7 @@ func decodeXZ(b []byte, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := readLimited(r, limit, total)
+	out, err := readLimited(r, limit, total, len(b))
 	if err != nil {
 		return nil, err
 	}
@@ -333,7 +341,7 @@ func decodeGzip(b []byte, limit int64) ([]byte, error) {
 	if len(b) >= 4 {
 		hint = int64(binary.LittleEndian.Uint32(b[len(b)-4:])) // ISIZE
 	}
-	out, err := readLimited(zr, limit, hint)
+	out, err := readLimited(zr, limit, hint, len(b))
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -367,4 +368,22 @@ func FuzzLoadFileGen(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDecompressHintBounded: a tiny gzip file whose ISIZE trailer claims
+// the whole limit does not make kpsim allocate it.
+func TestDecompressHintBounded(t *testing.T) {
+	var z bytes.Buffer
+	w := gzip.NewWriter(&z)
+	w.Write([]byte("\x7fELF"))
+	w.Close()
+	b := z.Bytes()
+	binary.LittleEndian.PutUint32(b[len(b)-4:], 255<<20) // ISIZE: 255 MiB
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	Decompress("tiny.ko.gz", b) // an error (ISIZE mismatch) or not: no 255 MiB buffer
+	runtime.ReadMemStats(&after)
+	if d := after.TotalAlloc - before.TotalAlloc; d > 16<<20 {
+		t.Fatalf("decompressing %d bytes allocated %d MiB", len(b), d>>20)
+	}
 }
