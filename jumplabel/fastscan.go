@@ -99,14 +99,15 @@ func (s *fastScanner) scanCore(c *sim.Counters, start, end uint64, init bool) (b
 	return s.walk.scanCore(c, start, end, init)
 }
 
-// newFastScan builds the fast scan of core sites.
-func newFastScan(core []site) *fastScan {
+// newFastScan builds the fast scan of core sites, sized by the image
+// generation's decoder d.
+func newFastScan(core []site, d *x86.Decoder) *fastScan {
 	f := &fastScan{bad: [2][2]uint64{{^uint64(0), ^uint64(0)}, {^uint64(0), ^uint64(0)}}}
 	f.byCode = make([]fastSite, 0, len(core))
 	for i := range core {
 		s := &core[i]
 		fs := fastSite{code: s.code, init: s.init}
-		if n, err := x86.JumpEntrySizeSim(nil, s.text); err == nil {
+		if n, err := d.JumpEntrySizeSim(nil, s.text); err == nil {
 			fs.size[0] = int8(n)
 		}
 		if n, err := x86.JumpEntrySize(nil, s.text); err == nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"github.com/kpsim/kpsim/sim"
+	"github.com/kpsim/kpsim/x86"
 )
 
 // The fast scan is a pure function of the core sites (code, init flag and
@@ -31,15 +32,15 @@ type siteKey struct {
 // sharedFastScan returns the image's fast scan if it was built from
 // exactly t's core sites, else one of t's own.
 func (t *Table) sharedFastScan() *fastScan {
-	sh := sim.DerivedValue(t.k.Derived(), fastScanKey{}, func() *fastShare { return newFastShare(t.core) })
+	sh := sim.DerivedValue(t.k.Derived(), fastScanKey{}, func() *fastShare { return newFastShare(t.core, t.insn) })
 	if !sh.builtFrom(t.core) {
-		return newFastScan(t.core)
+		return newFastScan(t.core, t.insn)
 	}
 	return sh.fast
 }
 
-func newFastShare(core []site) *fastShare {
-	sh := &fastShare{sites: make([]siteKey, len(core)), fast: newFastScan(core)}
+func newFastShare(core []site, d *x86.Decoder) *fastShare {
+	sh := &fastShare{sites: make([]siteKey, len(core)), fast: newFastScan(core, d)}
 	for i := range core {
 		s := &core[i]
 		sh.sites[i] = siteKey{code: s.code, init: s.init, text: bytes.Clone(s.text)}

@@ -395,13 +395,14 @@ func imageProbes(k *image.Kernel, o ManyOptions) []Target {
 	}
 	var out []Target
 	pick := func() image.Symbol { return funcs[rng.IntN(len(funcs))] }
+	dec := x86.For(k.Config.Gen)
 	boundary := func(f image.Symbol) uint64 {
 		// a random instruction boundary (simulator decode, uncounted)
 		code := k.Text(f.Addr, int(f.Size))
 		var starts []int
 		for off := 0; off < len(code); {
 			starts = append(starts, off)
-			insn, err := x86.For(k.Config.Gen).Decode(nil, code[off:])
+			insn, err := dec.Decode(nil, code[off:])
 			if err != nil {
 				break
 			}
