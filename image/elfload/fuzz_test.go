@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/image"
 )
 
@@ -186,12 +187,33 @@ func FuzzEntryDecoders(f *testing.F) {
 }
 
 // FuzzLoad runs the whole loader on arbitrary bytes: it must not panic.
+// Load stops at the generation check on an input without linux_banner,
+// so each generation is also forced (Options.Gen), as built and booted,
+// to reach regions, tables, config and boot patching.
 func FuzzLoad(f *testing.F) {
 	f.Add([]byte("\x7fELF"))
 	f.Add(make([]byte, 64))
+	cpu, err := alternative.LookupCPU(alternative.DefaultCPU)
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if k, err := Load("fuzz", b); err == nil && k == nil {
 			t.Fatal("nil kernel without error")
+		}
+		for _, g := range image.Generations {
+			for _, c := range []*alternative.CPU{nil, cpu} {
+				k, bt, err := LoadWith("fuzz", b, Options{Gen: g, CPU: c})
+				if err != nil {
+					continue
+				}
+				if k == nil {
+					t.Fatalf("%s, cpu %v: nil kernel without error", g, c != nil)
+				}
+				if k.Config.Gen != g || (c != nil) != (bt != nil) {
+					t.Fatalf("%s, cpu %v: loaded as generation %s, booted %v", g, c != nil, k.Config.Gen, bt != nil)
+				}
+			}
 		}
 	})
 }
