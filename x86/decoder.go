@@ -91,16 +91,18 @@ func (d *Decoder) DecodeKernel(c *sim.Counters, code []byte) (Insn, error) {
 }
 
 // JumpEntrySizeDecode is the package-level JumpEntrySizeDecode with d's
-// decoder.
+// decoder. arch_jump_entry_size is the same in 6.1, 6.12 and 7.3; what
+// differs is the insn_decode_kernel it calls, which is d's.
 //
-// Models arch/x86/kernel/jump_label.c:arch_jump_entry_size (6.1).
+// Models arch/x86/kernel/jump_label.c:arch_jump_entry_size (6.1, 6.12, 7.3).
 func (d *Decoder) JumpEntrySizeDecode(c *sim.Counters, code []byte) (int, error) {
 	return jumpEntrySizeDecode(d, c, code)
 }
 
-// JumpEntrySizeSim is the package-level JumpEntrySizeSim with d's decoder.
+// JumpEntrySizeSim is the package-level JumpEntrySizeSim with d's decoder
+// (arch_jump_entry_size is the same in all three; the decoder is d's).
 //
-// Models arch/x86/kernel/jump_label.c:arch_jump_entry_size (6.1).
+// Models arch/x86/kernel/jump_label.c:arch_jump_entry_size (6.1, 6.12, 7.3).
 func (d *Decoder) JumpEntrySizeSim(c *sim.Counters, code []byte) (int, error) {
 	if n := siteEncodingSize(code); n != 0 {
 		c.Inc(OpDecode)

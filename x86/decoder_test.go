@@ -219,7 +219,11 @@ func objdumpFirst(t *testing.T, code []byte) (int, string) {
 	}
 	out, err := exec.Command(path, "-D", "-w", "-b", "binary", "-m", "i386:x86-64", f).Output()
 	if err != nil {
-		t.Skipf("objdump failed: %v", err)
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("objdump on % x: %v %s", code, err, stderr)
 	}
 	for _, line := range strings.Split(string(out), "\n") {
 		parts := strings.SplitN(line, "\t", 3)

@@ -19,7 +19,8 @@ import (
 // tree exactly as the kernel builds arch/x86/tools/insn_decoder_test (the
 // awk script turns x86-opcode-map.txt into inat-tables.c; inat.c and insn.c
 // are compiled with the tools/ headers), then run on every test input. The
-// tests skip when gcc, awk or the tree is absent.
+// tests skip when gcc, awk or the tree is absent, and fail when the build
+// from what is present fails.
 
 // kernelTrees are the source trees the reference is built from.
 var kernelTrees = map[image.Generation][]string{
@@ -63,15 +64,20 @@ int main(void) {
 }
 `
 
+// refDecoder is one generation's reference: its binary, or why there is
+// none. absent says a tool or the source tree is missing (the tests skip);
+// any other err is a failure to build it from what is present (they fail).
 type refDecoder struct {
-	path string
-	err  error
+	path   string
+	err    error
+	absent bool
 }
 
 var (
 	refOnce sync.Once
 	refBins map[image.Generation]*refDecoder
 	refDir  string // removed by TestMain
+	refErr  error  // no temporary directory
 )
 
 func TestMain(m *testing.M) {
@@ -82,70 +88,99 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// refSources are the files of a tree the reference is built from.
+var refSources = []string{
+	"tools/arch/x86/lib/insn.c", "tools/arch/x86/lib/inat.c", "tools/arch/x86/lib/x86-opcode-map.txt",
+	"tools/arch/x86/tools/gen-insn-attr-x86.awk", "tools/arch/x86/include/asm/insn.h",
+}
+
+// hasRefSources says whether tree holds every file of refSources.
+func hasRefSources(tree string) bool {
+	for _, f := range refSources {
+		if _, err := os.Stat(filepath.Join(tree, f)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // buildRef builds the reference decoder of every generation whose tree is
-// present, once per test binary.
+// present, once per test binary. It skips when awk, gcc or g's tree is
+// absent, and fails when they are present and the build fails.
 func buildRef(t *testing.T, g image.Generation) string {
 	t.Helper()
 	refOnce.Do(func() {
 		refBins = map[image.Generation]*refDecoder{}
 		dir, err := os.MkdirTemp("", "kpsim-insnref-")
 		if err != nil {
+			refErr = err
 			return
 		}
 		refDir = dir
 		for gen, trees := range kernelTrees {
-			r := &refDecoder{err: fmt.Errorf("no %s source tree", gen)}
+			r := &refDecoder{err: fmt.Errorf("no %s source tree with %s (looked in %v)", gen, refSources, trees), absent: true}
 			refBins[gen] = r
 			for _, tree := range trees {
-				if _, err := os.Stat(filepath.Join(tree, "tools/arch/x86/lib/insn.c")); err == nil {
-					r.path, r.err = compileRef(filepath.Join(dir, gen.String()), tree)
+				if hasRefSources(tree) {
+					r.path, r.absent, r.err = compileRef(filepath.Join(dir, gen.String()), tree)
 					break
 				}
 			}
 		}
 	})
+	if refErr != nil {
+		t.Fatalf("kernel decoder of %s: %v", g, refErr)
+	}
 	r := refBins[g]
 	switch {
 	case r == nil:
-		t.Skipf("kernel decoder of %s unavailable: no temporary directory", g)
-	case r.err != nil:
+		t.Fatalf("kernel decoder of %s: no source tree listed in kernelTrees", g)
+	case r.absent:
 		t.Skipf("kernel decoder of %s unavailable: %v", g, r.err)
+	case r.err != nil:
+		t.Fatalf("kernel decoder of %s: %v", g, r.err)
 	}
 	return r.path
 }
 
-func compileRef(dir, tree string) (string, error) {
+// compileRef builds the reference from tree in dir; absent says awk or
+// gcc is not installed.
+func compileRef(dir, tree string) (bin string, absent bool, err error) {
 	awk, err := exec.LookPath("awk")
 	if err != nil {
-		return "", err
+		return "", true, err
 	}
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
-		return "", err
+		return "", true, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+		return "", false, err
 	}
 	tab, err := exec.Command(awk, "-f", filepath.Join(tree, "tools/arch/x86/tools/gen-insn-attr-x86.awk"),
 		filepath.Join(tree, "tools/arch/x86/lib/x86-opcode-map.txt")).Output()
 	if err != nil {
-		return "", fmt.Errorf("gen-insn-attr-x86.awk: %v", err)
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		return "", false, fmt.Errorf("%s: gen-insn-attr-x86.awk: %v: %s", tree, err, stderr)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "inat-tables.c"), tab, 0o644); err != nil {
-		return "", err
+		return "", false, err
 	}
 	src := filepath.Join(dir, "ref.c")
 	if err := os.WriteFile(src, []byte(refMain), 0o644); err != nil {
-		return "", err
+		return "", false, err
 	}
-	bin := filepath.Join(dir, "ref")
+	bin = filepath.Join(dir, "ref")
 	out, err := exec.Command(gcc, "-O1", "-w", "-I"+dir, "-I"+filepath.Join(tree, "tools/arch/x86/lib"),
 		"-I"+filepath.Join(tree, "tools/arch/x86/include"), "-I"+filepath.Join(tree, "tools/include"),
 		"-o", bin, src).CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("gcc: %v: %s", err, out)
+		return "", false, fmt.Errorf("%s: gcc: %v: %s", tree, err, out)
 	}
-	return bin, nil
+	return bin, false, nil
 }
 
 // runRef decodes every input with the reference; one output line each.

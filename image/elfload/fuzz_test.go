@@ -1,9 +1,13 @@
 package elfload
 
 import (
+	"bytes"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/image"
 )
 
@@ -63,9 +67,70 @@ func TestKallsymsSeed(t *testing.T) {
 	}
 }
 
+// tokenAnchorsSeed is n token anchors in a row, each a kallsyms_token_table
+// of 256 one-character strings and its kallsyms_token_index, with no
+// kallsyms_num_syms before any.
+func tokenAnchorsSeed(n int) []byte {
+	var one []byte
+	var idx []byte
+	for i := range 256 {
+		idx = le.AppendUint16(idx, uint16(len(one)))
+		one = append(one, 'a'+byte(i%26), 0)
+	}
+	one = append(one, idx...)
+	return bytes.Repeat(one, n)
+}
+
+// numSymsLookalikesSeed is one token anchor after many kallsyms_num_syms
+// look-alikes (the count 2) whose markers (one 0) sit where the 6.1
+// layout puts them, and whose names do not chain.
+func numSymsLookalikesSeed(n int) []byte {
+	var b []byte
+	for range n {
+		b = le.AppendUint32(b, 2)
+	}
+	b = le.AppendUint32(b, 0) // kallsyms_markers
+	b = le.AppendUint32(b, 0)
+	b = append(b, 0, 0, 1, 0, 0, 0, 0, 0) // seqs
+	return append(b, tokenAnchorsSeed(1)...)
+}
+
+// TestKallsymsManyLookalikes: .rodata crafted with many token anchors or
+// num_syms candidates is refused after maxKallsymsTries of them, at once
+// (each try is a pass over .rodata: trying them all is quadratic; 4096
+// anchors took 7s, a 30 MB .rodata of them minutes).
+func TestKallsymsManyLookalikes(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ro   []byte
+		want string
+	}{
+		{"anchors", tokenAnchorsSeed(4096), "4096 kallsyms_token_index candidates, more than 16"},
+		{"num_syms", numSymsLookalikesSeed(256), "kallsyms_num_syms candidates, more than 16"},
+	} {
+		start := time.Now()
+		_, _, err := findKallsyms(c.ro, 0xffffffff82000000, fuzzText)
+		d := time.Since(start)
+		if err == nil || !strings.HasPrefix(err.Error(), "kallsyms tables not found / layout unknown") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+		if d > 5*time.Second {
+			t.Errorf("%s: %d bytes took %v", c.name, len(c.ro), d)
+		}
+		t.Logf("%s: %d bytes, %v: %v", c.name, len(c.ro), d, err)
+	}
+	// maxKallsymsTries anchors are still all tried.
+	if _, _, err := findKallsyms(tokenAnchorsSeed(maxKallsymsTries), 0xffffffff82000000, fuzzText); err == nil || strings.Contains(err.Error(), "more than") {
+		t.Errorf("%d anchors: %v", maxKallsymsTries, err)
+	}
+}
+
 func FuzzKallsyms(f *testing.F) {
 	f.Add(kallsymsSeed(fuzzText))
 	f.Add(slices.Concat(make([]byte, 24), kallsymsSeed(fuzzText)))
+	// Not tokenAnchorsSeed(maxKallsymsTries+1): 17 KB, the minimizer
+	// takes minutes over it (TestKallsymsManyLookalikes has it).
+	f.Add(numSymsLookalikesSeed(maxKallsymsTries + 1))
 	f.Fuzz(func(t *testing.T, ro []byte) {
 		tab, _, err := findKallsyms(ro, 0xffffffff82000000, fuzzText)
 		if err != nil {
@@ -122,12 +187,33 @@ func FuzzEntryDecoders(f *testing.F) {
 }
 
 // FuzzLoad runs the whole loader on arbitrary bytes: it must not panic.
+// Load stops at the generation check on an input without linux_banner,
+// so each generation is also forced (Options.Gen), as built and booted,
+// to reach regions, tables, config and boot patching.
 func FuzzLoad(f *testing.F) {
 	f.Add([]byte("\x7fELF"))
 	f.Add(make([]byte, 64))
+	cpu, err := alternative.LookupCPU(alternative.DefaultCPU)
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if k, err := Load("fuzz", b); err == nil && k == nil {
 			t.Fatal("nil kernel without error")
+		}
+		for _, g := range image.Generations {
+			for _, c := range []*alternative.CPU{nil, cpu} {
+				k, bt, err := LoadWith("fuzz", b, Options{Gen: g, CPU: c})
+				if err != nil {
+					continue
+				}
+				if k == nil {
+					t.Fatalf("%s, cpu %v: nil kernel without error", g, c != nil)
+				}
+				if k.Config.Gen != g || (c != nil) != (bt != nil) {
+					t.Fatalf("%s, cpu %v: loaded as generation %s, booted %v", g, c != nil, k.Config.Gen, bt != nil)
+				}
+			}
 		}
 	})
 }

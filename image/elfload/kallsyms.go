@@ -302,16 +302,32 @@ func plausibleMarkers(ro []byte, ms, k, max int) bool {
 	return true
 }
 
+// maxKallsymsTries bounds the token anchors findKallsyms scans before
+// and the kallsyms_num_syms candidates whose names it walks. A real image
+// has one of each; each try costs a pass over .rodata (or its names), so
+// crafted .rodata full of look-alikes would otherwise load in quadratic
+// time.
+const maxKallsymsTries = 16
+
 // findKallsyms finds the token anchors of ro (loaded at base), then scans
 // it at 4-byte aligned offsets before each anchor's token table for a
 // kallsyms_num_syms whose names and markers chain where a layout group
 // puts them, and accepts the first chain around which a generation's
-// layout validates in full.
+// layout validates in full. More than maxKallsymsTries anchors or
+// candidates is an error.
 func findKallsyms(ro []byte, base, textAddr uint64) (*ktab.Tables, *kallsymsLayout, error) {
 	anchors := findTokenAnchors(ro, base)
 	if len(anchors) == 0 {
 		return nil, nil, errors.New("kallsyms tables not found / layout unknown (no kallsyms_token_index with its kallsyms_token_table in .rodata)")
 	}
+	if len(anchors) > maxKallsymsTries {
+		return nil, nil, fmt.Errorf("kallsyms tables not found / layout unknown (%d kallsyms_token_index candidates, more than %d)", len(anchors), maxKallsymsTries)
+	}
+	// A failed plausibleMarkers look depends only on where the markers
+	// are and how many (see the check before it): remember it, so that
+	// many num_syms look-alikes of one count cost one look.
+	type markersKey struct{ ms, k int }
+	implausible := map[markersKey]bool{}
 	cands := 0
 	var firstErr error
 	var recs []int
@@ -343,10 +359,17 @@ func findKallsyms(ro []byte, base, textAddr uint64) (*ktab.Tables, *kallsymsLayo
 				// 2 + KSYM_NAME_LEN bytes) must end within the alignment
 				// before the markers.
 				last, r := int(le.Uint32(ro[ms+4*(k-1):])), n-256*(k-1)
-				if q+last+2*r > ms || q+last+(2+ktab.KSYM_NAME_LEN)*r <= ms-g.align || !plausibleMarkers(ro, ms, k, ms-q) {
+				if q+last+2*r > ms || q+last+(2+ktab.KSYM_NAME_LEN)*r <= ms-g.align || implausible[markersKey{ms, k}] {
+					continue
+				}
+				if !plausibleMarkers(ro, ms, k, ms-q) {
+					implausible[markersKey{ms, k}] = true
 					continue
 				}
 				cands++
+				if cands > maxKallsymsTries {
+					return nil, nil, fmt.Errorf("kallsyms tables not found / layout unknown (%d kallsyms_num_syms candidates, more than %d; first: %v)", cands, maxKallsymsTries, firstErr)
+				}
 				var c *namesChain
 				var err error
 				c, recs, err = chainAt(ro, base, p, ms, g, a, recs)
