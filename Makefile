@@ -59,7 +59,10 @@ soak:
 KVER ?= 6.1
 DBG ?= 0
 real-kernel:
-	@if [ "$(KVER)" = 6.1 ]; then ./scripts/fetch-kernel.sh; else DBG=$(DBG) ./scripts/fetch-kernel-gen.sh $(KVER); fi
+	@if [ "$(KVER)" = 6.1 ]; then \
+		if [ "$(DBG)" = 1 ]; then echo "real-kernel: DBG=1 is for KVER=6.12 or 7.3 (the 6.1 tests read the bzImage)" >&2; exit 2; fi; \
+		./scripts/fetch-kernel.sh; \
+	else DBG=$(DBG) ./scripts/fetch-kernel-gen.sh $(KVER); fi
 
 # The 6.12 and 7.3 checks against the real packages (readelf, objdump,
 # System.map, the embedded kallsyms tables, the modules): they fetch about

@@ -38,7 +38,7 @@ case "$KVER" in
 	VMLINUZ=usr/lib/modules/7.3-amd64/vmlinuz
 	;;
 *)
-	echo "fetch-kernel: KVER=$KVER: want 6.1, 6.12 or 7.3" >&2
+	echo "fetch-kernel-gen: KVER=$KVER: want 6.12 or 7.3 (6.1 is scripts/fetch-kernel.sh: make real-kernel)" >&2
 	exit 2
 	;;
 esac
@@ -73,7 +73,9 @@ CONF
 		exit 1
 	}
 }
-apt_ready=0
+# set up once per run: fetch runs in $(...) subshells, so a file marks it.
+apt_ready="$aptdir/.ready-$SUITE-$$"
+trap 'rm -f "$apt_ready"' EXIT
 
 # fetch NAME=VERSION SHA256: the .deb into $cache/debs, checked; prints its path.
 fetch() {
@@ -85,9 +87,9 @@ fetch() {
 		echo "$deb"
 		return
 	fi
-	if [ $apt_ready = 0 ]; then
+	if [ ! -f "$apt_ready" ]; then
 		setup_apt
-		apt_ready=1
+		touch "$apt_ready"
 	fi
 	local tmp
 	tmp=$(mktemp -d "$cache/.fetch.XXXXXX")
@@ -97,7 +99,12 @@ fetch() {
 		exit 1
 	}
 	local got
-	got=$(ls "$tmp"/*.deb)
+	got=$(ls "$tmp"/*.deb 2>/dev/null | head -1)
+	[ -n "$got" ] || {
+		rm -rf "$tmp"
+		echo "fetch-kernel: apt-get download $spec left no .deb" >&2
+		exit 1
+	}
 	if [ "$(sha256sum "$got" | cut -d' ' -f1)" != "$sha" ]; then
 		echo "fetch-kernel: $spec: sha256 $(sha256sum "$got" | cut -d' ' -f1), pinned $sha" >&2
 		rm -rf "$tmp"
@@ -111,20 +118,27 @@ fetch() {
 for p in "${PKGS[@]}"; do
 	# shellcheck disable=SC2086
 	set -- $p
-	mark="$root/.complete-${1%%=*}"
+	# The marker names the version: a re-pin unpacks the new package.
+	mark="$root/.complete-${1%%=*}_${1#*=}"
 	[ -f "$mark" ] && continue
 	deb=$(fetch "$1" "$2")
-	dpkg-deb -x "$deb" "$root"
+	dpkg-deb -x "$deb" "$root" 2>/dev/null || {
+		echo "fetch-kernel: cannot unpack $deb into $root" >&2
+		exit 1
+	}
 	touch "$mark"
 done
 if [ "$DBG" = 1 ]; then
 	# shellcheck disable=SC2086
 	set -- $DBGPKG
-	mark="$root/.complete-${1%%=*}"
+	mark="$root/.complete-${1%%=*}_${1#*=}"
 	if [ ! -f "$mark" ]; then
 		deb=$(fetch "$1" "$2")
 		# shellcheck disable=SC2086
-		dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$root" $DBGFILES
+		dpkg-deb --fsys-tarfile "$deb" 2>/dev/null | tar -x -C "$root" $DBGFILES 2>/dev/null || {
+			echo "fetch-kernel: cannot extract the debug vmlinux and System.map from $deb" >&2
+			exit 1
+		}
 		rm -f "$deb" # 1 GB; only the two files are kept
 		touch "$mark"
 	fi
