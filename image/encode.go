@@ -413,7 +413,9 @@ func (d *decoder) config() Config {
 	}
 	c.CPU = d.str()
 	c.Version = d.str()
-	c.Gen = Generation(d.byte1())
+	if c.Gen = Generation(d.byte1()); c.Gen > Gen73 {
+		d.fail("generation")
+	}
 	c.CallPadding = d.boolean()
 	c.FunctionAlignment = int(d.fixed64())
 	if n := d.count(3); n >= 0 {

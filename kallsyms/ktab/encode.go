@@ -217,6 +217,9 @@ func DecodeTables(b []byte) (t *Tables, err error) {
 		return nil, errTables
 	}
 	t.Gen = image.Generation(b[1])
+	if t.Gen > image.Gen73 {
+		return nil, errTables
+	}
 	b = b[2:]
 	t.BaseRelative, t.AbsolutePercpu, t.AllSymbols, t.PCRelative = f&1 != 0, f&2 != 0, f&4 != 0, f&8 != 0
 	for _, l := range []*[]Symbol{&t.Syms, &t.ModSyms} {
