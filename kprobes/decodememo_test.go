@@ -22,7 +22,7 @@ func TestDecodeMemoMatchesDecode(t *testing.T) {
 	}
 	rapid.Check(t, func(rt *rapid.T) {
 		cm, cd := sim.NewCounters(false), sim.NewCounters(false)
-		kp := &Kprobes{decodes: newDecodeMemo(), C: cm}
+		kp := &Kprobes{decodes: newDecodeMemo(), C: cm, insn: x86.For(0)}
 		text := map[uint64][]byte{} // the text at each address, until it changes
 		for i := rapid.IntRange(1, 100).Draw(rt, "steps"); i > 0; i-- {
 			addr := uint64(rapid.IntRange(0, 100).Draw(rt, "addr")) * 0x20
