@@ -23,12 +23,15 @@ type CrossoverRow struct {
 
 // CrossoverReport is run crossover's output.
 type CrossoverReport struct {
-	Kernel    string             `json:"kernel"`
-	Symbols   int                `json:"symbols"`
-	Rows      []CrossoverRow     `json:"rows"`
-	Crossover map[string]float64 `json:"crossover_k"` // per variant: K above which the walk is cheaper
-	PerLookup map[string]float64 `json:"lookup_est_cycles_per_name"`
-	PerVisit  map[string]float64 `json:"walk_est_cycles_per_symbol"`
+	Kernel string `json:"kernel"`
+	// Release and Generation name the kernel the run modelled.
+	Release    string             `json:"release,omitempty"`
+	Generation string             `json:"generation"`
+	Symbols    int                `json:"symbols"`
+	Rows       []CrossoverRow     `json:"rows"`
+	Crossover  map[string]float64 `json:"crossover_k"` // per variant: K above which the walk is cheaper
+	PerLookup  map[string]float64 `json:"lookup_est_cycles_per_name"`
+	PerVisit   map[string]float64 `json:"walk_est_cycles_per_symbol"`
 }
 
 func variantSwitches(v kallsyms.Variant) (sim.Switches, bool) {
@@ -98,7 +101,7 @@ func RunCrossover(k *image.Kernel, ks []int, variants []kallsyms.Variant, costs 
 	if len(ks) == 0 {
 		return nil, fmt.Errorf("no K given")
 	}
-	rep := &CrossoverReport{Kernel: k.Name, Crossover: map[string]float64{}, PerLookup: map[string]float64{}, PerVisit: map[string]float64{}}
+	rep := &CrossoverReport{Kernel: k.Name, Release: k.Config.Version, Generation: k.Config.Gen.Effective().String(), Crossover: map[string]float64{}, PerLookup: map[string]float64{}, PerVisit: map[string]float64{}}
 	type variantResult struct {
 		symbols int
 		pts     []CrossoverRow

@@ -280,3 +280,12 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(ks)
 	return ks
 }
+
+// KernelLabel names an image for a report header: its name, and the
+// kernel release and generation the run modelled.
+func KernelLabel(k *image.Kernel) string {
+	if k.Config.Version == "" {
+		return fmt.Sprintf("%s (generation %s)", k.Name, k.Config.Gen.Effective())
+	}
+	return fmt.Sprintf("%s (kernel %s, generation %s)", k.Name, k.Config.Version, k.Config.Gen.Effective())
+}

@@ -51,11 +51,16 @@ type BPFRunReport struct {
 
 // BPFReport is a session/multi report.
 type BPFReport struct {
-	Scenario string            `json:"scenario"`
-	Kernel   string            `json:"kernel"`
-	Model    map[string]string `json:"model"`
-	Params   map[string]any    `json:"params"`
-	Runs     []*BPFRunReport   `json:"runs"`
+	Scenario string `json:"scenario"`
+	Kernel   string `json:"kernel"`
+	// Release and Generation name the kernel the run modelled; Facts the
+	// build facts it decided on.
+	Release    string             `json:"release,omitempty"`
+	Generation string             `json:"generation"`
+	Facts      []image.ConfigFact `json:"config_facts,omitempty"`
+	Model      map[string]string  `json:"model"`
+	Params     map[string]any     `json:"params"`
+	Runs       []*BPFRunReport    `json:"runs"`
 }
 
 func (o *SessionOptions) model(why string, k *image.Kernel) map[string]string {
@@ -78,7 +83,7 @@ func RunSession(k *image.Kernel, o SessionOptions, costs *sim.CostTable) (*BPFRe
 	if o.Programs <= 0 {
 		return nil, fmt.Errorf("--programs must be positive, got %d", o.Programs)
 	}
-	rep := &BPFReport{Scenario: "session", Kernel: k.Name,
+	rep := &BPFReport{Scenario: "session", Kernel: k.Name, Release: k.Config.Version, Generation: k.Config.Gen.Effective().String(), Facts: k.Config.Facts,
 		Params: map[string]any{"programs": o.Programs, "pairs": o.Pairs, "possible_cpus": o.BPF.PossibleCPUs}}
 	runs := o.Runs
 	if o.Pairs {
@@ -227,7 +232,7 @@ func RunMulti(k *image.Kernel, o SessionOptions, costs *sim.CostTable) (*BPFRepo
 	if o.Functions < 0 || o.Functions > bpf.MaxKprobeMultiCnt*4 {
 		return nil, fmt.Errorf("--functions %d out of range", o.Functions)
 	}
-	rep := &BPFReport{Scenario: "multi", Kernel: k.Name, Params: map[string]any{"pattern": o.Pattern, "functions": o.Functions}}
+	rep := &BPFReport{Scenario: "multi", Kernel: k.Name, Release: k.Config.Version, Generation: k.Config.Gen.Effective().String(), Facts: k.Config.Facts, Params: map[string]any{"pattern": o.Pattern, "functions": o.Functions}}
 	type job struct {
 		spec RunSpec
 		form string

@@ -273,6 +273,6 @@ func runTracingMulti(args []string, stdout, stderr io.Writer) error {
 	}
 	return f.report(stdout, []string{"none"}, func(_ scenarios.BPFOptions, _ []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (any, func(io.Writer) error, error) {
 		rows, err := scenarios.RunTracingMulti(k, *k0, vs, costs, f.jobs)
-		return rows, func(w io.Writer) error { return report.TracingMultiTable(w, k.Name, rows) }, err
+		return rows, func(w io.Writer) error { return report.TracingMultiTable(w, scenarios.KernelLabel(k), rows) }, err
 	})
 }

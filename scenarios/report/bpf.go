@@ -13,7 +13,7 @@ import (
 // BPFTable writes the per-stage table: one column pair (cycles, ms) per
 // run, then totals, per-attach cost, results and digests.
 func BPFTable(w io.Writer, rep *scenarios.BPFReport) error {
-	fmt.Fprintf(w, " kpsim run %s on %s\n", rep.Scenario, rep.Kernel)
+	fmt.Fprintf(w, " kpsim run %s on %s\n", rep.Scenario, label(rep.Kernel, rep.Release, rep.Generation))
 	for _, k := range []string{"libbpf", "kernel", "fprobe", "fprobe_y", "kconfig"} {
 		fmt.Fprintf(w, " %-9s %s\n", k+":", rep.Model[k])
 	}
@@ -86,7 +86,7 @@ func BPFTable(w io.Writer, rep *scenarios.BPFReport) error {
 
 // CrossoverTable prints the crossover table and the crossover K per variant.
 func CrossoverTable(w io.Writer, rep *scenarios.CrossoverReport) error {
-	fmt.Fprintf(w, " kpsim run crossover on %s (%d kallsyms symbols)\n", rep.Kernel, rep.Symbols)
+	fmt.Fprintf(w, " kpsim run crossover on %s (%d kallsyms symbols)\n", label(rep.Kernel, rep.Release, rep.Generation), rep.Symbols)
 	fmt.Fprintf(w, " lookups = K × (kallsyms_lookup_name + ftrace_location); walk = ftrace_lookup_symbols(K sorted names); ms = cycles / 2.6e6\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "variant\tK\tlookups cycles\tms\twalk cycles\tms\tvisited\twinner\t")
@@ -125,4 +125,15 @@ func TracingMultiTable(w io.Writer, kernel string, rows []scenarios.TracingMulti
 			group(uint64(r.FtraceCyc)), r.FtraceCyc/scenarios.CyclesPerMS, 100*r.Share)
 	}
 	return tw.Flush()
+}
+
+// label names the kernel of a report: its name, release and generation.
+func label(name, release, gen string) string {
+	switch {
+	case gen == "":
+		return name
+	case release == "":
+		return fmt.Sprintf("%s (generation %s)", name, gen)
+	}
+	return fmt.Sprintf("%s (kernel %s, generation %s)", name, release, gen)
 }
