@@ -122,9 +122,12 @@ type KernelInfo struct {
 // String is the one-line form for table headers.
 func (k KernelInfo) String() string {
 	var b strings.Builder
-	if k.Source == "file" {
+	switch k.Source {
+	case "file":
 		fmt.Fprintf(&b, "%s sha256:%s", k.Path, short(k.SHA256))
-	} else {
+	case "symbols":
+		fmt.Fprintf(&b, "symbol file %s sha256:%s", k.Path, short(k.SHA256))
+	default:
 		fmt.Fprintf(&b, "synthetic profile=%s", k.Profile)
 		for _, f := range sortedKeys(k.Flags) {
 			fmt.Fprintf(&b, " --%s=%s", f, k.Flags[f])
@@ -144,6 +147,9 @@ func (k KernelInfo) String() string {
 			}
 		}
 		fmt.Fprintf(&b, " (%s)", strings.Join(on, " "))
+	}
+	if k.Source == "symbols" {
+		return b.String() // no image: no modules, no text
 	}
 	fmt.Fprintf(&b, "; %d modules; text sha256:%s", len(k.Modules), short(k.TextSHA256))
 	return b.String()

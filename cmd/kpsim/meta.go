@@ -100,6 +100,15 @@ func kallsymsMeta(fs *flag.FlagSet, imf *imageFlags, k *image.Kernel, costs *sim
 		}
 	}
 	return &scenarios.Meta{Kpsim: scenarios.BuildVersion(), CPU: costCPU(costs), Host: scenarios.HostCPU(), Costs: ci,
-		Kernel:  scenarios.KernelInfo{Source: "symbols", Name: symbols, Path: symbols, SHA256: sum, Modules: []string{}},
+		Kernel:  scenarios.KernelInfo{Source: "symbols", Name: symbols, Path: symbols, SHA256: sum, Modules: []string{}, Generation: symbolsGen(imf).String()},
 		Command: append([]string{"kpsim", "run", "kallsyms"}, args...)}, nil
+}
+
+// symbolsGen is the generation a symbol file is built as: --kernel-version,
+// else 6.1.
+func symbolsGen(imf *imageFlags) image.Generation {
+	if g, err := image.ParseGeneration(imf.kernelVersion); err == nil {
+		return g
+	}
+	return image.Gen61
 }

@@ -25,9 +25,11 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 	hits := fs.String("hits", "", "comma-separated names to look up as hits (default: 16 names of the table)")
 	misses := fs.String("misses", "", "comma-separated names to look up as misses (default: 8 names the table lacks)")
 	variants := fs.String("variants", "", "comma-separated variants (default: all): "+variantNames())
-	fs.BoolVar(&o.Build.AllSymbols, "all-symbols", o.Build.AllSymbols, "build with --all-symbols")
-	fs.BoolVar(&o.Build.AbsolutePercpu, "absolute-percpu", o.Build.AbsolutePercpu, "build with --absolute-percpu")
-	fs.BoolVar(&o.Build.BaseRelative, "base-relative", o.Build.BaseRelative, "build with --base-relative")
+	set := o.Build
+	fs.BoolVar(&set.AllSymbols, "all-symbols", set.AllSymbols, "build with --all-symbols (default: the generation's Debian build)")
+	fs.BoolVar(&set.AbsolutePercpu, "absolute-percpu", set.AbsolutePercpu, "build with --absolute-percpu (6.1, 6.12)")
+	fs.BoolVar(&set.BaseRelative, "base-relative", set.BaseRelative, "build with --base-relative (6.1)")
+	fs.BoolVar(&set.PCRelative, "pc-relative", set.PCRelative, "build with --pc-relative (7.3)")
 	cf := addCostFlags(fs, "hot", "test_kallsyms_perf repeats its names")
 	format := fs.String("format", "table", "output: table, json or csv")
 	out := fs.String("out", "", "write the report to this file (written whole or not at all)")
@@ -91,6 +93,29 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 		}
 		syms, mods, kernel, kimg = scenarios.SymbolsOf(k), k.Modules, k.Name, k
 	}
+	// The generation's scripts/kallsyms (the image's, or --kernel-version's
+	// for a symbol file), then the flags the command line set.
+	gen := image.Gen61
+	if kimg != nil {
+		gen = kimg.Config.Gen
+	} else if imf.kernelVersion != "" {
+		if gen, err = image.ParseGeneration(imf.kernelVersion); err != nil {
+			return usagef("--kernel-version: %v", err)
+		}
+	}
+	o.Build = ktab.OptionsFor(gen)
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "all-symbols":
+			o.Build.AllSymbols = set.AllSymbols
+		case "absolute-percpu":
+			o.Build.AbsolutePercpu = set.AbsolutePercpu
+		case "base-relative":
+			o.Build.BaseRelative = set.BaseRelative
+		case "pc-relative":
+			o.Build.PCRelative = set.PCRelative
+		}
+	})
 	o.Seed = imf.seed
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		o.Progress = &termProgress{w: stderr}
