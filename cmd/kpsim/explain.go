@@ -449,25 +449,26 @@ func writeExplainJSON(w io.Writer, k *image.Kernel, x *explained, sw sim.Switche
 		Result string `json:"result,omitempty"`
 	}
 	out := struct {
-		Kernel  string            `json:"kernel"`
-		Release string            `json:"release,omitempty"`
-		Gen     string            `json:"generation"`
-		Door    string            `json:"via"`
-		Patches string            `json:"patches"`
-		Addr    string            `json:"addr,omitempty"`
-		Where   string            `json:"sym_off,omitempty"`
-		Result  string            `json:"result"`
-		Errno   int               `json:"errno"`
-		State   string            `json:"state"`
-		Check   string            `json:"check,omitempty"`
-		Detail  string            `json:"detail,omitempty"`
-		Reason  string            `json:"reason,omitempty"`
-		Trail   []step            `json:"trail"`
-		Ops     map[string]uint64 `json:"ops"`
-		Verify  *verifyResult     `json:"verify,omitempty"`
-		With    []priorResult     `json:"with,omitempty"`
-		Cycles  float64           `json:"est_cycles"`
-	}{Kernel: k.Name, Release: k.Config.Version, Gen: k.Config.Gen.Effective().String(), Door: x.Door, Patches: sw.Name(), Result: resultString(x), Errno: x.Code, State: x.State.String(),
+		Kernel  string             `json:"kernel"`
+		Release string             `json:"release,omitempty"`
+		Gen     string             `json:"generation"`
+		Facts   []image.ConfigFact `json:"config_facts,omitempty"`
+		Door    string             `json:"via"`
+		Patches string             `json:"patches"`
+		Addr    string             `json:"addr,omitempty"`
+		Where   string             `json:"sym_off,omitempty"`
+		Result  string             `json:"result"`
+		Errno   int                `json:"errno"`
+		State   string             `json:"state"`
+		Check   string             `json:"check,omitempty"`
+		Detail  string             `json:"detail,omitempty"`
+		Reason  string             `json:"reason,omitempty"`
+		Trail   []step             `json:"trail"`
+		Ops     map[string]uint64  `json:"ops"`
+		Verify  *verifyResult      `json:"verify,omitempty"`
+		With    []priorResult      `json:"with,omitempty"`
+		Cycles  float64            `json:"est_cycles"`
+	}{Kernel: k.Name, Release: k.Config.Version, Gen: k.Config.Gen.Effective().String(), Facts: k.Config.Facts, Door: x.Door, Patches: sw.Name(), Result: resultString(x), Errno: x.Code, State: x.State.String(),
 		Check: x.Why.Check, Detail: x.Why.Detail, Reason: x.Why.String(), Ops: map[string]uint64{}, Verify: v, With: x.Priors,
 		Cycles: x.costTable().Cycles(x.Counters)}
 	if x.Addr != 0 {
@@ -485,8 +486,18 @@ func writeExplainJSON(w io.Writer, k *image.Kernel, x *explained, sw sim.Switche
 // explainKernel names the release and the generation whose functions the
 // trail follows.
 func explainKernel(k *image.Kernel) string {
-	if k.Config.Version == "" {
-		return "generation " + k.Config.Gen.Effective().String()
+	s := "generation " + k.Config.Gen.Effective().String()
+	if k.Config.Version != "" {
+		s = "kernel " + k.Config.Version + ", " + s
 	}
-	return "kernel " + k.Config.Version + ", generation " + k.Config.Gen.Effective().String()
+	var on []string
+	for _, f := range k.Config.Facts {
+		if f.Value != "n" {
+			on = append(on, strings.TrimPrefix(f.Option, "CONFIG_")+"="+f.Value)
+		}
+	}
+	if len(on) > 0 {
+		s += "; " + strings.Join(on, " ")
+	}
+	return s
 }
