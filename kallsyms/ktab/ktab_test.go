@@ -392,31 +392,7 @@ func TestToolRandom(t *testing.T) {
 		"__start_x", "__stop_x", "__end_y", "__foo_start", "__foo_end", "kallsyms_markers", "__kcfi_typeid_f", "x_veneer", "__gp", "a.long_branch.b"}
 	runs, built := 0, 0
 	rapid.Check(t, func(rt *rapid.T) {
-		n := rapid.IntRange(1, 60).Draw(rt, "n")
-		alpha := rapid.SampledFrom([]string{"ab", "abc_", "_.aZ09", "abcdefghijklmnopqrstuvwxyz_"}).Draw(rt, "alpha")
-		var syms []Symbol
-		for range n {
-			var name string
-			if rapid.IntRange(0, 4).Draw(rt, "special?") == 0 {
-				name = rapid.SampledFrom(special).Draw(rt, "special")
-			} else {
-				l := rapid.IntRange(1, 12).Draw(rt, "len")
-				if rapid.IntRange(0, 30).Draw(rt, "long?") == 0 {
-					l = rapid.IntRange(100, 510).Draw(rt, "longlen")
-				}
-				b := make([]byte, l)
-				for i := range b {
-					b[i] = alpha[rapid.IntRange(0, len(alpha)-1).Draw(rt, "c")]
-				}
-				name = string(b)
-			}
-			typ := rapid.SampledFrom([]byte("TTTttWwDdbRAU")).Draw(rt, "type")
-			addr := uint64(rapid.IntRange(0, 40).Draw(rt, "addr")) * 8
-			if rapid.Bool().Draw(rt, "high") {
-				addr += 0xffffffff81000000
-			}
-			syms = append(syms, Symbol{Addr: addr, Type: typ, Name: name})
-		}
+		syms := drawToolSymbols(rt, special, "TTTttWwDdbRAU", 510)
 		o := Options{AllSymbols: rapid.Bool().Draw(rt, "all"), AbsolutePercpu: rapid.Bool().Draw(rt, "percpu"), BaseRelative: rapid.Bool().Draw(rt, "rel")}
 		runs++
 		if compareWithTool(rt, tool, writeMap(t, syms), syms, o) {
@@ -514,4 +490,38 @@ func BenchmarkBuildOffsets32(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// drawToolSymbols draws a random symbol list for the scripts/kallsyms
+// comparisons: 1 to 60 symbols, some from special (the names the tool
+// treats specially), the rest random names over a small alphabet (now
+// and then maxLong bytes long), types from types, addresses low or in
+// kernel text.
+func drawToolSymbols(rt *rapid.T, special []string, types string, maxLong int) []Symbol {
+	n := rapid.IntRange(1, 60).Draw(rt, "n")
+	alpha := rapid.SampledFrom([]string{"ab", "abc_", "_.aZ09", "abcdefghijklmnopqrstuvwxyz_"}).Draw(rt, "alpha")
+	var syms []Symbol
+	for range n {
+		var name string
+		if rapid.IntRange(0, 4).Draw(rt, "special?") == 0 {
+			name = rapid.SampledFrom(special).Draw(rt, "special")
+		} else {
+			l := rapid.IntRange(1, 12).Draw(rt, "len")
+			if rapid.IntRange(0, 30).Draw(rt, "long?") == 0 {
+				l = rapid.IntRange(100, maxLong).Draw(rt, "longlen")
+			}
+			b := make([]byte, l)
+			for i := range b {
+				b[i] = alpha[rapid.IntRange(0, len(alpha)-1).Draw(rt, "c")]
+			}
+			name = string(b)
+		}
+		typ := rapid.SampledFrom([]byte(types)).Draw(rt, "type")
+		addr := uint64(rapid.IntRange(0, 40).Draw(rt, "addr")) * 8
+		if rapid.Bool().Draw(rt, "high") {
+			addr += 0xffffffff81000000
+		}
+		syms = append(syms, Symbol{Addr: addr, Type: typ, Name: name})
+	}
+	return syms
 }

@@ -268,31 +268,7 @@ func TestGenToolRandom(t *testing.T) {
 			opts := genOptions(g)
 			runs, built := 0, 0
 			rapid.Check(t, func(rt *rapid.T) {
-				n := rapid.IntRange(1, 60).Draw(rt, "n")
-				alpha := rapid.SampledFrom([]string{"ab", "abc_", "_.aZ09", "abcdefghijklmnopqrstuvwxyz_"}).Draw(rt, "alpha")
-				var syms []Symbol
-				for range n {
-					var name string
-					if rapid.IntRange(0, 4).Draw(rt, "special?") == 0 {
-						name = rapid.SampledFrom(special).Draw(rt, "special")
-					} else {
-						l := rapid.IntRange(1, 12).Draw(rt, "len")
-						if rapid.IntRange(0, 30).Draw(rt, "long?") == 0 {
-							l = rapid.IntRange(100, 511).Draw(rt, "longlen")
-						}
-						b := make([]byte, l)
-						for i := range b {
-							b[i] = alpha[rapid.IntRange(0, len(alpha)-1).Draw(rt, "c")]
-						}
-						name = string(b)
-					}
-					typ := rapid.SampledFrom([]byte("TTTttWwDdbRAaUNnuw")).Draw(rt, "type")
-					addr := uint64(rapid.IntRange(0, 40).Draw(rt, "addr")) * 8
-					if rapid.Bool().Draw(rt, "high") {
-						addr += 0xffffffff81000000
-					}
-					syms = append(syms, Symbol{Addr: addr, Type: typ, Name: name})
-				}
+				syms := drawToolSymbols(rt, special, "TTTttWwDdbRAaUNnuw", 511)
 				o := opts[rapid.IntRange(0, len(opts)-1).Draw(rt, "options")]
 				runs++
 				if compareWithGenTool(rt, tool, src, t.TempDir(), writeMap(t, syms), syms, o) {
