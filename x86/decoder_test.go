@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -209,22 +208,7 @@ func TestFor(t *testing.T) {
 // finds in code.
 func objdumpFirst(t *testing.T, code []byte) (int, string) {
 	t.Helper()
-	path, err := exec.LookPath("objdump")
-	if err != nil {
-		t.Skip("objdump not installed")
-	}
-	f := filepath.Join(t.TempDir(), "code.bin")
-	if err := os.WriteFile(f, code, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(path, "-D", "-w", "-b", "binary", "-m", "i386:x86-64", f).Output()
-	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		t.Fatalf("objdump on % x: %v %s", code, err, stderr)
-	}
+	out := objdumpBinary(t, code)
 	for _, line := range strings.Split(string(out), "\n") {
 		parts := strings.SplitN(line, "\t", 3)
 		if len(parts) < 3 || strings.TrimSpace(parts[0]) != "0:" {

@@ -13,9 +13,9 @@ import (
 	"testing"
 )
 
-// objdumpInsns disassembles code with binutils and returns each
-// instruction's length and mnemonic (objdump -D -b binary -m i386:x86-64).
-func objdumpInsns(t *testing.T, code []byte) (lens []int, names []string) {
+// objdumpBinary runs objdump -D on code as raw x86-64 bytes: a skip when
+// binutils is absent, a failure when it fails on the input.
+func objdumpBinary(t *testing.T, code []byte) []byte {
 	t.Helper()
 	path, err := exec.LookPath("objdump")
 	if err != nil {
@@ -27,8 +27,20 @@ func objdumpInsns(t *testing.T, code []byte) (lens []int, names []string) {
 	}
 	out, err := exec.Command(path, "-D", "-w", "-b", "binary", "-m", "i386:x86-64", f).Output()
 	if err != nil {
-		t.Skipf("objdump failed: %v", err)
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("objdump on % x: %v %s", code, err, stderr)
 	}
+	return out
+}
+
+// objdumpInsns disassembles code with binutils and returns each
+// instruction's length and mnemonic (objdump -D -b binary -m i386:x86-64).
+func objdumpInsns(t *testing.T, code []byte) (lens []int, names []string) {
+	t.Helper()
+	out := objdumpBinary(t, code)
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		parts := strings.SplitN(sc.Text(), "\t", 3)
