@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 )
 
 // Generation is the kernel generation an image belongs to: the release
@@ -113,4 +114,26 @@ func (g Generation) Effective() Generation {
 		return Gen61
 	}
 	return g
+}
+
+// ReleaseLine names a kernel for a report: "kernel REL, generation G", or
+// "generation G" when the release is unknown (a synthetic image). gen is
+// a Generation's string.
+func ReleaseLine(release, gen string) string {
+	if release == "" {
+		return "generation " + gen
+	}
+	return "kernel " + release + ", generation " + gen
+}
+
+// FactsOn lists the facts that are on, as OPTION=VALUE without the
+// CONFIG_ prefix, space-separated: the one-line form of Config.Facts.
+func FactsOn(facts []ConfigFact) string {
+	var on []string
+	for _, f := range facts {
+		if f.Value != "n" {
+			on = append(on, strings.TrimPrefix(f.Option, "CONFIG_")+"="+f.Value)
+		}
+	}
+	return strings.Join(on, " ")
 }

@@ -140,13 +140,7 @@ func (k KernelInfo) String() string {
 		fmt.Fprintf(&b, "; generation %s", k.Generation)
 	}
 	if len(k.Facts) > 0 {
-		var on []string
-		for _, f := range k.Facts {
-			if f.Value != "n" {
-				on = append(on, strings.TrimPrefix(f.Option, "CONFIG_")+"="+f.Value)
-			}
-		}
-		fmt.Fprintf(&b, " (%s)", strings.Join(on, " "))
+		fmt.Fprintf(&b, " (%s)", image.FactsOn(k.Facts))
 	}
 	if k.Source == "symbols" {
 		return b.String() // no image: no modules, no text
@@ -290,8 +284,5 @@ func sortedKeys[V any](m map[string]V) []string {
 // KernelLabel names an image for a report header: its name, and the
 // kernel release and generation the run modelled.
 func KernelLabel(k *image.Kernel) string {
-	if k.Config.Version == "" {
-		return fmt.Sprintf("%s (generation %s)", k.Name, k.Config.Gen.Effective())
-	}
-	return fmt.Sprintf("%s (kernel %s, generation %s)", k.Name, k.Config.Version, k.Config.Gen.Effective())
+	return fmt.Sprintf("%s (%s)", k.Name, image.ReleaseLine(k.Config.Version, k.Config.Gen.Effective().String()))
 }

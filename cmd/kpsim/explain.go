@@ -486,18 +486,9 @@ func writeExplainJSON(w io.Writer, k *image.Kernel, x *explained, sw sim.Switche
 // explainKernel names the release and the generation whose functions the
 // trail follows.
 func explainKernel(k *image.Kernel) string {
-	s := "generation " + k.Config.Gen.Effective().String()
-	if k.Config.Version != "" {
-		s = "kernel " + k.Config.Version + ", " + s
-	}
-	var on []string
-	for _, f := range k.Config.Facts {
-		if f.Value != "n" {
-			on = append(on, strings.TrimPrefix(f.Option, "CONFIG_")+"="+f.Value)
-		}
-	}
-	if len(on) > 0 {
-		s += "; " + strings.Join(on, " ")
+	s := image.ReleaseLine(k.Config.Version, k.Config.Gen.Effective().String())
+	if on := image.FactsOn(k.Config.Facts); on != "" {
+		s += "; " + on
 	}
 	return s
 }

@@ -85,8 +85,5 @@ func runImage(args []string, stdout, stderr io.Writer) error {
 // generationLine names the kernel release and the generation kpsim
 // models it as.
 func generationLine(c image.Config) string {
-	if c.Version == "" {
-		return fmt.Sprintf("kernel: synthetic, generation %s", c.Gen.Effective())
-	}
-	return fmt.Sprintf("kernel: %s, generation %s", c.Version, c.Gen.Effective())
+	return image.ReleaseLine(c.Version, c.Gen.Effective().String())
 }

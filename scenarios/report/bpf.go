@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/scenarios"
 )
 
@@ -129,11 +130,8 @@ func TracingMultiTable(w io.Writer, kernel string, rows []scenarios.TracingMulti
 
 // label names the kernel of a report: its name, release and generation.
 func label(name, release, gen string) string {
-	switch {
-	case gen == "":
+	if gen == "" {
 		return name
-	case release == "":
-		return fmt.Sprintf("%s (generation %s)", name, gen)
 	}
-	return fmt.Sprintf("%s (kernel %s, generation %s)", name, release, gen)
+	return fmt.Sprintf("%s (%s)", name, image.ReleaseLine(release, gen))
 }
