@@ -81,6 +81,25 @@ func runList(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", name, patch, strings.Join(req, ","), info.Doc)
 	}
+	fmt.Fprintf(tw, "\nSWITCHES BY GENERATION\tthe series were written on %s; each switch on an older kernel models a backport (docs/series.md)\n", sim.SeriesBase)
+	for _, s := range sim.AllSwitches() {
+		var on []string
+		for _, g := range []string{"6.1", "6.12", sim.SeriesBase} {
+			switch a := s.On(g); {
+			case a.Upstream:
+				on = append(on, g+": upstream already")
+			case a.Backport != "" && strings.HasPrefix(a.Backport, "a backport"):
+				on = append(on, g+": backport, hunks redone")
+			case g == sim.SeriesBase && a.Backport != "":
+				on = append(on, g+": "+a.Backport)
+			case a.Backport != "":
+				on = append(on, g+": applies as written")
+			default:
+				on = append(on, g+": the base")
+			}
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", s.String(), strings.Join(on, "; "))
+	}
 	fmt.Fprintln(tw, "\nPRESETS")
 	for _, p := range sim.Presets() {
 		names := strings.Join(p.Set.Names(), ",")

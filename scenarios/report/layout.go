@@ -75,11 +75,17 @@ type jsonReport struct {
 	N        int             `json:"n"`
 	Via      doors.Via       `json:"via"`
 	Params   map[string]any  `json:"params"`
-	Runs     []jsonRun       `json:"runs"`
+	// SwitchNotes: how the runs' switches relate to the kernel's
+	// generation (scenarios.SwitchNotes), when that needs saying.
+	SwitchNotes []string  `json:"switch_notes,omitempty"`
+	Runs        []jsonRun `json:"runs"`
 }
 
 func jsonOf(r *scenarios.ManyReport) jsonReport {
 	out := jsonReport{Schema: scenarios.SchemaVersion, Meta: r.Meta, Scenario: r.Scenario, Kernel: r.Kernel, CPU: r.CPU, Weights: r.Weights, N: r.N, Via: r.Via, Params: r.Params, Runs: []jsonRun{}}
+	if r.Meta != nil {
+		out.SwitchNotes = scenarios.SwitchNotes(r.Meta.Kernel.Generation, r.Runs)
+	}
 	for _, run := range r.Runs {
 		jr := jsonRun{RunOutcome: run.RunOutcome, EstCycles: scenarios.Cycles(run.EstCycles), WallNS: run.WallNS, Retained: run.RetainedBytes,
 			KernelMem: run.KernelMem, Growth: run.Growth}

@@ -52,6 +52,11 @@ func Table(w io.Writer, r *scenarios.ManyReport) error {
 		ps = append(ps, fmt.Sprintf("%s=%v", k, r.Params[k]))
 	}
 	writeWrapped(w, " params:  "+strings.Join(ps, " "), "          ")
+	if r.Meta != nil {
+		for _, n := range scenarios.SwitchNotes(r.Meta.Kernel.Generation, r.Runs) {
+			writeWrapped(w, " switches: "+n, "          ")
+		}
+	}
 	fmt.Fprintln(w)
 	if len(r.Runs) == 0 {
 		return nil
