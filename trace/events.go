@@ -393,7 +393,7 @@ func (t *Tracing) registerKprobeEvent(ev *Event) *probeErr {
 
 	c.Enter(PhaseRegister)
 	c.Inc(opConst) // init_trace_event_call
-	id := t.registerTraceEvent()
+	id := t.g.registerTraceEvent(t)
 	if id == 0 {
 		return refuse(errno.ENODEV, "trace_probe_register_event_call", "register_trace_event: no free event id")
 	}
@@ -577,6 +577,9 @@ func (t *Tracing) unregisterKprobeEvent(ev *Event) *probeErr {
 	c.Add(opFileVisit, depth) // walk 2: event_remove
 	c.Inc(opConst)            // __unregister_trace_event: hlist_del, list_del
 	t.freeType(ev.id)
+	if t.g.eventTypeIDA {
+		t.counters().Inc(opIDA) // free_trace_event_type: ida_free (6.12+)
+	}
 	c.Add(opFileVisit, depth) // walk 3: remove_event_from_tracers
 	c.Enter(PhaseTracefs)
 	if ev.hasDir {

@@ -82,6 +82,18 @@ type genFacts struct {
 	subsystemDirRemove func(t *Tracing)
 	eventDirRemove     func(t *Tracing)
 
+	// eventTypeIDA: trace_output.c:register_trace_event (6.12.117, 7.3)
+	// takes a dynamic event's id from alloc_trace_event_type, an
+	// ida_alloc_range(__TRACE_LAST_TYPE, TRACE_EVENT_TYPE_MAX): the lowest
+	// free id, so a deleted event's id is reused at once, with no
+	// ftrace_find_event check; __unregister_trace_event ida_free's it.
+	// 6.1.192 hands out next_event_type++ (checked with ftrace_find_event)
+	// and only past TRACE_EVENT_TYPE_MAX walks ftrace_event_list for a gap
+	// (trace_search_list). registerTraceEvent is registerTraceEvent
+	// (6.1.192) or registerTraceEvent612.
+	eventTypeIDA       bool
+	registerTraceEvent func(t *Tracing) int
+
 	// createCbAllocs: trace_kprobe.c:trace_kprobe_create_cb (7.3) kzallocs
 	// the traceprobe_parse_context before the p/r check (so also for a
 	// command that ends in -ECANCELED), and trace_kprobe_create_internal
@@ -104,6 +116,10 @@ type genFacts struct {
 // genFactsFor returns the facts of generation g (GenUnknown: 6.1).
 func genFactsFor(g image.Generation) genFacts {
 	f := genFactsOf(g)
+	f.registerTraceEvent = (*Tracing).registerTraceEvent
+	if f.eventTypeIDA {
+		f.registerTraceEvent = (*Tracing).registerTraceEvent612
+	}
 	if f.eventfs {
 		f.eventCreateDir = (*Tracing).eventCreateDir612
 		f.subsystemDirCreate = func(t *Tracing, group string) { t.eventfsCreateDir(group, 2) }
@@ -131,6 +147,7 @@ func genFactsOf(g image.Generation) genFacts {
 			eventfs:             true,
 			eiFreeCallbacks:     2,
 			eventEntries:        6,
+			eventTypeIDA:        true,
 			perfCopyFunc:        (*Tracing).perfKprobeInitFunc612,
 			matchHeadBuf:        64,
 		}
@@ -147,6 +164,7 @@ func genFactsOf(g image.Generation) genFacts {
 			defineFieldsFirst:   true,
 			eiFreeCallbacks:     1,
 			eventEntries:        7,
+			eventTypeIDA:        true,
 			createCbAllocs:      true,
 			perfCopyFunc:        (*Tracing).perfKprobeInitFunc612,
 		}
@@ -177,6 +195,8 @@ const (
 	rEiCreate = "eventfs_create_dir without its two allocations (counted as kmalloc): kref_init, two INIT_LIST_HEADs, an uncontended eventfs_mutex lock/unlock (~20 cycles each) and list_add_tail_rcu on L1-hot lines ≈ 60 cycles"
 	wEiRemove = 80
 	rEiRemove = "eventfs_remove_rec of one eventfs_inode: eventfs_mutex, list_del_rcu, smp_wmb, kref_put and release_ei's loop over the entries' release callbacks ≈ 80 cycles"
+	wIDA      = 100
+	rIDA      = "ida_alloc_range / ida_free: xa_lock, a one- or two-level xarray descent (L2 hits, ~14 cycles each) and a find_next_zero_bit / clear_bit in a 1024-bit leaf bitmap ≈ 100 cycles"
 	wCallRCU  = 40
 	rCallRCU  = "call_rcu / call_srcu: local_irq_save and rcu_segcblist_enqueue on this CPU's callback list ≈ 40 cycles (the grace period runs later, off the caller's path)"
 )
@@ -184,6 +204,7 @@ const (
 var (
 	opEiCreate = sim.NewOp("eventfs.create_dir", wEiCreate, rEiCreate, "one eventfs_inode created by eventfs_create_dir (6.12+: an event's or a new group's directory; no dentry, no inode)")
 	opEiRemove = sim.NewOp("eventfs.remove_dir", wEiRemove, rEiRemove, "one eventfs_inode removed by eventfs_remove_dir (6.12+)")
+	opIDA      = sim.NewOp("trace.event_type.ida", wIDA, rIDA, "one ida_alloc_range or ida_free of a trace event id (6.12+ register_trace_event, __unregister_trace_event)")
 	opCallRCU  = sim.NewOp("rcu.call", wCallRCU, rCallRCU, "one deferred RCU or SRCU callback queued (6.12+ eventfs free_ei: call_srcu, and call_rcu in 6.12)")
 )
 
@@ -396,4 +417,25 @@ func (t *Tracing) eventfsRemoveDir() {
 	c.Inc(opEiRemove)
 	c.Add(opCallRCU, uint64(t.g.eiFreeCallbacks))
 	c.Add(opKmalloc, 2)
+}
+
+// registerTraceEvent612 models kernel/trace/trace_output.c:
+// register_trace_event (6.12.117, 7.3) for a dynamic event:
+// alloc_trace_event_type's ida_alloc_range(__TRACE_LAST_TYPE,
+// TRACE_EVENT_TYPE_MAX), the lowest free id (0 when every id is taken:
+// -ENODEV from the caller), then the event_hash insert. No
+// ftrace_find_event check, no list walk.
+func (t *Tracing) registerTraceEvent612() int {
+	c := t.counters()
+	c.Inc(opIDA)
+	id := t.idaHint
+	for id <= TraceEventTypeMax && t.typeUsed[id] {
+		id++
+	}
+	t.idaHint = id
+	if id > TraceEventTypeMax {
+		return 0
+	}
+	t.useType(id)
+	return id
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
 	"github.com/kpsim/kpsim/kallsyms"
+	"github.com/kpsim/kpsim/kprobes"
 	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/trace"
@@ -310,6 +311,74 @@ func TestGenDeleteLongHead(t *testing.T) {
 		code, o, _ := write(t, m, tr, "-:g/longhead "+sym)
 		if code != want[g] {
 			t.Errorf("%v: %v, want %v (%s)", g, code, want[g], o.Reason)
+		}
+	}
+}
+
+// TestGenDefineFieldsFirst: 7.3's event_create_dir defines the fields
+// before event_subsystem_dir, so an event whose new group cannot be
+// allocated (trace.subsystem.alloc) still has its fields (ip and two
+// arguments: three allocations, freed again on delete); 6.12 (and 6.1)
+// define them only once the event's directory exists.
+func TestGenDefineFieldsFirst(t *testing.T) {
+	kmalloc := op(t, "kmalloc")
+	made := map[image.Generation]uint64{}
+	gone := map[image.Generation]uint64{}
+	for _, g := range []image.Generation{image.Gen612, image.Gen73} {
+		_, m, tr := genMachine(t, g, nil)
+		m.Faults.Set(trace.FaultSubsystem, 1)
+		code, o, c1 := write(t, m, tr, "p:nogrp/ev "+synth.ProbeTargetName(6)+" a=%ax b=%bx")
+		if code != 0 {
+			t.Fatalf("%v: %v (%s)", g, code, o.Reason)
+		}
+		code, o, c2 := write(t, m, tr, "-:nogrp/ev")
+		if code != 0 {
+			t.Fatalf("%v delete: %v (%s)", g, code, o.Reason)
+		}
+		made[g], gone[g] = c1[kmalloc], c2[kmalloc]
+	}
+	// 7.3 - 6.12 on create: trace_kprobe_create_cb's ctx, gbuf and abuf
+	// (6) and the three fields; on delete: the fields.
+	if d := made[image.Gen73] - made[image.Gen612]; d != 6+3 {
+		t.Errorf("create: 7.3 - 6.12 = %d kmalloc ops, want 9 (%v)", d, made)
+	}
+	if d := gone[image.Gen73] - gone[image.Gen612]; d != 3 {
+		t.Errorf("delete: 7.3 - 6.12 = %d kmalloc ops, want 3 (%v)", d, gone)
+	}
+}
+
+// TestGenEventTypeIDA: 6.12+'s register_trace_event takes the lowest free
+// id from an IDA, so an event made after a delete gets the deleted
+// event's id back, without the ftrace_find_event check of the event_hash
+// chain; 6.1 hands out next_event_type++ (the next id) and checks its
+// chain.
+func TestGenEventTypeIDA(t *testing.T) {
+	hashVisit, ida := op(t, "trace.event_hash.visit"), op(t, "trace.event_type.ida")
+	for _, g := range gens {
+		_, m, tr := genMachine(t, g, nil)
+		trail := &kprobes.Trail{}
+		m.KP.Trail = trail
+		ids := func() []string {
+			var out []string
+			for _, s := range trail.Steps {
+				if s.Check == "register_trace_event" {
+					out = append(out, s.Result)
+				}
+			}
+			return out
+		}
+		_, _, c1 := write(t, m, tr, "p:g/a "+synth.ProbeTargetName(7))
+		write(t, m, tr, "-:g/a")
+		write(t, m, tr, "p:g/b "+synth.ProbeTargetName(8))
+		got := ids()
+		if len(got) != 2 {
+			t.Fatalf("%v: register_trace_event steps %q", g, got)
+		}
+		if reused := got[0] == got[1]; reused != (g != image.Gen61) {
+			t.Errorf("%v: ids %q: reused = %v, want %v", g, got, reused, g != image.Gen61)
+		}
+		if (c1[hashVisit] > 0) != (g == image.Gen61) || (c1[ida] > 0) == (g == image.Gen61) {
+			t.Errorf("%v: event_hash visits %d, ida ops %d", g, c1[hashVisit], c1[ida])
 		}
 	}
 }

@@ -142,6 +142,7 @@ type Tracing struct {
 	sysSeq   int
 
 	nextType int
+	idaHint  int // register_trace_event's IDA (6.12+): no free id below it
 	typeUsed []bool
 	bucket   [eventHashSize]int
 
@@ -225,6 +226,7 @@ func New(d Deps, cfg Config) *Tracing {
 		t.useType(id)
 	}
 	t.nextType = traceLastType
+	t.idaHint = traceLastType
 	for i := 0; i < cfg.StaticEvents; i++ {
 		t.useType(t.nextType)
 		t.nextType++
@@ -243,6 +245,7 @@ func (t *Tracing) useType(id int) {
 func (t *Tracing) freeType(id int) {
 	if id > 0 && t.typeUsed[id] {
 		t.typeUsed[id] = false
+		t.idaHint = min(t.idaHint, id)
 		t.bucket[id&(eventHashSize-1)]--
 	}
 }
