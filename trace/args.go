@@ -94,6 +94,10 @@ func (t *Tracing) parseProbeArg(arg string, i int, isReturn bool, tk *TraceKprob
 			return refuse(errno.EINVAL, fn, fmt.Sprintf("argument name %q is used twice", name))
 		}
 	}
+	if len(body) > t.g.maxArgstrLen {
+		// traceprobe_parse_probe_arg_body: ARG_TOO_LONG.
+		return refuse(t.g.argTooLong, fn, fmt.Sprintf("argument is %d characters, longer than MAX_ARGSTR_LEN (%d)", len(body), t.g.maxArgstrLen))
+	}
 	if j := strings.LastIndexByte(body, ':'); j >= 0 {
 		typ := body[j+1:]
 		body = body[:j]

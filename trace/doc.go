@@ -24,6 +24,13 @@
 // creates a local trace_kprobe without any list or tracefs work and arms it
 // inside the open.
 //
+// Generations. The above is 6.1.192. Where 6.12.117 and 7.3 differ
+// (validate_probe_symbol's -EINVAL and its MOD:SYM walk, 7.3's vmlinux-only
+// number_of_same_symbols, eventfs directories, the argument limits, the
+// IDA of event ids, 7.3's heap buffers, perf's strndup_user, the delete
+// head match), gen.go holds the facts and the second model functions, and
+// New chooses them once from the image's generation.
+//
 // Every walk is counted as the kernel walks it; the simulator answers the
 // walks from maintained counts (the lists' lengths and each entry's
 // position), which give the same numbers as walking them.

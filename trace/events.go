@@ -393,7 +393,7 @@ func (t *Tracing) registerKprobeEvent(ev *Event) *probeErr {
 
 	c.Enter(PhaseRegister)
 	c.Inc(opConst) // init_trace_event_call
-	id := t.registerTraceEvent()
+	id := t.g.registerTraceEvent(t)
 	if id == 0 {
 		return refuse(errno.ENODEV, "trace_probe_register_event_call", "register_trace_event: no free event id")
 	}
@@ -424,7 +424,7 @@ func (t *Tracing) registerKprobeEvent(ev *Event) *probeErr {
 	}
 	c.Add(opConst, 2)
 	t.files.insert(ev.seq)
-	t.eventCreateDir(ev)
+	t.g.eventCreateDir(t, ev)
 	return nil
 }
 
@@ -480,11 +480,19 @@ func (t *Tracing) eventCreateDir(ev *Event) {
 	ev.hasDir = true
 	t.note("event_create_dir", "events/"+ev.Group+"/"+ev.Name, "1 directory + 6 files (enable, id, filter, trigger, hist, format)")
 	c.Add(opDentry, filesPerEvent)
+	t.eventDefineFields(ev)
+}
+
+// eventDefineFields models kernel/trace/trace_events.c:event_define_fields
+// for a kprobe event: its fields (ip, or func and ret_ip, plus one per
+// argument), one allocation each.
+func (t *Tracing) eventDefineFields(ev *Event) {
 	fields := 1
 	if ev.isReturn {
 		fields = 2
 	}
-	c.Add(opKmalloc, uint64(fields+ev.nargs))
+	t.counters().Add(opKmalloc, uint64(fields+ev.nargs))
+	ev.fields = true
 }
 
 // eventSubsystemDir models kernel/trace/trace_events.c:event_subsystem_dir: walk
@@ -511,14 +519,16 @@ func (t *Tracing) eventSubsystemDir(group string) bool {
 		return false
 	}
 	c.Add(opKmalloc, 4)
-	c.Add(opDentry, filesPerGroup)
+	t.g.subsystemDirCreate(t, group)
 	t.sysSeq++
 	t.systems = append([]*subsystem{{name: group, nEvents: 1}}, t.systems...)
 	return true
 }
 
-// removeSubsystem models the group side of remove_event_file_dir: the
-// last event of a group removes its directory (and two files) and frees
+// removeSubsystem models the group side of remove_event_file_dir
+// (trace_events.c:remove_subsystem): the last event of a group removes its
+// directory (tracefs_remove of it and its two files in 6.1.192,
+// eventfs_remove_dir of its eventfs_inode in 6.12.117 and 7.3) and frees
 // the subsystem.
 func (t *Tracing) removeSubsystem(group string) {
 	c := t.counters()
@@ -526,7 +536,7 @@ func (t *Tracing) removeSubsystem(group string) {
 		if s.name == group {
 			s.nEvents--
 			if s.nEvents == 0 {
-				c.Add(opDentryRm, filesPerGroup)
+				t.g.subsystemDirRemove(t)
 				c.Add(opKmalloc, 4)
 				t.systems = append(t.systems[:i], t.systems[i+1:]...)
 			}
@@ -567,10 +577,13 @@ func (t *Tracing) unregisterKprobeEvent(ev *Event) *probeErr {
 	c.Add(opFileVisit, depth) // walk 2: event_remove
 	c.Inc(opConst)            // __unregister_trace_event: hlist_del, list_del
 	t.freeType(ev.id)
+	if t.g.eventTypeIDA {
+		t.counters().Inc(opIDA) // free_trace_event_type: ida_free (6.12+)
+	}
 	c.Add(opFileVisit, depth) // walk 3: remove_event_from_tracers
 	c.Enter(PhaseTracefs)
 	if ev.hasDir {
-		c.Add(opDentryRm, filesPerEvent)
+		t.g.eventDirRemove(t)
 	}
 	if ev.inSystem {
 		t.removeSubsystem(ev.Group) // file->system: event_subsystem_dir counted it
@@ -581,9 +594,10 @@ func (t *Tracing) unregisterKprobeEvent(ev *Event) *probeErr {
 	} else {
 		c.Add(opKmalloc, 2) // the filter and the file
 	}
-	if ev.hasDir {
+	if ev.fields {
 		// trace_destroy_fields: the fields event_create_dir defined
-		// (event_define_fields runs only once the directory exists).
+		// (event_define_fields runs once the directory exists; in 7.3
+		// before any directory is made).
 		fields := 1
 		if ev.isReturn {
 			fields = 2

@@ -36,6 +36,9 @@ type probeErr struct {
 	code   errno.Errno
 	reason Reason
 	addr   uint64
+	// noLog: the kernel returns without trace_probe_log_err (6.12's
+	// too-many-arguments -E2BIG), so error_log gets no entry.
+	noLog bool
 }
 
 func (e *probeErr) Error() string { return e.reason.String() }
@@ -216,7 +219,7 @@ func (t *Tracing) create(line string) (*TraceKprobe, *probeErr) {
 	} else {
 		t.note("trace_kprobe_create", "", "0")
 	}
-	if perr != nil && perr.code != errno.ENOMEM && perr.code != errno.EEXIST {
+	if perr != nil && perr.code != errno.ENOMEM && perr.code != errno.EEXIST && !perr.noLog {
 		t.logErr(line, perr.reason.String())
 	}
 	return tk, perr
@@ -226,6 +229,11 @@ func (t *Tracing) traceKprobeCreate(line string, argv []string) (*TraceKprobe, *
 	const fn = "__trace_kprobe_create"
 	c := t.counters()
 	kp := t.d.KP
+	if t.g.createCbAllocs {
+		// trace_kprobe_create_cb (7.3): kzalloc_obj of the
+		// traceprobe_parse_context and its kfree, before the p/r check.
+		c.Add(opKmalloc, 2)
+	}
 	isReturn := false
 	switch argv[0][0] {
 	case 'r':
@@ -254,6 +262,9 @@ func (t *Tracing) traceKprobeCreate(line string, argv []string) (*TraceKprobe, *
 		}
 		if len(digits) > MaxEventNameLen-1 {
 			return nil, refuse(errno.EINVAL, fn, "maxactive is too long")
+		}
+		if t.g.createCbAllocs {
+			c.Add(opKmalloc, 2) // trace_kprobe_create_internal (7.3): kmemdup of MAXACTIVE, kfree
 		}
 		v, ok := kstrtoul(digits)
 		if !ok || v == 0 || v > 1<<32-1 {
@@ -290,6 +301,12 @@ func (t *Tracing) traceKprobeCreate(line string, argv []string) (*TraceKprobe, *
 			}
 			symbol, offset = symbol[:i], v
 		}
+		if t.g.validateProbeSymbol {
+			// 6.12+: before kprobe_on_func_entry; a failure is -EINVAL.
+			if perr := t.validateProbeSymbol(symbol, "trace_kprobe", PhaseParse); perr != nil {
+				return nil, t.parseError(perr)
+			}
+		}
 		// kprobe_on_func_entry: the -ENOENT case is deferred to registration.
 		flush := kp.HoldTrail() // the summary below leads its nested steps
 		done := t.nest()
@@ -309,11 +326,16 @@ func (t *Tracing) traceKprobeCreate(line string, argv []string) (*TraceKprobe, *
 		}
 	}
 
-	if perr := t.uniqueSymbol(symbol, "trace_kprobe", PhaseParse); perr != nil {
-		return nil, perr
+	if !t.g.validateProbeSymbol {
+		if perr := t.uniqueSymbol(symbol, "trace_kprobe", PhaseParse); perr != nil {
+			return nil, perr
+		}
 	}
 
 	group := KprobeEventSystem
+	if t.g.createCbAllocs {
+		c.Add(opKmalloc, 2) // trace_kprobe_create_internal (7.3): kmalloc of gbuf or ebuf, kfree
+	}
 	if hasEvent {
 		ev, g, perr := parseEventName(event, group)
 		if perr != nil {
@@ -341,6 +363,16 @@ func (t *Tracing) traceKprobeCreate(line string, argv []string) (*TraceKprobe, *
 		t.note("traceprobe_parse_event_name", "", group+"/"+event)
 	}
 
+	args := argv[2:]
+	if t.g.createCbAllocs {
+		c.Add(opKmalloc, 2) // trace_kprobe_create_internal (7.3): kmalloc of abuf, kfree
+	}
+	if t.g.tooManyArgsE2BIG && len(args) > MaxTraceArgs {
+		perr := refuse(errno.E2BIG, fn, fmt.Sprintf("%d arguments: more than MAX_TRACE_ARGS (%d) (%s)", len(args), MaxTraceArgs, since612))
+		perr.noLog = !t.g.tooManyArgsLogged
+		return nil, perr
+	}
+
 	if perr := t.allocTraceKprobe(symbol); perr != nil {
 		return nil, perr
 	}
@@ -360,7 +392,6 @@ func (t *Tracing) traceKprobeCreate(line string, argv []string) (*TraceKprobe, *
 	tk.ev = ev
 	ev.probes = []*TraceKprobe{tk}
 
-	args := argv[2:]
 	for i, a := range args {
 		if i >= MaxTraceArgs {
 			break

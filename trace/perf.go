@@ -37,12 +37,8 @@ func (t *Tracing) PerfKprobeOpen(fn string, addrOrOffset uint64, retprobe bool) 
 	c.Inc(opIDR)
 	c.Inc(opConst) // perfmon_capable
 	if fn != "" {
-		c.Inc(opKmalloc) // kzalloc(KSYM_NAME_LEN)
-		c.Inc(opCopyUser)
-		c.Add(opLineByte, uint64(min(len(fn)+1, KsymNameLen)))
-		if len(fn) >= KsymNameLen {
-			c.Add(opKmalloc, 3)
-			return nil, refuse(errno.E2BIG, "perf_kprobe_init", "function name has no NUL in 512 bytes")
+		if perr := t.g.perfCopyFunc(t, fn); perr != nil {
+			return nil, perr
 		}
 	}
 	t.note("perf_event_open", fmt.Sprintf("type=kprobe, config1=%q, config2=%#x, retprobe=%v", fn, addrOrOffset, retprobe), "")
@@ -75,6 +71,43 @@ func (t *Tracing) PerfKprobeOpen(fn string, addrOrOffset uint64, retprobe bool) 
 		return nil, perr
 	}
 	return &PerfEvent{TK: tk}, nil
+}
+
+// perfKprobeInitFunc models the name copy of
+// kernel/trace/trace_event_perf.c:perf_kprobe_init (6.1.192): kzalloc of
+// KSYM_NAME_LEN and strncpy_from_user; a name with no NUL in 512 bytes is
+// -E2BIG (the buffer and the perf event freed).
+func (t *Tracing) perfKprobeInitFunc(fn string) *probeErr {
+	c := t.counters()
+	c.Inc(opKmalloc) // kzalloc(KSYM_NAME_LEN)
+	c.Inc(opCopyUser)
+	c.Add(opLineByte, uint64(min(len(fn)+1, KsymNameLen)))
+	if len(fn) >= KsymNameLen {
+		c.Add(opKmalloc, 3)
+		return refuse(errno.E2BIG, "perf_kprobe_init", "function name has no NUL in 512 bytes")
+	}
+	return nil
+}
+
+// perfKprobeInitFunc612 models the name copy of
+// kernel/trace/trace_event_perf.c:perf_kprobe_init (6.12.117, 7.3):
+// strndup_user(func, KSYM_NAME_LEN): strnlen_user (a user access over the
+// name and its NUL, at most 513 bytes), then memdup_user of strlen+1 (a
+// kmalloc of that size and a copy_from_user). Too long is -EINVAL from
+// strndup_user, returned as -E2BIG before anything is allocated (only the
+// perf event is freed).
+func (t *Tracing) perfKprobeInitFunc612(fn string) *probeErr {
+	c := t.counters()
+	c.Inc(opCopyUser) // strnlen_user
+	c.Add(opLineByte, uint64(min(len(fn)+1, KsymNameLen+1)))
+	if len(fn)+1 > KsymNameLen {
+		c.Add(opKmalloc, 2)
+		return refuse(errno.E2BIG, "perf_kprobe_init", "strndup_user (6.12+): function name longer than KSYM_NAME_LEN: -EINVAL, returned as -E2BIG")
+	}
+	c.Inc(opKmalloc) // memdup_user
+	c.Inc(opCopyUser)
+	c.Add(opLineByte, uint64(len(fn)+1))
+	return nil
 }
 
 // perfTraceEventAlloc models the allocations of
@@ -146,7 +179,11 @@ func (t *Tracing) destroyLocalTraceKprobe(tk *TraceKprobe) {
 // __register_trace_kprobe. -ENOENT is returned as is (no pending).
 func (t *Tracing) createLocalTraceKprobe(fn string, addrOrOffset uint64, retprobe bool) (*TraceKprobe, *probeErr) {
 	c := t.counters()
-	if perr := t.uniqueSymbol(fn, "create_local_trace_kprobe", PhasePerfOpen); perr != nil {
+	check := t.uniqueSymbol
+	if t.g.validateProbeSymbol {
+		check = t.validateProbeSymbol // 6.12+: MOD:SYM too; the errno is kept
+	}
+	if perr := check(fn, "create_local_trace_kprobe", PhasePerfOpen); perr != nil {
 		return nil, perr
 	}
 	name := fn

@@ -118,6 +118,7 @@ type Deps struct {
 type Tracing struct {
 	d   Deps
 	cfg Config
+	g   genFacts     // the generation's behaviour (gen.go), chosen in New
 	sw  sim.Switches // the kernel's switches (the kprobes core's)
 
 	idx      *eventIndex // trace-event-index, once late init built it
@@ -141,6 +142,7 @@ type Tracing struct {
 	sysSeq   int
 
 	nextType int
+	idaHint  int // register_trace_event's IDA (6.12+): no free id below it
 	typeUsed []bool
 	bucket   [eventHashSize]int
 
@@ -171,6 +173,7 @@ type Event struct {
 	profile     bool // TP_FLAG_PROFILE (perf)
 	wasEnabled  bool // EVENT_FILE_FL_WAS_ENABLED
 	hasDir      bool
+	fields      bool // event_define_fields ran: trace_destroy_fields frees them
 	noFile      bool // trace_create_new_event failed: on ftrace_events, not on tr->events
 	inSystem    bool // file->system: event_subsystem_dir counted the event in its group
 	nargs       int
@@ -214,7 +217,7 @@ func (tk *TraceKprobe) Pending() bool { return tk.pending }
 // New returns the tracing state of a freshly booted kernel. Its late
 // initcall (LateInit) is the caller's to run.
 func New(d Deps, cfg Config) *Tracing {
-	t := &Tracing{d: d, cfg: cfg, sw: d.KP.Sw, events: map[eventKey]*Event{}, byName: map[string][]*Event{}, perGrp: map[string]int{}}
+	t := &Tracing{d: d, cfg: cfg, g: genFactsFor(genOf(d.Image)), sw: d.KP.Sw, events: map[eventKey]*Event{}, byName: map[string][]*Event{}, perGrp: map[string]int{}}
 	t.lookup = newEventLookup(t, d.KP.Cfg.Sim.Walk)
 	// Boot: the builtin output types (ids below __TRACE_LAST_TYPE) and the
 	// static events took ids in order; every one is in event_hash.
@@ -223,6 +226,7 @@ func New(d Deps, cfg Config) *Tracing {
 		t.useType(id)
 	}
 	t.nextType = traceLastType
+	t.idaHint = traceLastType
 	for i := 0; i < cfg.StaticEvents; i++ {
 		t.useType(t.nextType)
 		t.nextType++
@@ -241,6 +245,7 @@ func (t *Tracing) useType(id int) {
 func (t *Tracing) freeType(id int) {
 	if id > 0 && t.typeUsed[id] {
 		t.typeUsed[id] = false
+		t.idaHint = min(t.idaHint, id)
 		t.bucket[id&(eventHashSize-1)]--
 	}
 }

@@ -177,7 +177,7 @@ func (t *Tracing) dynEventRelease(line string) *probeErr {
 		c.Add(opStrcmp, uint64(len(matches)*len(argv)))
 		var keep []*TraceKprobe
 		for _, tk := range matches {
-			if tk.commandHeadMatches(argv[1:]) {
+			if tk.commandHeadMatches(argv[1:], t.g.matchHeadBuf) {
 				keep = append(keep, tk)
 			}
 		}
@@ -200,13 +200,23 @@ func (t *Tracing) dynEventRelease(line string) *probeErr {
 	return nil
 }
 
-// commandHeadMatches models trace_kprobe_match_command_head.
-func (tk *TraceKprobe) commandHeadMatches(args []string) bool {
+// commandHeadMatches models kernel/trace/trace_kprobe.c:
+// trace_kprobe_match_command_head. buf is genFacts.matchHeadBuf: in
+// 6.1.192 and 6.12.117 the head is snprintf'd into a 64-byte buffer, so a
+// head over 63 characters is cut and never equals what the user wrote;
+// 7.3 (buf 0) compares the symbol and the offset directly.
+func (tk *TraceKprobe) commandHeadMatches(args []string, buf int) bool {
+	cut := func(s string) string {
+		if buf > 0 && len(s) > buf-1 {
+			return s[:buf-1]
+		}
+		return s
+	}
 	head := tk.describe()
 	if tk.Symbol != "" {
 		head = fmt.Sprintf("%s+%d", tk.Symbol, tk.Offset)
 	}
-	if args[0] != head && !(tk.Offset == 0 && args[0] == tk.Symbol) {
+	if args[0] != cut(head) && !(tk.Offset == 0 && args[0] == cut(tk.Symbol)) {
 		return false
 	}
 	rest := args[1:]
