@@ -78,6 +78,10 @@ const (
 	// Reading the 4 bytes at a symbol start for is_endbr.
 	wEndbrRead = 40
 	rEndbrRead = "copy_from_kernel_nofault of 4 bytes: pagefault_disable + one load, ~40 cycles"
+	// One is_cfi_trap lookup (can_probe, 6.12.117 and 7.3 with CFI, only
+	// on a movl 0xBA / addl 0x03): a linear walk of __cfi_traps.
+	wCFITrap = latL3
+	rCFITrap = "no documented source: the image has no __cfi_traps table, so the walk's length is unknown; one L3 load (~42 cycles) stands for the lookup"
 )
 
 var (
@@ -94,6 +98,7 @@ var (
 	opSyncRCU      = sim.NewOp("synchronize_rcu", wSyncRCU, rSyncRCU, "one synchronize_rcu / synchronize_rcu_tasks (caller CPU only)")
 	opOptListVisit = sim.NewOp("kprobe.optlist.visit", wOptListVisit, rOptListVisit, "one node of unoptimizing_list walked (optprobe_queued_unopt)")
 	opEndbrRead    = sim.NewOp("kprobe.endbr.read", wEndbrRead, rEndbrRead, "arch_adjust_kprobe_addr's 4-byte read")
+	opCFITrap      = sim.NewOp("kprobe.cfi_trap", wCFITrap, rCFITrap, "one is_cfi_trap lookup in can_probe (6.12+, CFI kernels)")
 	opModText      = sim.NewOp("module.text_address", 42, "hardware fact: ~3 dependent rb-node loads x 14-cycle L2 (mod_tree)", "__module_text_address: mod_tree lookup")
 )
 

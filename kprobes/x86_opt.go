@@ -7,11 +7,15 @@ import (
 	"github.com/kpsim/kpsim/x86"
 )
 
-// canOptimize models arch/x86/kernel/kprobes/opt.c:can_optimize in 6.1:
-// decode the whole function (to the next symbol, padding included),
-// refusing exception-table fixup targets, indirect jumps (with
-// CONFIG_RETPOLINE also jumps into the thunk range) and branches into the
-// 4 bytes after the int3. Every refusal returns at once; kp.why says why.
+// canOptimize models arch/x86/kernel/kprobes/opt.c:can_optimize: decode
+// the whole function (to the next symbol, padding included), refusing
+// exception-table fixup targets, indirect jumps (6.1.192: always, and with
+// CONFIG_RETPOLINE also jumps into the thunk range; 6.12.117 and 7.3: only
+// without CONFIG_MITIGATION_RETPOLINE and CONFIG_X86_KERNEL_IBT, and no
+// thunk range) and branches into the 4 bytes after the int3. Every
+// refusal returns at once; kp.why says why.
+//
+// Models arch/x86/kernel/kprobes/opt.c:can_optimize (6.1.192, 6.12.117, 7.3).
 func (kp *Kprobes) canOptimize(paddr uint64) bool {
 	c, x := kp.C, kp.ex()
 	size, off, ok := kp.Syms.LookupSizeOffset(c, paddr)
@@ -51,10 +55,10 @@ func (kp *Kprobes) canOptimize(paddr uint64) bool {
 			return fail(evCanOptimizeNoDecode, addr, nil)
 		}
 		n++
-		if x86.IsIndirectJump(insn) {
+		if kp.g.insnIsIndirectJump && x86.IsIndirectJump(insn) {
 			return fail(evCanOptimizeIndirectJump, addr, nil)
 		}
-		if kp.insnIsIndirectJump(insn, addr) {
+		if kp.g.indirectThunkJump && kp.insnIsIndirectJump(insn, addr) {
 			return fail(evCanOptimizeThunk, addr, nil)
 		}
 		if x86.InsnJumpIntoRange(insn, addr, paddr+x86.INT3InsnSize, x86.DISP32Size) {
@@ -81,8 +85,11 @@ func (kp *Kprobes) insnIsIndirectJump(i x86.Insn, addr uint64) bool {
 
 // copyOptimizedInstructions models opt.c:copy_optimized_instructions:
 // copy whole instructions until at least JMP32_INSN_SIZE bytes, each
-// boostable, then refuse a range that ftrace, alternatives, jump labels or
-// static calls reserve. It returns the length copied or an Errno.
+// boostable (the generation's can_boost), then refuse a range that ftrace,
+// alternatives (6.1.192, 6.12.117; not 7.3), jump labels or static calls
+// reserve. It returns the length copied or an Errno.
+//
+// Models arch/x86/kernel/kprobes/opt.c:copy_optimized_instructions (6.1.192, 6.12.117, 7.3).
 func (kp *Kprobes) copyOptimizedInstructions(src, real uint64) (int, error) {
 	c, x := kp.C, kp.ex()
 	defer x.hold()()
@@ -105,7 +112,9 @@ func (kp *Kprobes) copyOptimizedInstructions(src, real uint64) (int, error) {
 	if kp.Ftrace != nil && kp.Ftrace.TextReserved(c, src, end) {
 		return 0, x.refuse(EBUSY, rec{ev: evCopyOptFtraceReserved, addr: src, end: end})
 	}
-	c.Inc(opConst) // alternatives_text_reserved
+	if kp.g.alternativesTextReserved { // 6.1.192, 6.12.117; gone in 7.3
+		c.Inc(opConst) // alternatives_text_reserved
+	}
 	if r, err := reserved(kp.JumpLabel, c, src, end); err != nil || r {
 		return 0, x.refuse(orEBUSY(err), rec{ev: evCopyOptJumpLabelReserved, addr: src, end: end})
 	}
