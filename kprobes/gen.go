@@ -29,6 +29,11 @@ type genModel struct {
 	// fault) or archAdjustKprobeAddr73 (7.3: is_endbr(u32 *), a stub
 	// without CONFIG_X86_KERNEL_IBT, false on a fault).
 	archAdjustKprobeAddr func(kp *Kprobes, addr, off uint64) (uint64, bool, error)
+	// insnPages is where both insn caches take their pages: module_alloc
+	// + set_memory_ro + set_memory_x (6.1.192), execmem_alloc +
+	// set_memory_rox (6.12.117), the execmem ROX cache (7.3; one cache
+	// shared by kprobe_insn_slots and kprobe_optinsn_slots).
+	insnPages pageSource
 
 	// alternativesTextReserved: arch_prepare_kprobe and
 	// copy_optimized_instructions call alternatives_text_reserved
@@ -71,6 +76,7 @@ func genModelFor(k *image.Kernel) genModel {
 		canProbe:                 (*Kprobes).canProbe,
 		checkKprobeAddressSafe:   (*Kprobes).checkKprobeAddressSafe,
 		archAdjustKprobeAddr:     (*Kprobes).archAdjustKprobeAddr,
+		insnPages:                moduleAllocPages{},
 		alternativesTextReserved: true,
 		insnIsIndirectJump:       true,
 		indirectThunkJump:        true,
@@ -78,6 +84,7 @@ func genModelFor(k *image.Kernel) genModel {
 	switch g.gen {
 	case image.Gen612, image.Gen73:
 		g.canProbe = (*Kprobes).canProbe612
+		g.insnPages = execmemPages{}
 		g.canBoostGroups = true
 		g.isCFITrap = cfg.CFI
 		g.insnIsIndirectJump = !cfg.Retpoline && !cfg.IBT
@@ -87,6 +94,7 @@ func genModelFor(k *image.Kernel) genModel {
 		g.checkKprobeAddressSafe = (*Kprobes).checkKprobeAddressSafe73
 		g.archAdjustKprobeAddr = (*Kprobes).archAdjustKprobeAddr73
 		g.alternativesTextReserved = false
+		g.insnPages = &execmemROXCache{}
 		g.armErrorSwallowed = true
 		g.onFuncEntryEarly = true
 	}

@@ -357,6 +357,25 @@ func TestGenerationDifferences(t *testing.T) {
 			want: [3]string{"-EINVAL on_func_entry=false", "-EINVAL on_func_entry=false", "-EINVAL on_func_entry=true"},
 		},
 		{
+			name: "insn slot pages: module_alloc (6.1), execmem_alloc + set_memory_rox (6.12), the execmem ROX cache (7.3)",
+			fns:  []genFn{{"nopfn", []byte{0x55, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0xc3}}},
+			run: func(t *testing.T, kp *Kprobes) string {
+				p, err := genRegister(t, kp, "nopfn", 1, false)
+				if err != nil || p.State() != StateOptimized {
+					t.Fatalf("%v %v", err, p.State())
+				}
+				kp.UnregisterKprobes([]*Kprobe{p})
+				kp.Drain()
+				c := kp.C
+				return fmt.Sprintf("module_alloc=%d execmem=%d populate=%d carve=%d cache_free=%d", c.Total(opSlotAlloc),
+					c.Total(opSlotAllocExecmem), c.Total(opExecmemCachePopulate), c.Total(opExecmemCacheAlloc), c.Total(opExecmemCacheFree))
+			},
+			// Both caches take a page (the insn slot and the detour);
+			// the last page of a cache is kept when its slots are freed.
+			want: [3]string{"module_alloc=2 execmem=0 populate=0 carve=0 cache_free=0", "module_alloc=0 execmem=2 populate=0 carve=0 cache_free=0",
+				"module_alloc=0 execmem=0 populate=1 carve=2 cache_free=0"},
+		},
+		{
 			name: "arch_adjust_kprobe_addr: 7.3's ENDBR poison (IBT)",
 			cfg:  image.Config{IBT: true},
 			fns:  []genFn{{"sealed", []byte{0x0f, 0x1f, 0x40, 0xd6, 0x55, 0xc3}}},
@@ -448,5 +467,47 @@ func relCount(s string, i int, base *uint64) string {
 		return fmt.Sprintf("%sA+%d", s[:j], d)
 	default:
 		return fmt.Sprintf("%sA%d", s[:j], d)
+	}
+}
+
+// TestInsnPageSources: a page freed from a cache of two goes back the
+// generation's way (6.1, 6.12: vfree, counted as the page op; 7.3:
+// execmem_cache_free into the ROX cache, and the next page is carved from
+// it without growing the cache).
+func TestInsnPageSources(t *testing.T) {
+	for _, tc := range []struct {
+		gen  image.Generation
+		want string
+	}{
+		{image.Gen61, "module_alloc=4 execmem=0 populate=0 carve=0 cache_free=0"},
+		{image.Gen612, "module_alloc=1 execmem=3 populate=0 carve=0 cache_free=0"},
+		{image.Gen73, "module_alloc=0 execmem=0 populate=1 carve=3 cache_free=1"},
+	} {
+		for _, walk := range []bool{false, true} {
+			ic := newInsnCache("t", 2048, walk) // two slots a page
+			ic.src = genModelFor(genKernel(tc.gen, image.Config{})).insnPages
+			c := sim.NewCounters(false)
+			var slots []uint64
+			for i := 0; i < 3; i++ {
+				s, ok := ic.getInsnSlot(c, nil, FaultInsnSlot)
+				if !ok {
+					t.Fatal("no slot")
+				}
+				slots = append(slots, s)
+			}
+			ic.freeInsnSlot(c, slots[0], false)
+			ic.freeInsnSlot(c, slots[1], false) // the first page empties and goes
+			if _, ok := ic.getInsnSlot(c, nil, FaultInsnSlot); !ok {
+				t.Fatal("no slot")
+			}
+			if _, ok := ic.getInsnSlot(c, nil, FaultInsnSlot); !ok {
+				t.Fatal("no slot")
+			}
+			got := fmt.Sprintf("module_alloc=%d execmem=%d populate=%d carve=%d cache_free=%d", c.Total(opSlotAlloc),
+				c.Total(opSlotAllocExecmem), c.Total(opExecmemCachePopulate), c.Total(opExecmemCacheAlloc), c.Total(opExecmemCacheFree))
+			if got != tc.want {
+				t.Errorf("%s walk=%v: %s, want %s", tc.gen, walk, got, tc.want)
+			}
+		}
 	}
 }
