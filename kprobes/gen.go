@@ -34,6 +34,26 @@ type genModel struct {
 	// set_memory_rox (6.12.117), the execmem ROX cache (7.3; one cache
 	// shared by kprobe_insn_slots and kprobe_optinsn_slots).
 	insnPages pageSource
+	// rethookAlloc and rethookFree are register_kretprobe's instance pool
+	// (CONFIG_KRETPROBE_ON_RETHOOK): rethook_alloc then maxactive kzalloc
+	// (6.1.192: rethookAlloc, rethookFree), or rethook_alloc with an
+	// objpool of one allocation per possible CPU (6.12.117, 7.3:
+	// rethookAlloc612, rethookFree612).
+	rethookAlloc func(kp *Kprobes, rp *Kretprobe) error
+	rethookFree  func(kp *Kprobes, rp *Kretprobe)
+	// textPokeRefsPerCPU: the text_poke_bp batch's in-flight refcount is
+	// per CPU (7.3: smp_text_poke_batch_finish sets and drops
+	// text_poke_array_refs on every possible CPU); 6.1.192 and 6.12.117
+	// use one global bp_desc.refs (not counted).
+	textPokeRefsPerCPU bool
+	// condReschedInBatch: the text_poke_bp batch starts with cond_resched()
+	// (6.12.117: text_poke_bp_batch, 7.3: smp_text_poke_batch_finish;
+	// absent in 6.1.192).
+	condReschedInBatch bool
+	// freeCleanedReoptimize: do_free_cleaned_kprobes looks for an optprobe
+	// covering each freed aggregator's address (get_optimized_kprobe) and
+	// optimize_kprobe()s it before free_aggr_kprobe (7.3).
+	freeCleanedReoptimize bool
 
 	// alternativesTextReserved: arch_prepare_kprobe and
 	// copy_optimized_instructions call alternatives_text_reserved
@@ -77,6 +97,8 @@ func genModelFor(k *image.Kernel) genModel {
 		checkKprobeAddressSafe:   (*Kprobes).checkKprobeAddressSafe,
 		archAdjustKprobeAddr:     (*Kprobes).archAdjustKprobeAddr,
 		insnPages:                moduleAllocPages{},
+		rethookAlloc:             (*Kprobes).rethookAlloc,
+		rethookFree:              (*Kprobes).rethookFree,
 		alternativesTextReserved: true,
 		insnIsIndirectJump:       true,
 		indirectThunkJump:        true,
@@ -85,6 +107,9 @@ func genModelFor(k *image.Kernel) genModel {
 	case image.Gen612, image.Gen73:
 		g.canProbe = (*Kprobes).canProbe612
 		g.insnPages = execmemPages{}
+		g.rethookAlloc = (*Kprobes).rethookAlloc612
+		g.rethookFree = (*Kprobes).rethookFree612
+		g.condReschedInBatch = true
 		g.canBoostGroups = true
 		g.isCFITrap = cfg.CFI
 		g.insnIsIndirectJump = !cfg.Retpoline && !cfg.IBT
@@ -95,6 +120,8 @@ func genModelFor(k *image.Kernel) genModel {
 		g.archAdjustKprobeAddr = (*Kprobes).archAdjustKprobeAddr73
 		g.alternativesTextReserved = false
 		g.insnPages = &execmemROXCache{}
+		g.textPokeRefsPerCPU = true
+		g.freeCleanedReoptimize = true
 		g.armErrorSwallowed = true
 		g.onFuncEntryEarly = true
 	}

@@ -376,6 +376,52 @@ func TestGenerationDifferences(t *testing.T) {
 				"module_alloc=0 execmem=0 populate=1 carve=2 cache_free=0"},
 		},
 		{
+			name: "register_kretprobe: maxactive kzallocs (6.1), an objpool of one slot per possible CPU (6.12+)",
+			fns:  []genFn{{"retfn", []byte{0x55, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0xc3}}},
+			kcfg: func(c *Config) { c.CPUs = 4 },
+			run: func(t *testing.T, kp *Kprobes) string {
+				rp := &Kretprobe{Kp: Kprobe{SymbolName: "retfn"}, MaxActive: 20}
+				if err := kp.RegisterKretprobe(rp); err != nil {
+					t.Fatal(err)
+				}
+				kp.Drain()
+				reg := fmt.Sprintf("objpool=%d", kp.C.Total(opObjpoolSlot))
+				kp.UnregisterKretprobes([]*Kretprobe{rp})
+				kp.Drain()
+				return fmt.Sprintf("%s instances=%d objpool=%d kmalloc %d", reg, rp.MaxActive, kp.C.Total(opObjpoolSlot), kp.C.Total(opKmalloc))
+			},
+			count: true,
+			// 1+20 kzalloc and as many kfree (6.1); 2 and 2 (6.12+).
+			want: [3]string{"objpool=0 instances=20 objpool=0 kmalloc A", "objpool=4 instances=20 objpool=8 kmalloc A-38",
+				"objpool=4 instances=20 objpool=8 kmalloc A-38"},
+		},
+		{
+			name: "text_poke_bp batch: cond_resched (6.12+), per-CPU refcount (7.3)",
+			fns:  []genFn{{"nopfn", []byte{0x55, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0xc3}}},
+			kcfg: func(c *Config) { c.CPUs = 4 },
+			run: func(t *testing.T, kp *Kprobes) string {
+				p, _ := genRegister(t, kp, "nopfn", 1, false)
+				return fmt.Sprintf("%s cond_resched=%d refs=%d", p.State(), kp.C.Total(opCondResched), kp.C.Total(opTextPokeRef))
+			},
+			want: [3]string{"optimized cond_resched=0 refs=0", "optimized cond_resched=1 refs=0", "optimized cond_resched=1 refs=8"},
+		},
+		{
+			name: "do_free_cleaned_kprobes: get_optimized_kprobe before free_aggr_kprobe (7.3)",
+			fns:  []genFn{{"nopfn", []byte{0x55, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0xc3}}},
+			run: func(t *testing.T, kp *Kprobes) string {
+				p, _ := genRegister(t, kp, "nopfn", 1, false)
+				if p.State() != StateOptimized {
+					t.Fatal(p.State())
+				}
+				kp.C.Reset()
+				kp.UnregisterKprobes([]*Kprobe{p})
+				kp.Drain()
+				return fmt.Sprintf("get_kprobe %d", kp.C.Total(opHashLookup))
+			},
+			count: true,
+			want:  [3]string{"get_kprobe A", "get_kprobe A", "get_kprobe A+18"},
+		},
+		{
 			name: "arch_adjust_kprobe_addr: 7.3's ENDBR poison (IBT)",
 			cfg:  image.Config{IBT: true},
 			fns:  []genFn{{"sealed", []byte{0x0f, 0x1f, 0x40, 0xd6, 0x55, 0xc3}}},

@@ -77,6 +77,16 @@ const (
 	// (set_memory_rox), a maple store; the clean work is deferred.
 	wExecmemCacheFree = 3*wSetMemory + pageSize/16 + 2*latL3
 	rExecmemCacheFree = "no measurement: three set_memory_* calls (each a TLB-flush IPI broadcast ~2600 plus a page-table walk ~1000), a 4 KiB fill at ~16 bytes/cycle, two cold maple-node stores"
+	// 6.12+: one objpool per-CPU slot of a kretprobe's rethook:
+	// __vmalloc_node of at least a page and its memset (or the kvfree).
+	wObjpoolSlot = wSlotAlloc - 2*wSetMemory
+	rObjpoolSlot = "no measurement: the vmalloc part of kprobe.insn_page.alloc (30k less its two set_memory_* calls, ~22.8k)"
+	// 7.3: one atomic on another CPU's text_poke_array_refs line.
+	wTextPokeRef = latL3
+	rTextPokeRef = "no documented source: an atomic store or lock dec on another CPU's per-cpu line, a cross-core miss taken as one L3 latency (~42)"
+	// 6.12+: cond_resched() with no reschedule pending.
+	wCondResched = wConst
+	rCondResched = "a per-CPU flag test and a not-taken branch (as kprobe.check.const)"
 	// kmalloc/kzalloc on the SLUB fast path.
 	wKmalloc = 80
 	rKmalloc = "SLUB fast path ≈ 20-30 ns ≈ 60-80 cycles (cmpxchg on the per-cpu freelist)"
@@ -116,6 +126,9 @@ var (
 	opExecmemCacheAlloc    = sim.NewOp("execmem.cache.alloc", wExecmemCacheAlloc, rExecmemCacheAlloc, "one insn page carved from the execmem ROX cache (7.3)")
 	opExecmemCachePopulate = sim.NewOp("execmem.cache.populate", wExecmemCachePopulate, rExecmemCachePopulate, "the execmem ROX cache grown by 2 MiB for an insn page (7.3)")
 	opExecmemCacheFree     = sim.NewOp("execmem.cache.free", wExecmemCacheFree, rExecmemCacheFree, "one insn page given back to the execmem ROX cache (7.3)")
+	opObjpoolSlot          = sim.NewOp("objpool.slot", wObjpoolSlot, rObjpoolSlot, "one per-CPU objpool slot of a kretprobe's rethook allocated or freed (6.12+)")
+	opTextPokeRef          = sim.NewOp("text_poke.refs.cpu", wTextPokeRef, rTextPokeRef, "one per-CPU text_poke_array_refs set or dropped by a batch (7.3)")
+	opCondResched          = sim.NewOp("cond_resched", wCondResched, rCondResched, "one cond_resched() in a text_poke_bp batch (6.12+)")
 	opKmalloc              = sim.NewOp("kmalloc", wKmalloc, rKmalloc, "one kmalloc/kzalloc/kfree")
 	opCopyInsn             = sim.NewOp("kprobe.copy_insn", wCopyInsn, rCopyInsn, "copy_from_kernel_nofault of an instruction")
 	opConst                = sim.NewOp("kprobe.check.const", wConst, rConst, "one O(1) check (text bounds, gate area, alternatives on SMP)")

@@ -217,7 +217,12 @@ func (kp *Kprobes) archRemoveOptimizedKprobe(op *Kprobe, dirty bool) {
 // leave the list. text_poke_bp's text_poke_loc_init decodes the new
 // instruction (insn_decode_kernel, BUG_ON on failure) to classify it for
 // poke_int3_handler: one counted decode per optimized probe
-// (arch/x86/kernel/alternative.c, 6.1).
+// (arch/x86/kernel/alternative.c, 6.1). 6.12.117 adds a cond_resched() to
+// the batch; 7.3 (smp_text_poke_single, smp_text_poke_batch_finish) makes
+// the in-flight refcount per CPU: an atomic set and a dec_and_test on
+// every possible CPU (the model takes Cfg.CPUs).
+//
+// Models arch/x86/kernel/kprobes/opt.c:arch_optimize_kprobes (6.1.192, 6.12.117, 7.3).
 func (kp *Kprobes) archOptimizeKprobe(op *Kprobe) {
 	copy(op.Opt.CopiedInsn[:], kp.Image.Text(op.Addr+1, 4))
 	var jmp [x86.JMP32InsnSize]byte
@@ -225,6 +230,12 @@ func (kp *Kprobes) archOptimizeKprobe(op *Kprobe) {
 	binary.LittleEndian.PutUint32(jmp[1:], uint32(int32(int64(op.optSlot)-int64(op.Addr+x86.JMP32InsnSize))))
 	if _, err := kp.insn.DecodeKernel(kp.C, jmp[:]); err != nil {
 		panic("kprobes: text_poke_loc_init: the synthesized JMP32 does not decode") // BUG_ON; a kpsim bug
+	}
+	if kp.g.condReschedInBatch { // 6.12.117, 7.3
+		kp.C.Inc(opCondResched)
+	}
+	if kp.g.textPokeRefsPerCPU { // 7.3: set and dropped on every possible CPU
+		kp.C.Add(opTextPokeRef, 2*uint64(max(kp.Cfg.CPUs, 1)))
 	}
 	kp.textPoke(3)
 	kp.C.Inc(opPerfPoke)
