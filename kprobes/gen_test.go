@@ -557,3 +557,31 @@ func TestInsnPageSources(t *testing.T) {
 		}
 	}
 }
+
+// TestCanProbe612WithIterators: 6.12's can_probe recovers the probed
+// instruction after the walk; with the tree and the address iterators that
+// query comes last and in order, so every switch setting decides alike.
+func TestCanProbe612WithIterators(t *testing.T) {
+	fns := []genFn{{"f", []byte{0x55, 0x90, 0x0f, 0x0b, 0x90, 0x90, 0x90, 0x90, 0x90, 0xc3}}}
+	var want string
+	for i, sw := range []sim.Switches{0, sim.Switches(0).With(sim.KprobeTree).With(sim.IterCanProbe).With(sim.IterRecoverOptprobed).With(sim.IterCopyOptimized).With(sim.IterCanOptimize)} {
+		k := genKernel(image.Gen612, image.Config{}, fns...)
+		kp, err := New(Deps{Image: k, Syms: kallsyms.NewSorted(k)}, DefaultConfig(), sw, sim.NewCounters(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for off := uint64(0); off < 9; off++ {
+			p, err := genRegister(t, kp, "f", off, false)
+			got += fmt.Sprintf("+%d:%s/%s ", off, errStr(err), p.State())
+		}
+		if i == 0 {
+			want = got
+			continue
+		}
+		if got != want {
+			t.Errorf("%v:\n got %s\nwant %s", sw, got, want)
+		}
+	}
+	t.Log(want)
+}
