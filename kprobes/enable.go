@@ -162,13 +162,12 @@ func (kp *Kprobes) registerKretprobe(rp *Kretprobe) error {
 		rp.MaxActive = max(10, 2*kp.Cfg.CPUs)
 	}
 	c.Enter(PhasePrepare)
-	if err := kp.rethookAlloc(rp); err != nil {
+	if err := kp.g.rethookAlloc(kp, rp); err != nil {
 		return err
 	}
 	if err := kp.RegisterKprobe(p); err != nil {
 		c.Enter(PhasePrepare)
-		c.Add(opKmalloc, uint64(1+rp.instances)) // rethook_free
-		rp.instances = 0
+		kp.g.rethookFree(kp, rp)
 		return err
 	}
 	return nil
@@ -186,8 +185,7 @@ func (kp *Kprobes) UnregisterKretprobes(rps []*Kretprobe) int {
 	prev := kp.C.Enter(PhaseUnregister)
 	for _, rp := range rps {
 		if rp.instances > 0 {
-			kp.C.Add(opKmalloc, uint64(1+rp.instances))
-			rp.instances = 0
+			kp.g.rethookFree(kp, rp)
 		}
 	}
 	kp.C.Enter(prev)

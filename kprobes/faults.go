@@ -28,6 +28,8 @@ var (
 // rethook_free_rcu: one kfree each) and returns -ENOMEM. On success
 // rp.instances is rp.MaxActive. Without faults it counts exactly
 // 1 + maxactive kmallocs, as before the points existed.
+//
+// Models kernel/kprobes.c:register_kretprobe's rethook block (6.1.192).
 func (kp *Kprobes) rethookAlloc(rp *Kretprobe) error {
 	c := kp.C
 	c.Inc(opKmalloc) // rethook_alloc's kzalloc
@@ -43,6 +45,58 @@ func (kp *Kprobes) rethookAlloc(rp *Kretprobe) error {
 	}
 	rp.instances = rp.MaxActive
 	return nil
+}
+
+// rethookFree models rethook_free (6.1.192): call_rcu to rethook_free_rcu,
+// one kfree for the rethook and each node in its pool.
+//
+// Models kernel/trace/rethook.c:rethook_free (6.1.192).
+func (kp *Kprobes) rethookFree(rp *Kretprobe) {
+	kp.C.Add(opKmalloc, uint64(1+rp.instances))
+	rp.instances = 0
+}
+
+// rethookAlloc612 models the allocation block of register_kretprobe in
+// 6.12.117 and 7.3: rethook_alloc(rp, handler, sizeof(struct
+// kretprobe_instance) + data_size, maxactive) = kzalloc of the rethook
+// (FaultRethookAlloc) and objpool_init: kzalloc of cpu_slots, then per
+// possible CPU one __vmalloc_node of its slot and its share of the
+// maxactive objects (FaultKretprobeInstance @N fails the N-th CPU's slot:
+// objpool_fini_percpu_slots frees those made and cpu_slots, rethook_alloc
+// frees the rethook, ERR_PTR(-ENOMEM)). No per-instance kzalloc. The model
+// takes the possible CPUs to be Cfg.CPUs.
+//
+// Models kernel/trace/rethook.c:rethook_alloc and lib/objpool.c:objpool_init (6.12.117, 7.3).
+func (kp *Kprobes) rethookAlloc612(rp *Kretprobe) error {
+	c := kp.C
+	c.Inc(opKmalloc) // rethook_alloc's kzalloc
+	if kp.Faults.Fail(FaultRethookAlloc) {
+		return kp.refuse(ENOMEM, "register_kretprobe: rethook_alloc", "kzalloc of the rethook failed")
+	}
+	c.Inc(opKmalloc) // objpool_init: kzalloc(cpu_slots)
+	cpus := max(kp.Cfg.CPUs, 1)
+	for i := 0; i < cpus; i++ {
+		c.Inc(opObjpoolSlot)
+		if kp.Faults.Fail(FaultKretprobeInstance) {
+			c.Add(opObjpoolSlot, uint64(i)) // objpool_fini_percpu_slots: kvfree each slot made
+			c.Add(opKmalloc, 2)             // kfree(cpu_slots), kfree(rh)
+			return kp.refuse(ENOMEM, "register_kretprobe: rethook_alloc: objpool_init",
+				fmt.Sprintf("the objpool slot of CPU %d of %d (maxactive %d objects) could not be allocated (6.12+: one allocation per possible CPU, not per instance)", i+1, cpus, rp.MaxActive))
+		}
+	}
+	rp.instances = rp.MaxActive
+	return nil
+}
+
+// rethookFree612 models rethook_free in 6.12.117 and 7.3: call_rcu to
+// objpool_fini, which (no instance in flight) frees each possible CPU's
+// slot (kvfree), cpu_slots and, through rethook_fini_pool, the rethook.
+//
+// Models kernel/trace/rethook.c:rethook_free and lib/objpool.c:objpool_free (6.12.117, 7.3).
+func (kp *Kprobes) rethookFree612(rp *Kretprobe) {
+	kp.C.Add(opObjpoolSlot, uint64(max(kp.Cfg.CPUs, 1)))
+	kp.C.Add(opKmalloc, 2)
+	rp.instances = 0
 }
 
 // RegisterKretprobes models kernel/kprobes.c:register_kretprobes: -EINVAL

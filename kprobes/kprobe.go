@@ -86,6 +86,10 @@ type Kprobe struct {
 	// refused is why the last RegisterKprobe of this struct failed. See Why.
 	why, refused Reason
 
+	// armErr is the arm_kprobe error 7.3's __register_kprobe swallowed
+	// (see ArmError).
+	armErr error
+
 	// Simulator-side bookkeeping, never used to answer a counted query.
 	owner  *Registry // registry whose table holds p (nil if not hashed)
 	parent *Kprobe   // aggregator whose list holds p (nil if none)

@@ -297,6 +297,11 @@ func (kp *Kprobes) RunOptimizer() {
 		if !op.Unused() {
 			continue // WARN_ON_ONCE
 		}
+		if kp.g.freeCleanedReoptimize { // 7.3: retry the sibling it held back
+			if q := kp.getOptimizedKprobe(op.Addr); q != nil {
+				kp.optimizeKprobe(q)
+			}
+		}
 		kp.freeAggrKprobe(op)
 	}
 	kp.freeing = kp.freeing[:0]

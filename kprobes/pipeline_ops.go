@@ -57,6 +57,36 @@ const (
 	// every CPU) + perf_event_ksymbol.
 	wSlotAlloc = 30000
 	rSlotAlloc = "vmalloc + two set_memory_* calls each ending in a cross-CPU TLB flush (IPI broadcast, ~2600) plus page-table walks ≈ 30k cycles"
+	// 6.12's insn page: execmem_alloc (a vmalloc of one page, as
+	// module_alloc) and one set_memory_rox where 6.1 made two calls.
+	wSlotAllocExecmem = wSlotAlloc - wSetMemory
+	rSlotAllocExecmem = "no measurement: kprobe.insn_page.alloc (30k, a vmalloc and two set_memory_* calls) less one set_memory_* call (a TLB-flush IPI broadcast, ~2600, plus its page-table walk, ~1000)"
+	// One set_memory_* call on a few pages: change_page_attr's walk and a
+	// cross-CPU TLB flush.
+	wSetMemory = wSync + 1000
+	// 7.3: a page carved from the execmem ROX cache: a maple-tree walk of
+	// free_areas and stores into busy_areas and free_areas, under a mutex.
+	wExecmemCacheAlloc = 6*latL2 + 3*latL3
+	rExecmemCacheAlloc = "no documented source: ~6 dependent maple-node loads (L2, ~14) for the walk and ~3 node stores on cold lines (L3, ~42)"
+	// 7.3: execmem_cache_populate_alloc: vmalloc of 2 MiB (huge mapping),
+	// int3 fill of 2 MiB, one set_memory_rox over 512 pages.
+	wExecmemCachePopulate = wSlotAlloc - 2*wSetMemory + (pmdSize / 16) + wSetMemory
+	rExecmemCachePopulate = "no measurement: the vmalloc part of kprobe.insn_page.alloc (30k less two set_memory_* calls), a 2 MiB fill at ~16 bytes/cycle of streaming stores (~131k), one set_memory_rox (~3600)"
+	// 7.3: execmem_cache_free of one page: execmem_force_rw (set_memory_nx
+	// + set_memory_rw), an int3 fill of 4 KiB, execmem_restore_rox
+	// (set_memory_rox), a maple store; the clean work is deferred.
+	wExecmemCacheFree = 3*wSetMemory + pageSize/16 + 2*latL3
+	rExecmemCacheFree = "no measurement: three set_memory_* calls (each a TLB-flush IPI broadcast ~2600 plus a page-table walk ~1000), a 4 KiB fill at ~16 bytes/cycle, two cold maple-node stores"
+	// 6.12+: one objpool per-CPU slot of a kretprobe's rethook:
+	// __vmalloc_node of at least a page and its memset (or the kvfree).
+	wObjpoolSlot = wSlotAlloc - 2*wSetMemory
+	rObjpoolSlot = "no measurement: the vmalloc part of kprobe.insn_page.alloc (30k less its two set_memory_* calls, ~22.8k)"
+	// 7.3: one atomic on another CPU's text_poke_array_refs line.
+	wTextPokeRef = latL3
+	rTextPokeRef = "no documented source: an atomic store or lock dec on another CPU's per-cpu line, a cross-core miss taken as one L3 latency (~42)"
+	// 6.12+: cond_resched() with no reschedule pending.
+	wCondResched = wConst
+	rCondResched = "a per-CPU flag test and a not-taken branch (as kprobe.check.const)"
 	// kmalloc/kzalloc on the SLUB fast path.
 	wKmalloc = 80
 	rKmalloc = "SLUB fast path ≈ 20-30 ns ≈ 60-80 cycles (cmpxchg on the per-cpu freelist)"
@@ -78,23 +108,35 @@ const (
 	// Reading the 4 bytes at a symbol start for is_endbr.
 	wEndbrRead = 40
 	rEndbrRead = "copy_from_kernel_nofault of 4 bytes: pagefault_disable + one load, ~40 cycles"
+	// One is_cfi_trap lookup (can_probe, 6.12.117 and 7.3 with CFI, only
+	// on a movl 0xBA / addl 0x03): a linear walk of __cfi_traps.
+	wCFITrap = latL3
+	rCFITrap = "no documented source: the image has no __cfi_traps table, so the walk's length is unknown; one L3 load (~42 cycles) stands for the lookup"
 )
 
 var (
-	opTextPoke     = sim.NewOp("text_poke", wTextPoke, rTextPoke, "one text_poke() write")
-	opSync         = sim.NewOp("text_poke.sync", wSync, rSync, "one text_poke_sync(): IPI every online CPU and wait")
-	opSyncCPU      = sim.NewOp("text_poke.sync.cpu", wSyncCPU, rSyncCPU, "one CPU IPIed by a text_poke_sync")
-	opPerfPoke     = sim.NewOp("perf.text_poke", wPerfPoke, rPerfPoke, "one perf_event_text_poke (no listener)")
-	opSlotScan     = sim.NewOp("kprobe.insn_slot.scan", wSlotScan, rSlotScan, "one slot_used[] byte checked by __get_insn_slot")
-	opSlotPage     = sim.NewOp("kprobe.insn_slot.page", wSlotPage, rSlotPage, "one kprobe_insn_page visited by __get_insn_slot / __free_insn_slot")
-	opSlotAlloc    = sim.NewOp("kprobe.insn_page.alloc", wSlotAlloc, rSlotAlloc, "one new executable insn page")
-	opKmalloc      = sim.NewOp("kmalloc", wKmalloc, rKmalloc, "one kmalloc/kzalloc/kfree")
-	opCopyInsn     = sim.NewOp("kprobe.copy_insn", wCopyInsn, rCopyInsn, "copy_from_kernel_nofault of an instruction")
-	opConst        = sim.NewOp("kprobe.check.const", wConst, rConst, "one O(1) check (text bounds, gate area, alternatives on SMP)")
-	opSyncRCU      = sim.NewOp("synchronize_rcu", wSyncRCU, rSyncRCU, "one synchronize_rcu / synchronize_rcu_tasks (caller CPU only)")
-	opOptListVisit = sim.NewOp("kprobe.optlist.visit", wOptListVisit, rOptListVisit, "one node of unoptimizing_list walked (optprobe_queued_unopt)")
-	opEndbrRead    = sim.NewOp("kprobe.endbr.read", wEndbrRead, rEndbrRead, "arch_adjust_kprobe_addr's 4-byte read")
-	opModText      = sim.NewOp("module.text_address", 42, "hardware fact: ~3 dependent rb-node loads x 14-cycle L2 (mod_tree)", "__module_text_address: mod_tree lookup")
+	opTextPoke             = sim.NewOp("text_poke", wTextPoke, rTextPoke, "one text_poke() write")
+	opSync                 = sim.NewOp("text_poke.sync", wSync, rSync, "one text_poke_sync(): IPI every online CPU and wait")
+	opSyncCPU              = sim.NewOp("text_poke.sync.cpu", wSyncCPU, rSyncCPU, "one CPU IPIed by a text_poke_sync")
+	opPerfPoke             = sim.NewOp("perf.text_poke", wPerfPoke, rPerfPoke, "one perf_event_text_poke (no listener)")
+	opSlotScan             = sim.NewOp("kprobe.insn_slot.scan", wSlotScan, rSlotScan, "one slot_used[] byte checked by __get_insn_slot")
+	opSlotPage             = sim.NewOp("kprobe.insn_slot.page", wSlotPage, rSlotPage, "one kprobe_insn_page visited by __get_insn_slot / __free_insn_slot")
+	opSlotAlloc            = sim.NewOp("kprobe.insn_page.alloc", wSlotAlloc, rSlotAlloc, "one new executable insn page")
+	opSlotAllocExecmem     = sim.NewOp("kprobe.insn_page.alloc.execmem", wSlotAllocExecmem, rSlotAllocExecmem, "one new insn page from execmem_alloc + set_memory_rox (6.12)")
+	opExecmemCacheAlloc    = sim.NewOp("execmem.cache.alloc", wExecmemCacheAlloc, rExecmemCacheAlloc, "one insn page carved from the execmem ROX cache (7.3)")
+	opExecmemCachePopulate = sim.NewOp("execmem.cache.populate", wExecmemCachePopulate, rExecmemCachePopulate, "the execmem ROX cache grown by 2 MiB for an insn page (7.3)")
+	opExecmemCacheFree     = sim.NewOp("execmem.cache.free", wExecmemCacheFree, rExecmemCacheFree, "one insn page given back to the execmem ROX cache (7.3)")
+	opObjpoolSlot          = sim.NewOp("objpool.slot", wObjpoolSlot, rObjpoolSlot, "one per-CPU objpool slot of a kretprobe's rethook allocated or freed (6.12+)")
+	opTextPokeRef          = sim.NewOp("text_poke.refs.cpu", wTextPokeRef, rTextPokeRef, "one per-CPU text_poke_array_refs set or dropped by a batch (7.3)")
+	opCondResched          = sim.NewOp("cond_resched", wCondResched, rCondResched, "one cond_resched() in a text_poke_bp batch (6.12+)")
+	opKmalloc              = sim.NewOp("kmalloc", wKmalloc, rKmalloc, "one kmalloc/kzalloc/kfree")
+	opCopyInsn             = sim.NewOp("kprobe.copy_insn", wCopyInsn, rCopyInsn, "copy_from_kernel_nofault of an instruction")
+	opConst                = sim.NewOp("kprobe.check.const", wConst, rConst, "one O(1) check (text bounds, gate area, alternatives on SMP)")
+	opSyncRCU              = sim.NewOp("synchronize_rcu", wSyncRCU, rSyncRCU, "one synchronize_rcu / synchronize_rcu_tasks (caller CPU only)")
+	opOptListVisit         = sim.NewOp("kprobe.optlist.visit", wOptListVisit, rOptListVisit, "one node of unoptimizing_list walked (optprobe_queued_unopt)")
+	opEndbrRead            = sim.NewOp("kprobe.endbr.read", wEndbrRead, rEndbrRead, "arch_adjust_kprobe_addr's 4-byte read")
+	opCFITrap              = sim.NewOp("kprobe.cfi_trap", wCFITrap, rCFITrap, "one is_cfi_trap lookup in can_probe (6.12+, CFI kernels)")
+	opModText              = sim.NewOp("module.text_address", 42, "hardware fact: ~3 dependent rb-node loads x 14-cycle L2 (mod_tree)", "__module_text_address: mod_tree lookup")
 )
 
 // Fault points of the pipeline.

@@ -6,7 +6,6 @@ import (
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/sim"
-	"github.com/kpsim/kpsim/x86"
 )
 
 // archInsn models struct arch_specific_insn as far as the model needs it.
@@ -72,8 +71,13 @@ func (kp *Kprobes) registerKprobe(p *Kprobe) error {
 	x.step(rec{ev: evWarnKprobeRereg, addr: addr})
 	p.Flags &= KprobeFlagDisabled
 	p.ainsn = archInsn{}
+	p.armErr = nil
+	if kp.g.onFuncEntryEarly && onEntry {
+		// 7.3: set before check_kprobe_address_safe, kept on a refusal.
+		p.Flags |= KprobeFlagOnFuncEntry
+	}
 
-	mod, err := kp.checkKprobeAddressSafe(p)
+	mod, err := kp.g.checkKprobeAddressSafe(kp, p)
 	if err != nil {
 		return err
 	}
@@ -120,13 +124,26 @@ func (kp *Kprobes) registerKprobe(p *Kprobe) error {
 			}
 			c.Inc(opSyncRCU)
 			x.step(rec{ev: evHlistDelRCU, addr: p.Addr})
-			return err // 6.1 returns the arm error
+			if !kp.g.armErrorSwallowed {
+				return err // 6.1 and 6.12 return the arm error
+			}
+			// 7.3's __register_kprobe goes on to try_to_optimize_kprobe
+			// and returns 0: registered by its answer, neither hashed nor
+			// armed (p.ArmError says so, p.Registered() is false).
+			p.armErr = err
+			p.refused = x.reason(rec{ev: evArmErrorSwallowed, p: p, err: err})
 		}
 	}
 	c.Enter(PhaseOptimize)
 	kp.tryToOptimizeKprobe(p)
 	return nil
 }
+
+// ArmError is the arm_kprobe error 7.3's __register_kprobe swallowed: the
+// last RegisterKprobe of p returned nil, but p was unhashed again and is
+// not armed (Registered() is false, Why says why). Nil otherwise, and on
+// 6.1 and 6.12, which return that error from register_kprobe.
+func (p *Kprobe) ArmError() error { return p.armErr }
 
 // RegisterKprobes models kernel/kprobes.c:register_kprobes: all or
 // nothing. It returns the index of the failing probe (or len) and its error.
@@ -179,7 +196,17 @@ func (kp *Kprobes) kprobeAddr(p *Kprobe) (uint64, bool, error) {
 		return 0, false, x.refuse(ENOENT, rec{ev: evKallsymsLookupSizeOff, addr: addr, p: p})
 	}
 	x.step(rec{ev: evKallsymsLookupSizeOff, addr: addr, size: size, p: p})
-	addr -= off
+	return kp.g.archAdjustKprobeAddr(kp, addr-off, off)
+}
+
+// archAdjustKprobeAddr models x86's arch_adjust_kprobe_addr of 6.1.192 and
+// 6.12.117: copy_from_kernel_nofault of the 4 bytes at the symbol start
+// whatever the config (NULL, so -EINVAL, on a fault), then is_endbr(u32),
+// constant false without CONFIG_X86_KERNEL_IBT.
+//
+// Models arch/x86/kernel/kprobes/core.c:arch_adjust_kprobe_addr (6.1.192, 6.12.117).
+func (kp *Kprobes) archAdjustKprobeAddr(addr, off uint64) (uint64, bool, error) {
+	c, x := kp.C, kp.ex()
 	// arch_adjust_kprobe_addr: copy_from_kernel_nofault of 4 bytes.
 	c.Inc(opEndbrRead)
 	b := kp.Image.Text(addr, 4)
@@ -191,13 +218,38 @@ func (kp *Kprobes) kprobeAddr(p *Kprobe) (uint64, bool, error) {
 		return 0, false, x.refuse(EINVAL, rec{ev: evArchAdjustFault, addr: addr, off: off})
 	}
 	// is_endbr is constant false without CONFIG_X86_KERNEL_IBT.
-	if kp.Image.Config.IBT && x86.IsEndbr(b) {
+	if kp.Image.Config.IBT && kp.insn.IsEndbr(b) {
 		entry := off == 0 || off == 4
 		if entry {
 			off = 4
 		}
 		x.step(rec{ev: evArchAdjustEndbr, addr: addr + off, flag: entry})
 		return addr + off, entry, nil
+	}
+	x.step(rec{ev: evArchAdjustNoEndbr, addr: addr + off})
+	return addr + off, off == 0, nil
+}
+
+// archAdjustKprobeAddr73 models 7.3's arch_adjust_kprobe_addr: is_endbr(u32 *)
+// reads the symbol start with __get_kernel_nofault only under
+// CONFIG_X86_KERNEL_IBT (without it is_endbr is a stub: no read) and is
+// false on a fault, so the function never fails; __is_endbr knows 7.3's
+// poison (x86.Decoder.IsEndbr).
+//
+// Models arch/x86/kernel/kprobes/core.c:arch_adjust_kprobe_addr (7.3) with
+// arch/x86/kernel/alternative.c:is_endbr (7.3).
+func (kp *Kprobes) archAdjustKprobeAddr73(addr, off uint64) (uint64, bool, error) {
+	x := kp.ex()
+	if kp.Image.Config.IBT {
+		kp.C.Inc(opEndbrRead) // __get_kernel_nofault of 4 bytes
+		if kp.insn.IsEndbr(kp.Image.Text(addr, 4)) {
+			entry := off == 0 || off == 4
+			if entry {
+				off = 4
+			}
+			x.step(rec{ev: evArchAdjustEndbr, addr: addr + off, flag: entry})
+			return addr + off, entry, nil
+		}
 	}
 	x.step(rec{ev: evArchAdjustNoEndbr, addr: addr + off})
 	return addr + off, off == 0, nil
@@ -223,6 +275,8 @@ func (kp *Kprobes) coreKernelText(addr uint64) bool {
 // checkKprobeAddressSafe models kernel/kprobes.c:check_kprobe_address_safe
 // in 6.1: the module reference is taken only after every reserved-area
 // check passed.
+//
+// Models kernel/kprobes.c:check_kprobe_address_safe (6.1.192, 6.12.117).
 func (kp *Kprobes) checkKprobeAddressSafe(p *Kprobe) (*image.Module, error) {
 	c, x := kp.C, kp.ex()
 	addr := p.Addr
@@ -283,6 +337,85 @@ func (kp *Kprobes) checkKprobeAddressSafe(p *Kprobe) (*image.Module, error) {
 			return nil, x.refuse(ENOENT, rec{ev: evWithinModuleInit, addr: addr, mod: mod})
 		}
 		x.step(rec{ev: evTryModuleGet, mod: mod})
+	}
+	return mod, nil
+}
+
+// checkKprobeAddressSafe73 models check_kprobe_address_safe in 7.3:
+// try_module_get right after __module_text_address (-ENOENT for a going
+// module, before any reserved check), then the reserved checks, each
+// refusal dropping the reference again (module_put, -EINVAL), then the
+// init-text check. A module address both reserved and in a going module
+// gets -ENOENT here, -EINVAL in 6.1 and 6.12; a reserved module address
+// costs one more module get/put pair.
+//
+// Models kernel/kprobes.c:check_kprobe_address_safe (7.3).
+func (kp *Kprobes) checkKprobeAddressSafe73(p *Kprobe) (*image.Module, error) {
+	c, x := kp.C, kp.ex()
+	addr := p.Addr
+	defer x.close(x.open(rec{ev: evCheckKprobeAddressSafe, addr: addr}))
+
+	c.Enter(PhaseFtrace)
+	if err := kp.checkFtraceLocation(p); err != nil {
+		return nil, err
+	}
+	c.Enter(PhaseText)
+	var mod *image.Module
+	if !kp.coreKernelText(addr) {
+		c.Inc(opModText)
+		mod = kp.Image.ModuleTextAddress(addr)
+		if mod == nil {
+			return nil, x.refuse(EINVAL, rec{ev: evKernelText, addr: addr})
+		}
+		c.Inc(opConst) // try_module_get
+		if mod.State == image.ModuleGoing {
+			return nil, x.refuse(ENOENT, rec{ev: evTryModuleGet73, mod: mod})
+		}
+	}
+	x.step(rec{ev: evKernelText, addr: addr, mod: mod})
+	if mod != nil {
+		x.step(rec{ev: evTryModuleGet73, mod: mod})
+	}
+	refuse := func(err error, r rec) (*image.Module, error) {
+		if mod != nil {
+			c.Inc(opConst) // module_put
+		}
+		return nil, x.refuse(err, r)
+	}
+	c.Inc(opConst) // in_gate_area_no_mm
+	if addr >= vsyscallPage && addr < vsyscallPage+4096 {
+		return refuse(EINVAL, rec{ev: evInGateArea, addr: addr})
+	}
+	x.step(rec{ev: evInGateArea, addr: addr})
+	c.Enter(PhaseBlacklist)
+	if kp.Blacklist != nil && kp.Blacklist.WithinKprobeBlacklist(c, addr) {
+		return refuse(EINVAL, rec{ev: evWithinKprobeBlacklist, addr: addr})
+	}
+	x.step(rec{ev: evWithinKprobeBlacklist, addr: addr})
+	c.Enter(PhaseJumpLabel)
+	if r, err := reserved(kp.JumpLabel, c, addr, addr); err != nil || r {
+		return refuse(orEINVAL(err), rec{ev: evJumpLabelReserved, addr: addr})
+	}
+	x.step(rec{ev: evJumpLabelReserved, addr: addr})
+	c.Enter(PhaseStaticCall)
+	if r, err := reserved(kp.StaticCall, c, addr, addr); err != nil || r {
+		return refuse(orEINVAL(err), rec{ev: evStaticCallReserved, addr: addr})
+	}
+	x.step(rec{ev: evStaticCallReserved, addr: addr})
+	c.Enter(PhaseBug)
+	if kp.Bugs != nil && kp.Bugs.FindBug(c, addr) {
+		return refuse(EINVAL, rec{ev: evFindBug, addr: addr})
+	}
+	x.step(rec{ev: evFindBug, addr: addr})
+	c.Enter(PhaseCFI)
+	name, cfi := kp.isCFIPreambleSymbol(addr)
+	if cfi {
+		return refuse(EINVAL, rec{ev: evCFIPreamble, addr: addr, name: name})
+	}
+	x.step(rec{ev: evCFIPreamble, addr: addr, name: name})
+	c.Enter(PhaseText)
+	if mod != nil && mod.InitContains(addr) && mod.State != image.ModuleComing {
+		return nil, x.refuse(ENOENT, rec{ev: evWithinModuleInit, addr: addr, mod: mod})
 	}
 	return mod, nil
 }

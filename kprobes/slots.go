@@ -17,6 +17,9 @@ type insnCache struct {
 	nextBase  uint64
 	nrGarbage int
 	fast      *slotIndex // the fast form (nil: walk ic.pages)
+	// src is c->alloc / c->free: where the generation takes insn pages
+	// from (gen.go); nil is 6.1's module_alloc.
+	src pageSource
 }
 
 // slotIndex is the simulator's fast form of the page list (the default;
@@ -125,7 +128,7 @@ func (ic *insnCache) newInsnPage(c *sim.Counters, faults *sim.Faults, fail sim.F
 		c.Inc(opKmalloc) // the kfree of the page descriptor
 		return nil
 	}
-	c.Inc(opSlotAlloc)
+	ic.source().allocInsnPage(c)
 	c.Inc(opPerfPoke) // perf_event_ksymbol
 	kip := &insnPage{base: ic.nextBase, used: make([]uint8, ic.perPage), nused: 1, clean: 1}
 	kip.used[0] = slotUsed
@@ -175,7 +178,7 @@ func (ic *insnCache) collectOneSlot(c *sim.Counters, page, s int) bool {
 	if len(ic.pages) > 1 {
 		// list_del_rcu, synchronize_rcu, free the page and descriptor.
 		c.Inc(opSyncRCU)
-		c.Inc(opSlotAlloc)
+		ic.source().freeInsnPage(c)
 		c.Inc(opKmalloc)
 		ic.pages = append(ic.pages[:page], ic.pages[page+1:]...)
 	}
@@ -305,7 +308,7 @@ func (ic *insnCache) collectOneSlotFast(c *sim.Counters, kip *insnPage, s int) b
 	}
 	if f.pages.n > 1 {
 		c.Inc(opSyncRCU)
-		c.Inc(opSlotAlloc)
+		ic.source().freeInsnPage(c)
 		c.Inc(opKmalloc)
 		f.pages.leave(kip.seq)
 		f.room.leave(kip.seq)
@@ -341,4 +344,74 @@ func (ic *insnCache) collectGarbageSlotsFast(c *sim.Counters) {
 	}
 	f.garbage = f.garbage[:0]
 	ic.nrGarbage = 0
+}
+
+// source is the cache's page source (6.1's when none was chosen).
+func (ic *insnCache) source() pageSource {
+	if ic.src == nil {
+		return moduleAllocPages{}
+	}
+	return ic.src
+}
+
+// pageSource is where a kprobe insn cache's pages come from and go:
+// kprobe_insn_cache.alloc / .free (alloc_insn_page / free_insn_page; the
+// optinsn cache's weak alloc_optinsn_page calls the same).
+type pageSource interface {
+	allocInsnPage(c *sim.Counters)
+	freeInsnPage(c *sim.Counters)
+}
+
+// moduleAllocPages: module_alloc(PAGE_SIZE), set_memory_ro, set_memory_x;
+// freed with module_memfree (vfree).
+//
+// Models arch/x86/kernel/kprobes/core.c:alloc_insn_page (6.1.192).
+type moduleAllocPages struct{}
+
+func (moduleAllocPages) allocInsnPage(c *sim.Counters) { c.Inc(opSlotAlloc) }
+func (moduleAllocPages) freeInsnPage(c *sim.Counters)  { c.Inc(opSlotAlloc) }
+
+// execmemPages: execmem_alloc(EXECMEM_KPROBES, PAGE_SIZE) (x86 sets no
+// EXECMEM_KPROBES range in 6.12, so execmem_init_missing copies the
+// default: a plain vmalloc in the module range) and one set_memory_rox;
+// freed with execmem_free (vfree, as 6.1).
+//
+// Models arch/x86/kernel/kprobes/core.c:alloc_insn_page (6.12.117).
+type execmemPages struct{}
+
+func (execmemPages) allocInsnPage(c *sim.Counters) { c.Inc(opSlotAllocExecmem) }
+func (execmemPages) freeInsnPage(c *sim.Counters)  { c.Inc(opSlotAlloc) }
+
+// execmemROXCache: 7.3's generic alloc_insn_page = execmem_alloc(
+// EXECMEM_KPROBES), whose x86 range has EXECMEM_ROX_CACHE
+// (CONFIG_ARCH_HAS_EXECMEM_ROX, and X86_FEATURE_PSE, which the model
+// assumes): a page is carved from a free area of the ROX cache; when none
+// is left, execmem_cache_populate_alloc vmallocs round_up(PAGE_SIZE,
+// PMD_SIZE) = 2 MiB, fills it with int3, set_memory_rox once and adds it.
+// execmem_free gives the page back to the cache (execmem_force_rw, trap
+// fill, execmem_restore_rox). The cache is shared with module text,
+// ftrace and BPF; the model assumes kprobes' pages are the only ones
+// taken from its free areas after boot (free counts the bytes left).
+//
+// Models kernel/kprobes.c:alloc_insn_page / free_insn_page (7.3) with
+// mm/execmem.c:execmem_cache_alloc / execmem_cache_free (7.3).
+type execmemROXCache struct{ free uint64 }
+
+const (
+	pageSize = 4096
+	pmdSize  = 2 << 20
+)
+
+func (e *execmemROXCache) allocInsnPage(c *sim.Counters) {
+	if e.free < pageSize {
+		c.Inc(opExecmemCachePopulate)
+		e.free += pmdSize
+	}
+	c.Inc(opExecmemCacheAlloc)
+	e.free -= pageSize
+}
+
+func (e *execmemROXCache) freeInsnPage(c *sim.Counters) {
+	c.Inc(opExecmemCacheFree)
+	e.free += pageSize
 }

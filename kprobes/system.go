@@ -100,9 +100,12 @@ type Kprobes struct {
 	// insn is the kernel's instruction decoder (arch/x86/lib/insn.c and
 	// its opcode map) of the image's generation, chosen once.
 	insn *x86.Decoder
-	Cfg  Config
-	Reg  *Registry
-	Sw   sim.Switches
+	// g is the kprobes behaviour of the image's generation, chosen once
+	// (gen.go).
+	g   genModel
+	Cfg Config
+	Reg *Registry
+	Sw  sim.Switches
 	// State is system_state; the caller advances it (boot.Running after
 	// late init).
 	State  boot.State
@@ -146,6 +149,8 @@ func New(d Deps, cfg Config, sw sim.Switches, c *sim.Counters) (*Kprobes, error)
 		core:      d.Image.CoreText(), init: d.Image.InitText(),
 	}
 	kp.insn = x86.For(d.Image.Config.Gen)
+	kp.g = genModelFor(d.Image)
+	kp.insnSlots.src, kp.optSlots.src = kp.g.insnPages, kp.g.insnPages
 	kp.Reg.Faults = func() *sim.Faults { return kp.Faults }
 	if !cfg.Sim.Walk {
 		kp.decodes = newDecodeMemo()

@@ -34,6 +34,7 @@ const (
 	evHlistDelRCU             // addr
 	evRegisterKprobesRollback // n: the failing index, p: that probe, err
 	evRegisterKprobesSkipped  // as evRegisterKprobesRollback
+	evArmErrorSwallowed       // p, err: the arm_kprobe error (7.3 returns 0)
 
 	// _kprobe_addr
 	evKprobeAddr            // open
@@ -56,6 +57,7 @@ const (
 	evFindBug                // addr
 	evCFIPreamble            // addr, name: lookup_symbol_name's answer
 	evTryModuleGet           // mod
+	evTryModuleGet73         // mod (7.3: right after __module_text_address)
 	evWithinModuleInit       // addr, mod
 
 	// prepare_kprobe, arm_kprobe, register_aggr_kprobe
@@ -81,6 +83,10 @@ const (
 	evCanProbeNoDecode       // addr: paddr, at: the symbol start, end: the walk's address, n
 	evCanProbeBoundary       // as evCanProbeNoDecode; insn: the last one decoded
 	evCanProbe               // as evCanProbeNoDecode
+	evCanProbeNoDecodeTarget // as evCanProbeNoDecode (6.12+: the instruction at paddr)
+	evCanProbeExceptionInsn  // as evCanProbeNoDecode; insn (6.12+)
+	evCanProbeCFITrap        // as evCanProbeNoDecode; end: the trap, insn (6.12+, CFI)
+	evCanProbe612            // as evCanProbeNoDecode; insn: the one at paddr
 	evArchPrepareKprobe      // open; addr
 	evAlternativesReserved   // addr
 	evGetInsnSlot            // at: the slot
@@ -146,6 +152,15 @@ const (
 )
 
 const cks = "check_kprobe_address_safe: "
+
+// cfiOption is the config option gating can_probe's is_cfi_trap check in
+// the image's generation.
+func (kp *Kprobes) cfiOption() string {
+	if kp.g.gen == image.Gen73 {
+		return "CONFIG_CFI"
+	}
+	return "CONFIG_CFI_CLANG"
+}
 
 // words renders r: its trail steps when a Recorder is set, and the
 // Reason when the check refused (failed) with errno err.
@@ -213,6 +228,11 @@ func (kp *Kprobes) words(r rec, err error, failed bool) Reason {
 		if tr {
 			note("hlist_del_rcu", kp.symPlus(r.addr), "unhashed after the arm failure")
 		}
+	case evArmErrorSwallowed:
+		if tr {
+			note("__register_kprobe", "", "arm_kprobe failed ("+errName(r.err)+"), unhashed; returns 0 anyway (7.3 only; 6.1 and 6.12 return the error)")
+		}
+		return why("__register_kprobe: arm_kprobe", fmt.Sprintf("arming failed with %s and the probe was unhashed, but __register_kprobe (7.3) returned 0: registered by its answer, not attached (%s)", errName(r.err), r.err))
 	case evRegisterKprobesRollback, evRegisterKprobesSkipped:
 		// The rest of the batch says why it is not registered.
 		d := fmt.Sprintf("kps[%d] failed with %s (%s)", r.n, errName(r.err), r.p.Why())
@@ -393,6 +413,14 @@ func (kp *Kprobes) words(r rec, err error, failed bool) Reason {
 		}
 		note("try_module_get", r.mod.Name, "false (MODULE_STATE_GOING): -ENOENT")
 		return why(cks+"try_module_get", "module "+r.mod.Name+" is going away (MODULE_STATE_GOING)")
+	case evTryModuleGet73:
+		const ck = "try_module_get (7.3: before the reserved checks)"
+		if !failed {
+			note(ck, r.mod.Name, "true")
+			break
+		}
+		note(ck, r.mod.Name, "false (MODULE_STATE_GOING): -ENOENT")
+		return why(cks+"try_module_get", "module "+r.mod.Name+" is going away (MODULE_STATE_GOING; 7.3 asks before the reserved checks)")
 	case evWithinModuleInit:
 		if tr {
 			note("within_module_init", kp.symPlus(r.addr), fmt.Sprintf("true and module %s is %s: -ENOENT", r.mod.Name, r.mod.State))
@@ -497,6 +525,34 @@ func (kp *Kprobes) words(r rec, err error, failed bool) Reason {
 		if tr {
 			note("can_probe", kp.symPlus(r.addr), fmt.Sprintf("true: walked %s from %s, %s is an instruction boundary", insns(r.n), kp.symPlus(r.at), kp.rel(r.at, r.addr)))
 		}
+	case evCanProbeNoDecodeTarget:
+		fn := r.at
+		if tr {
+			note("can_probe", kp.symPlus(r.addr), fmt.Sprintf("false: walked %s to %s, which does not decode (6.12+ decodes the probed instruction)", insns(r.n), kp.rel(fn, r.end)))
+		}
+		return why("arch_prepare_kprobe: can_probe", fmt.Sprintf("the probed instruction at %s does not decode (6.12+: can_probe decodes it)", kp.rel(fn, r.end)))
+	case evCanProbeExceptionInsn:
+		fn := r.at
+		d := fmt.Sprintf("is_exception_insn (6.12+): %s at %s raises an exception by design (INT3, INT n, INTO, INT1, UD0/1/2)", kp.insnName(r.insn, r.addr), kp.rel(fn, r.addr))
+		if tr {
+			note("can_probe", kp.symPlus(r.addr), "false: "+d)
+		}
+		return why("arch_prepare_kprobe: can_probe", d)
+	case evCanProbeCFITrap:
+		fn := r.at
+		d := fmt.Sprintf("is_cfi_trap (6.12+, %s): %s at %s is a kCFI type check, its trap at %s", kp.cfiOption(), kp.insnName(r.insn, r.addr), kp.rel(fn, r.addr), kp.rel(fn, r.end))
+		if tr {
+			note("can_probe", kp.symPlus(r.addr), "false: "+d)
+		}
+		return why("arch_prepare_kprobe: can_probe", d)
+	case evCanProbe612:
+		if tr {
+			w := "not an exception instruction"
+			if kp.g.isCFITrap {
+				w += ", no kCFI trap"
+			}
+			note("can_probe", kp.symPlus(r.addr), fmt.Sprintf("true: walked %s from %s, %s is an instruction boundary; %s there is %s (6.12+)", insns(r.n), kp.symPlus(r.at), kp.rel(r.at, r.addr), kp.insnName(r.insn, r.addr), w))
+		}
 	case evArchPrepareKprobe:
 		note("arch_prepare_kprobe", kp.symPlus(r.addr), "")
 	case evAlternativesReserved:
@@ -561,8 +617,12 @@ func (kp *Kprobes) words(r rec, err error, failed bool) Reason {
 	case evCanOptimize:
 		if tr {
 			start := r.at
-			note("can_optimize", kp.symPlus(r.addr), fmt.Sprintf("true: walked %s of %s (to %s): no exception-table entry, no indirect jump, no jump into [%s, %s]",
-				insns(r.n), kp.symPlus(start), fmt.Sprintf("+%d", r.size), kp.rel(start, r.addr+1), kp.rel(start, r.addr+1+x86.DISP32Size)))
+			ind := "no indirect jump"
+			if !kp.g.insnIsIndirectJump {
+				ind = "indirect jumps not checked (6.12+ with CONFIG_MITIGATION_RETPOLINE or CONFIG_X86_KERNEL_IBT)"
+			}
+			note("can_optimize", kp.symPlus(r.addr), fmt.Sprintf("true: walked %s of %s (to %s): no exception-table entry, %s, no jump into [%s, %s]",
+				insns(r.n), kp.symPlus(start), fmt.Sprintf("+%d", r.size), ind, kp.rel(start, r.addr+1), kp.rel(start, r.addr+1+x86.DISP32Size)))
 		}
 	case evCopyOptInstruction, evCopyOptNotBoostable:
 		const ck = "copy_optimized_instructions"
@@ -574,6 +634,8 @@ func (kp *Kprobes) words(r rec, err error, failed bool) Reason {
 			d = fmt.Sprintf("%s at %s is not boostable", kp.insnName(r.insn, r.end), kp.rel(fn, r.end))
 			if kp.Extable != nil && kp.Extable.SearchExceptionTables(nil, r.end) {
 				d = fmt.Sprintf("%s at %s is not boostable (exception-table entry)", kp.insnName(r.insn, r.end), kp.rel(fn, r.end))
+			} else if !kp.g.canBoostGroups && x86.CanBoost(r.insn, true) {
+				d += " (6.1's can_boost; 6.12+ boosts this group)"
 			}
 		} else {
 			d = fmt.Sprintf("the instruction at %s %s", kp.rel(fn, r.end), copyWhy(r.err))
@@ -695,7 +757,7 @@ func (kp *Kprobes) canOptimizeDetail(r rec) string {
 	case evCanOptimizeIndirectJump:
 		return fmt.Sprintf("indirect jump at %s", kp.rel(start, r.end))
 	case evCanOptimizeThunk:
-		return fmt.Sprintf("jump into the indirect thunks at %s (CONFIG_RETPOLINE)", kp.rel(start, r.end))
+		return fmt.Sprintf("jump into the indirect thunks at %s (CONFIG_RETPOLINE; 6.1 only)", kp.rel(start, r.end))
 	}
 	t := r.end + uint64(r.insn.Len) + uint64(r.insn.Imm)
 	return fmt.Sprintf("jump into the probed bytes at %s (%s to %s)", kp.rel(start, r.end), kp.insnName(r.insn, r.end), kp.rel(start, t))

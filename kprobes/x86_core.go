@@ -127,6 +127,8 @@ func (kp *Kprobes) jumpPatched(q *Kprobe) bool {
 // from the symbol start to paddr recovering and decoding each instruction;
 // true when the walk lands exactly on paddr (6.1 does not decode the
 // instruction at paddr itself). On false, kp.why says why.
+//
+// Models arch/x86/kernel/kprobes/core.c:can_probe (6.1.192).
 func (kp *Kprobes) canProbe(paddr uint64) bool {
 	c, x := kp.C, kp.ex()
 	_, off, ok := kp.Syms.LookupSizeOffset(c, paddr)
@@ -138,19 +140,86 @@ func (kp *Kprobes) canProbe(paddr uint64) bool {
 	r := kp.newWalkRecoverer(kp.Sw.Has(sim.IterCanProbe))
 	defer kp.putRecoverer(r)
 	fn := paddr - off
+	n, ok := kp.canProbeWalk(r, fn, paddr)
+	if !ok {
+		return false
+	}
+	x.step(rec{ev: evCanProbe, addr: paddr, at: fn, n: n})
+	return true
+}
+
+// canProbe612 models can_probe of 6.12.117 and 7.3: the same boundary
+// walk, then recover_probed_instruction and insn_decode_kernel of the
+// instruction at paddr itself (a failure of either refuses), refusing
+// is_exception_insn (INT3, INT n, INTO, INT1, UD0/1/2) and, with CFI
+// (CONFIG_CFI_CLANG in 6.12.117, CONFIG_CFI in 7.3), a kCFI type check's
+// movl (0xBA) or addl (0x03) whose trap is_cfi_trap finds 12 or 6 bytes on.
+//
+// Models arch/x86/kernel/kprobes/core.c:can_probe (6.12.117, 7.3).
+func (kp *Kprobes) canProbe612(paddr uint64) bool {
+	c, x := kp.C, kp.ex()
+	_, off, ok := kp.Syms.LookupSizeOffset(c, paddr)
+	if !ok {
+		x.refuse(nil, rec{ev: evCanProbeNoSymbol, addr: paddr})
+		return false
+	}
+	defer x.hold()()
+	r := kp.newWalkRecoverer(kp.Sw.Has(sim.IterCanProbe))
+	defer kp.putRecoverer(r)
+	fn := paddr - off
+	n, ok := kp.canProbeWalk(r, fn, paddr)
+	if !ok {
+		return false
+	}
+	ftraceSite, err := r.recoverProbedInstruction(paddr)
+	if err != nil {
+		x.refuse(nil, rec{ev: evCanProbeModelError, err: err})
+		return false
+	}
+	insn, derr := kp.decodeAt(paddr, ftraceSite)
+	if derr != nil {
+		x.refuse(nil, rec{ev: evCanProbeNoDecodeTarget, addr: paddr, at: fn, end: paddr, n: n})
+		return false
+	}
+	if x86.IsExceptionInsn(insn) {
+		x.refuse(nil, rec{ev: evCanProbeExceptionInsn, addr: paddr, at: fn, n: n, insn: insn})
+		return false
+	}
+	if kp.g.isCFITrap {
+		var off uint64
+		switch {
+		case insn.OpcodeLen == 1 && insn.Opcode[0] == 0xba: // insn.opcode.value == 0xBA
+			off = 12
+		case insn.OpcodeLen == 1 && insn.Opcode[0] == 0x03:
+			off = 6
+		}
+		if off != 0 && kp.isCFITrap(paddr+off) {
+			x.refuse(nil, rec{ev: evCanProbeCFITrap, addr: paddr, at: fn, end: paddr + off, n: n, insn: insn})
+			return false
+		}
+	}
+	x.step(rec{ev: evCanProbe612, addr: paddr, at: fn, n: n, insn: insn})
+	return true
+}
+
+// canProbeWalk is can_probe's boundary walk (the same in 6.1.192,
+// 6.12.117 and 7.3): from the symbol start fn to paddr, recovering and
+// decoding each instruction. It returns the number of instructions
+// walked; on a refusal, false with kp.why set.
+func (kp *Kprobes) canProbeWalk(r *recoverer, fn, paddr uint64) (n int, ok bool) {
+	x := kp.ex()
 	addr := fn
-	n := 0
 	var last x86.Insn
 	for addr < paddr {
 		ftraceSite, err := r.recoverProbedInstruction(addr)
 		if err != nil {
 			x.refuse(nil, rec{ev: evCanProbeModelError, err: err})
-			return false
+			return n, false
 		}
 		insn, derr := kp.decodeAt(addr, ftraceSite)
 		if derr != nil {
 			x.refuse(nil, rec{ev: evCanProbeNoDecode, addr: paddr, at: fn, end: addr, n: n})
-			return false
+			return n, false
 		}
 		last = insn
 		addr += uint64(insn.Len)
@@ -158,19 +227,33 @@ func (kp *Kprobes) canProbe(paddr uint64) bool {
 	}
 	if addr != paddr {
 		x.refuse(nil, rec{ev: evCanProbeBoundary, addr: paddr, at: fn, end: addr, n: n, insn: last})
-		return false
+		return n, false
 	}
-	x.step(rec{ev: evCanProbe, addr: paddr, at: fn, n: n})
-	return true
+	return n, true
 }
 
-// archPrepareKprobe models arch/x86/kernel/kprobes/core.c:arch_prepare_kprobe.
+// isCFITrap models kernel/cfi.c:is_cfi_trap (CONFIG_ARCH_USES_CFI_TRAPS,
+// which x86-64 selects with CFI_CLANG in 6.12.117 and CFI in 7.3): a linear
+// walk of __cfi_traps, then the module's __kcfi_traps. The image carries
+// no __cfi_traps table, so the model takes the trap the compiler records
+// for each check: the ud2 the movl/addl's je skips (the bytes at addr are
+// UD2), and counts the lookup as one opCFITrap.
+func (kp *Kprobes) isCFITrap(addr uint64) bool {
+	kp.C.Inc(opCFITrap)
+	b := kp.Image.Text(addr, 2)
+	return len(b) == 2 && b[0] == x86.UD2[0] && b[1] == x86.UD2[1]
+}
+
+// archPrepareKprobe models arch/x86/kernel/kprobes/core.c:arch_prepare_kprobe
+// (6.1.192, 6.12.117: alternatives_text_reserved first; 7.3: no such check).
 func (kp *Kprobes) archPrepareKprobe(p *Kprobe) error {
 	c, x := kp.C, kp.ex()
 	defer x.close(x.open(rec{ev: evArchPrepareKprobe, addr: p.Addr}))
-	c.Inc(opConst) // alternatives_text_reserved: smp_alt_modules empty on SMP
-	x.step(rec{ev: evAlternativesReserved, addr: p.Addr})
-	if !kp.canProbe(p.Addr) {
+	if kp.g.alternativesTextReserved { // 6.1.192, 6.12.117; gone in 7.3
+		c.Inc(opConst) // alternatives_text_reserved: smp_alt_modules empty on SMP
+		x.step(rec{ev: evAlternativesReserved, addr: p.Addr})
+	}
+	if !kp.g.canProbe(kp, p.Addr) {
 		return EILSEQ
 	}
 	p.ainsn = archInsn{}
@@ -336,13 +419,16 @@ func (kp *Kprobes) archCopyKprobe(p *Kprobe) error {
 	return nil
 }
 
-// canBoost models arch/x86/kernel/kprobes/core.c:can_boost (6.1 rules):
-// search_exception_tables(addr) first, then the opcode rules.
+// canBoost models arch/x86/kernel/kprobes/core.c:can_boost:
+// search_exception_tables(addr) first (all three generations), then the
+// opcode rules of the generation (6.1.192; 6.12.117 and 7.3 widened Grp2-5).
+//
+// Models arch/x86/kernel/kprobes/core.c:can_boost (6.1.192, 6.12.117, 7.3).
 func (kp *Kprobes) canBoost(i x86.Insn, addr uint64) bool {
 	if kp.Extable != nil && kp.Extable.SearchExceptionTables(kp.C, addr) {
 		return false
 	}
-	return x86.CanBoost(i, false)
+	return x86.CanBoost(i, kp.g.canBoostGroups)
 }
 
 // archArmKprobe models arch/x86/kernel/kprobes/core.c:arch_arm_kprobe:

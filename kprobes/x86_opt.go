@@ -7,11 +7,15 @@ import (
 	"github.com/kpsim/kpsim/x86"
 )
 
-// canOptimize models arch/x86/kernel/kprobes/opt.c:can_optimize in 6.1:
-// decode the whole function (to the next symbol, padding included),
-// refusing exception-table fixup targets, indirect jumps (with
-// CONFIG_RETPOLINE also jumps into the thunk range) and branches into the
-// 4 bytes after the int3. Every refusal returns at once; kp.why says why.
+// canOptimize models arch/x86/kernel/kprobes/opt.c:can_optimize: decode
+// the whole function (to the next symbol, padding included), refusing
+// exception-table fixup targets, indirect jumps (6.1.192: always, and with
+// CONFIG_RETPOLINE also jumps into the thunk range; 6.12.117 and 7.3: only
+// without CONFIG_MITIGATION_RETPOLINE and CONFIG_X86_KERNEL_IBT, and no
+// thunk range) and branches into the 4 bytes after the int3. Every
+// refusal returns at once; kp.why says why.
+//
+// Models arch/x86/kernel/kprobes/opt.c:can_optimize (6.1.192, 6.12.117, 7.3).
 func (kp *Kprobes) canOptimize(paddr uint64) bool {
 	c, x := kp.C, kp.ex()
 	size, off, ok := kp.Syms.LookupSizeOffset(c, paddr)
@@ -51,10 +55,10 @@ func (kp *Kprobes) canOptimize(paddr uint64) bool {
 			return fail(evCanOptimizeNoDecode, addr, nil)
 		}
 		n++
-		if x86.IsIndirectJump(insn) {
+		if kp.g.insnIsIndirectJump && x86.IsIndirectJump(insn) {
 			return fail(evCanOptimizeIndirectJump, addr, nil)
 		}
-		if kp.insnIsIndirectJump(insn, addr) {
+		if kp.g.indirectThunkJump && kp.insnIsIndirectJump(insn, addr) {
 			return fail(evCanOptimizeThunk, addr, nil)
 		}
 		if x86.InsnJumpIntoRange(insn, addr, paddr+x86.INT3InsnSize, x86.DISP32Size) {
@@ -81,8 +85,11 @@ func (kp *Kprobes) insnIsIndirectJump(i x86.Insn, addr uint64) bool {
 
 // copyOptimizedInstructions models opt.c:copy_optimized_instructions:
 // copy whole instructions until at least JMP32_INSN_SIZE bytes, each
-// boostable, then refuse a range that ftrace, alternatives, jump labels or
-// static calls reserve. It returns the length copied or an Errno.
+// boostable (the generation's can_boost), then refuse a range that ftrace,
+// alternatives (6.1.192, 6.12.117; not 7.3), jump labels or static calls
+// reserve. It returns the length copied or an Errno.
+//
+// Models arch/x86/kernel/kprobes/opt.c:copy_optimized_instructions (6.1.192, 6.12.117, 7.3).
 func (kp *Kprobes) copyOptimizedInstructions(src, real uint64) (int, error) {
 	c, x := kp.C, kp.ex()
 	defer x.hold()()
@@ -105,7 +112,9 @@ func (kp *Kprobes) copyOptimizedInstructions(src, real uint64) (int, error) {
 	if kp.Ftrace != nil && kp.Ftrace.TextReserved(c, src, end) {
 		return 0, x.refuse(EBUSY, rec{ev: evCopyOptFtraceReserved, addr: src, end: end})
 	}
-	c.Inc(opConst) // alternatives_text_reserved
+	if kp.g.alternativesTextReserved { // 6.1.192, 6.12.117; gone in 7.3
+		c.Inc(opConst) // alternatives_text_reserved
+	}
 	if r, err := reserved(kp.JumpLabel, c, src, end); err != nil || r {
 		return 0, x.refuse(orEBUSY(err), rec{ev: evCopyOptJumpLabelReserved, addr: src, end: end})
 	}
@@ -208,7 +217,12 @@ func (kp *Kprobes) archRemoveOptimizedKprobe(op *Kprobe, dirty bool) {
 // leave the list. text_poke_bp's text_poke_loc_init decodes the new
 // instruction (insn_decode_kernel, BUG_ON on failure) to classify it for
 // poke_int3_handler: one counted decode per optimized probe
-// (arch/x86/kernel/alternative.c, 6.1).
+// (arch/x86/kernel/alternative.c, 6.1). 6.12.117 adds a cond_resched() to
+// the batch; 7.3 (smp_text_poke_single, smp_text_poke_batch_finish) makes
+// the in-flight refcount per CPU: an atomic set and a dec_and_test on
+// every possible CPU (the model takes Cfg.CPUs).
+//
+// Models arch/x86/kernel/kprobes/opt.c:arch_optimize_kprobes (6.1.192, 6.12.117, 7.3).
 func (kp *Kprobes) archOptimizeKprobe(op *Kprobe) {
 	copy(op.Opt.CopiedInsn[:], kp.Image.Text(op.Addr+1, 4))
 	var jmp [x86.JMP32InsnSize]byte
@@ -216,6 +230,12 @@ func (kp *Kprobes) archOptimizeKprobe(op *Kprobe) {
 	binary.LittleEndian.PutUint32(jmp[1:], uint32(int32(int64(op.optSlot)-int64(op.Addr+x86.JMP32InsnSize))))
 	if _, err := kp.insn.DecodeKernel(kp.C, jmp[:]); err != nil {
 		panic("kprobes: text_poke_loc_init: the synthesized JMP32 does not decode") // BUG_ON; a kpsim bug
+	}
+	if kp.g.condReschedInBatch { // 6.12.117, 7.3
+		kp.C.Inc(opCondResched)
+	}
+	if kp.g.textPokeRefsPerCPU { // 7.3: set and dropped on every possible CPU
+		kp.C.Add(opTextPokeRef, 2*uint64(max(kp.Cfg.CPUs, 1)))
 	}
 	kp.textPoke(3)
 	kp.C.Inc(opPerfPoke)

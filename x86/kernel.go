@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -24,6 +25,11 @@ var (
 	// 4-byte NOP apply_ibt_endbr() writes over sealed ENDBRs. It is not NOP4,
 	// so it is unique to former ENDBR sites.
 	EndbrPoison = [4]byte{0x66, 0x0f, 0x1f, 0x00}
+	// EndbrPoison73 is 7.3's gen_endbr_poison(): "nopl -42(%rax)"
+	// (0xd6401f0f), a 4-byte NOP carrying UDB (d6) as its displacement
+	// (arch/x86/include/asm/ibt.h, 7.3; 6.1.192 and 6.12.117 still write
+	// EndbrPoison).
+	EndbrPoison73 = [4]byte{0x0f, 0x1f, 0x40, 0xd6}
 
 	UD2  = [2]byte{0x0f, 0x0b} // BUG()/WARN() trap (ASM_UD2)
 	INT3 = [1]byte{0xcc}       // INT3_INSN_OPCODE: the kprobe breakpoint
@@ -62,6 +68,29 @@ func IsEndbr(code []byte) bool {
 	return v == binary.LittleEndian.Uint32(ENDBR64[:])
 }
 
+// IsEndbr is the package-level IsEndbr with d's generation's poison: 7.3's
+// __is_endbr recognises EndbrPoison73, 6.1's and 6.12's is_endbr
+// EndbrPoison. Callers model CONFIG_X86_KERNEL_IBT themselves, and in 7.3
+// also the read: is_endbr(u32 *) reads with __get_kernel_nofault and is
+// false on a fault (6.1 and 6.12 read in arch_adjust_kprobe_addr).
+//
+// Models arch/x86/include/asm/ibt.h:is_endbr (6.1.192, 6.12.117) and
+// __is_endbr (7.3).
+func (d *Decoder) IsEndbr(code []byte) bool {
+	if d.gen != image.Gen73 {
+		return IsEndbr(code)
+	}
+	if len(code) < 4 {
+		return false
+	}
+	v := binary.LittleEndian.Uint32(code)
+	if v == binary.LittleEndian.Uint32(EndbrPoison73[:]) {
+		return true
+	}
+	v &^= 0x01000000 // ENDBR32 -> ENDBR64
+	return v == binary.LittleEndian.Uint32(ENDBR64[:])
+}
+
 // IsIndirectJump reports whether i is ff /4, ff /5 (jmp *r/m, ljmp *m) or
 // ea (jmp far). It reads the kernel's opcode.bytes[0] and modrm like the
 // kernel, so the CONFIG_RETPOLINE extension (a relative branch into the
@@ -74,10 +103,10 @@ func IsIndirectJump(i Insn) bool {
 
 // IsExceptionInsn reports whether i raises an exception by design: UD0
 // (0f ff), UD1 (0f b9), UD2 (0f 0b), INT3 (cc), INT n (cd), INTO (ce) or
-// INT1 (f1). Mainline can_probe() refuses to probe them; 6.1's does not have
-// this check.
+// INT1 (f1). can_probe() of 6.12.117 and 7.3 refuses to probe them; 6.1's
+// does not have this check.
 //
-// Models arch/x86/kernel/kprobes/core.c:is_exception_insn (mainline).
+// Models arch/x86/kernel/kprobes/core.c:is_exception_insn (6.12.117, 7.3).
 func IsExceptionInsn(i Insn) bool {
 	if i.Opcode[0] == 0x0f {
 		return i.Opcode[1] == 0xff || i.Opcode[1] == 0xb9 || i.Opcode[1] == 0x0b
@@ -227,11 +256,12 @@ func init() {
 // CanBoost reports whether a copied instruction may run out of line followed
 // by a jump back instead of single-stepping, from its bytes alone. The
 // kernel's first test, search_exception_tables(addr), is the caller's: call
-// CanBoost only when it misses. mainline selects the current rule set; 6.1
-// never boosts Grp2 (c0/c1/d0-d3), Grp3 (f6/f7) or Grp4 (fe), and boosts Grp5
+// CanBoost only when it misses. mainline selects the rule set of 6.12.117 and
+// 7.3 (identical there); 6.1.192 never boosts Grp2 (c0/c1/d0-d3), Grp3 (f6/f7) or Grp4 (fe), and boosts Grp5
 // (ff) only for /4.
 //
-// Models arch/x86/kernel/kprobes/core.c:can_boost.
+// Models arch/x86/kernel/kprobes/core.c:can_boost (6.1.192: mainline false;
+// 6.12.117, 7.3: mainline true).
 func CanBoost(i Insn, mainline bool) bool {
 	if i.OpcodeLen == 2 {
 		return twobyteIsBoostable[i.Opcode[1]]

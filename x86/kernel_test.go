@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -36,6 +37,32 @@ func TestIsEndbr(t *testing.T) {
 	}
 	if !IsEndbr(ENDBR64[:]) || !IsEndbr(ENDBR32[:]) || !IsEndbr(EndbrPoison[:]) {
 		t.Error("constants")
+	}
+}
+
+// TestDecoderIsEndbr: 7.3's gen_endbr_poison is "nopl -42(%rax)"
+// (0xd6401f0f); 6.1.192 and 6.12.117 poison with "osp nopl (%rax)"
+// (0x001f0f66). Each generation's is_endbr knows only its own.
+func TestDecoderIsEndbr(t *testing.T) {
+	for _, tc := range []struct {
+		hex            string
+		g61, g612, g73 bool
+	}{
+		{"f3 0f 1e fa", true, true, true},
+		{"f3 0f 1e fb", true, true, true},
+		{"66 0f 1f 00", true, true, false},
+		{"0f 1f 40 d6", false, false, true},
+		{"0f 1f 40 00", false, false, false},
+		{"0f 1f 40", false, false, false},
+	} {
+		for _, g := range []struct {
+			gen  image.Generation
+			want bool
+		}{{image.Gen61, tc.g61}, {image.Gen612, tc.g612}, {image.Gen73, tc.g73}, {image.GenUnknown, tc.g61}} {
+			if got := For(g.gen).IsEndbr(hx(t, tc.hex)); got != g.want {
+				t.Errorf("%s: IsEndbr(%s) = %v", g.gen, tc.hex, got)
+			}
+		}
 	}
 }
 
