@@ -522,24 +522,21 @@ func retpolineSkip73(p *Patcher, addr uint64, in x86.Insn) bool {
 	return false
 }
 
-// endbrPoison is gen_endbr_poison(): "nopl -42(%rax)", a 4-byte NOP
-// unique to former ENDBR sites.
-var endbrPoison = []byte{0x0f, 0x1f, 0x40, 0xd6}
-
 // Seal results.
 const (
 	SealPoisoned = "poisoned"
 	SealNotEndbr = "not endbr" // WARN_ON_ONCE, left alone
 )
 
-// isEndbr is __is_endbr: ENDBR64, ENDBR32 or the poison.
+// isEndbr is __is_endbr: ENDBR64, ENDBR32 or the generation's poison
+// (Model.EndbrPoison, a 4-byte NOP unique to former ENDBR sites).
 //
 // Models arch/x86/include/asm/ibt.h:is_endbr (6.12) and __is_endbr (7.3).
-func isEndbr(b []byte) bool {
+func isEndbr(b, poison []byte) bool {
 	if len(b) < 4 {
 		return false
 	}
-	if bytes.Equal(b[:4], endbrPoison) {
+	if bytes.Equal(b[:4], poison) {
 		return true
 	}
 	return b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && (b[3] == 0xfa || b[3] == 0xfb)
@@ -565,13 +562,13 @@ func (p *Patcher) ApplySealEndbr(sites []uint64) error {
 		if len(dst) < 4 {
 			return fmt.Errorf("ENDBR seal site %#x: %w", addr, ErrUnmapped)
 		}
-		if !isEndbr(dst) {
+		if !isEndbr(dst, p.model().EndbrPoison) {
 			st.NotEndbr++
 			p.record(SiteSeal, addr, dst, SealNotEndbr)
 			continue
 		}
 		st.Poisoned++
-		p.textPokeEarly(SiteSeal, addr, dst, endbrPoison, SealPoisoned)
+		p.textPokeEarly(SiteSeal, addr, dst, p.model().EndbrPoison, SealPoisoned)
 	}
 	return nil
 }

@@ -59,6 +59,10 @@ type Model struct {
 	// (CONFIG_X86_KERNEL_IBT) and callthunks_patch_builtin_calls
 	// (CONFIG_CALL_THUNKS) as Debian builds it.
 	Sealing, CallThunks bool
+	// EndbrPoison is gen_endbr_poison() (arch/x86/include/asm/ibt.h):
+	// 6.12's "osp nopl (%rax)" (0x001f0f66), 7.3's "nopl -42(%rax)"
+	// (0xd6401f0f); nil without sealing.
+	EndbrPoison []byte
 	// NotModelled completes the image note about boot patching.
 	NotModelled string
 
@@ -176,7 +180,7 @@ var (
 	model612 = &Model{
 		Gen: image.Gen612, Release: "6.12.117", AltInstrSize: AltInstrSize14,
 		Features: featureNames612, CPUInfo: cpuinfoNames612, NopMax: 11,
-		Sealing: true, CallThunks: true,
+		Sealing: true, CallThunks: true, EndbrPoison: []byte{0x66, 0x0f, 0x1f, 0x00},
 		NotModelled:       model612NotModelled,
 		int3AfterJmp:      true,
 		callThunkAltSites: true,
@@ -185,7 +189,7 @@ var (
 	model73 = &Model{
 		Gen: image.Gen73, Release: "7.3~rc7", AltInstrSize: AltInstrSize14,
 		Features: featureNames73, CPUInfo: cpuinfoNames73, NopMax: 11,
-		Sealing: true, CallThunks: true,
+		Sealing: true, CallThunks: true, EndbrPoison: []byte{0x0f, 0x1f, 0x40, 0xd6},
 		NotModelled: model612NotModelled,
 		kexecSkip:   kexecSkip73,
 	}

@@ -334,7 +334,7 @@ func PlaceTargets(ts []Target, k *image.Kernel, p Placement, offset int) {
 			// Past an ENDBR64 (or its sealed poison): a function whose
 			// address is never taken has none, and its __fentry__
 			// call sits at +0.
-			if k.Config.IBT && (entry == 0 || x86.IsEndbr(k.Text(entry, 4))) {
+			if k.Config.IBT && (entry == 0 || x86.For(k.Config.Gen).IsEndbr(k.Text(entry, 4))) {
 				off += 4
 			}
 			if entry != 0 && mcount[entry+uint64(off)] {
