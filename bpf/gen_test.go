@@ -8,6 +8,7 @@ import (
 	"github.com/kpsim/kpsim/ftrace"
 	"github.com/kpsim/kpsim/ftrace/fprobe"
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/libbpf"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -247,6 +248,7 @@ func TestFprobeRegisterPerGeneration(t *testing.T) {
 // 6.1.192: libbpf's pattern path reads it only there.
 func TestFilterFunctionsAddrsPerGeneration(t *testing.T) {
 	e := newEnv(t)
+	names := e.traced(1)
 	for _, tc := range []struct {
 		g    image.Generation
 		want bool
@@ -255,6 +257,15 @@ func TestFilterFunctionsAddrsPerGeneration(t *testing.T) {
 		s := bpf.NewSystem(e.kernel(tc.g, true), x.syms, nil)
 		if got := s.Access(nil, bpf.PathFilterFunctionsAddr); got != tc.want {
 			t.Errorf("%s: access(available_filter_functions_addrs) = %v, want %v", tc.g, got, tc.want)
+		}
+		// libbpf 1.8's pattern path (libbpf_available_kprobes_parse when
+		// the _addrs file exists, else available_filter_functions +
+		// /proc/kallsyms): the same pattern, two paths, the same links.
+		lib := libbpf.New(s, 0)
+		l, err := lib.AttachKprobeMultiOpts(nil, &bpf.Prog{Name: "p", ExpectedAttachType: bpf.AttachKprobeMulti}, names[0], true, libbpf.KprobeMultiOpts{})
+		path := map[bool]string{false: "filter+kallsyms", true: "filter-addrs"}[tc.want]
+		if err != nil || l.Path != path {
+			t.Errorf("%s: pattern %q: %v, path %v, want %s", tc.g, names[0], err, l, path)
 		}
 	}
 }
