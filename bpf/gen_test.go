@@ -145,7 +145,7 @@ func TestFprobeBackendPerGeneration(t *testing.T) {
 	names := e.traced(5)
 	type want struct {
 		rethookNodes, objpoolNodes, objpoolSlots, ipNodes, opsRegister, fgraph uint64
-		numOps, opsAfterOne                                                     int
+		numOps, opsAfterOne                                                    int
 	}
 	for _, tc := range []struct {
 		g image.Generation
@@ -213,7 +213,9 @@ func TestFprobeRegisterPerGeneration(t *testing.T) {
 	}{
 		{"registered twice", func() *fprobe.Fprobe { return &fprobe.Fprobe{EntryHandler: true} }, []uint64{a}, true,
 			[3]error{errno.EBUSY, errno.EBUSY, errno.EEXIST}},
-		{"entry_data_size 128", func() *fprobe.Fprobe { return &fprobe.Fprobe{EntryHandler: true, ExitHandler: true, EntryDataSize: 128} }, []uint64{a}, false,
+		{"entry_data_size 128", func() *fprobe.Fprobe {
+			return &fprobe.Fprobe{EntryHandler: true, ExitHandler: true, EntryDataSize: 128}
+		}, []uint64{a}, false,
 			[3]error{nil, nil, errno.E2BIG}},
 		{"nr_maxactive 2^24+1", func() *fprobe.Fprobe { return &fprobe.Fprobe{ExitHandler: true, NrMaxActive: 1<<24 + 1} }, []uint64{a}, false,
 			[3]error{nil, errno.ENOMEM, nil}},
