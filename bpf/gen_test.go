@@ -315,3 +315,32 @@ func TestFprobeSharedFilterRelease73(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusalNamesGeneration: a refusal that exists only in some
+// generations says which, and the kernel function; a refusal every
+// generation makes has no such reason.
+func TestRefusalNamesGeneration(t *testing.T) {
+	e := newEnv(t)
+	names := e.traced(2)
+	for _, tc := range []struct {
+		g    image.Generation
+		prog *bpf.Prog
+		attr bpf.KprobeMultiAttr
+		want string
+	}{
+		{image.Gen61, &bpf.Prog{ExpectedAttachType: bpf.AttachKprobeSession}, bpf.KprobeMultiAttr{Syms: names, Cnt: 2}, "link_create (6.1.192"},
+		{image.Gen73, &bpf.Prog{ExpectedAttachType: bpf.AttachKprobeMulti, KprobeWriteCtx: true}, bpf.KprobeMultiAttr{Syms: names, Cnt: 2}, "bpf_kprobe_multi_link_attach (7.3): prog->aux->kprobe_write_ctx"},
+		{image.Gen612, &bpf.Prog{ExpectedAttachType: bpf.AttachKprobeMulti}, bpf.KprobeMultiAttr{Syms: names, Cnt: bpf.MaxKprobeMultiCnt + 1}, "bpf_kprobe_multi_link_attach (6.12, 6.12+)"},
+		{image.Gen73, &bpf.Prog{ExpectedAttachType: bpf.AttachKprobeMulti}, bpf.KprobeMultiAttr{Addrs: []uint64{1}, Cnt: 1}, "fprobe_init (7.3): ftrace_location(0x1) == 0"},
+		{image.Gen612, &bpf.Prog{ExpectedAttachType: bpf.AttachKprobeMulti}, bpf.KprobeMultiAttr{Addrs: []uint64{1}, Cnt: 1}, ""},
+		{image.Gen73, &bpf.Prog{ExpectedAttachType: bpf.AttachKprobeMulti}, bpf.KprobeMultiAttr{Syms: []string{"kpsim_missing"}, Cnt: 1}, ""},
+	} {
+		k := e.kernel(tc.g, true)
+		if _, err := k.KprobeMultiLinkAttach(nil, tc.prog, tc.attr); err == nil {
+			t.Fatalf("%s: attached", tc.g)
+		}
+		if got := k.LastRefusal(); len(got) < len(tc.want) || got[:len(tc.want)] != tc.want || (tc.want == "") != (got == "") {
+			t.Errorf("%s: reason %q, want %q…", tc.g, got, tc.want)
+		}
+	}
+}

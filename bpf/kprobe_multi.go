@@ -104,6 +104,7 @@ type Kernel struct {
 	Faults *sim.Faults
 
 	g      *genFacts
+	why    string // the last attach's generation-specific refusal (LastRefusal)
 	links  []*KprobeMultiLink
 	nextID int
 	modRef map[string]int
@@ -193,6 +194,7 @@ func (k *Kernel) KprobeMultiLinkAttach(c *sim.Counters, prog *Prog, attr KprobeM
 	defer c.Enter(prev)
 	c.Inc(OpSyscall)
 	g := k.facts()
+	k.why = ""
 	// link_create: a BPF_PROG_TYPE_KPROBE program links with
 	// BPF_PERF_EVENT or BPF_TRACE_KPROBE_MULTI (6.12+: or
 	// BPF_TRACE_KPROBE_SESSION); anything else is -EINVAL before
@@ -201,7 +203,8 @@ func (k *Kernel) KprobeMultiLinkAttach(c *sim.Counters, prog *Prog, attr KprobeM
 	case AttachKprobeMulti:
 	case AttachKprobeSession:
 		if !g.session {
-			return nil, errno.EINVAL // 6.1.192: no BPF_TRACE_KPROBE_SESSION
+			k.why = "link_create (6.1.192, kernel/bpf/syscall.c): no BPF_TRACE_KPROBE_SESSION before 6.10"
+			return nil, errno.EINVAL
 		}
 	default:
 		return nil, errno.EINVAL
@@ -219,7 +222,8 @@ func (k *Kernel) KprobeMultiLinkAttach(c *sim.Counters, prog *Prog, attr KprobeM
 		return nil, errno.EINVAL
 	}
 	if g.writeCtx && prog.KprobeWriteCtx {
-		return nil, errno.EINVAL // 7.3: "Writing to context is not allowed for kprobes"
+		k.why = "bpf_kprobe_multi_link_attach (7.3): prog->aux->kprobe_write_ctx, writing to context is not allowed for kprobes"
+		return nil, errno.EINVAL
 	}
 	if attr.Flags&^FKprobeMultiReturn != 0 {
 		return nil, errno.EINVAL
@@ -232,7 +236,8 @@ func (k *Kernel) KprobeMultiLinkAttach(c *sim.Counters, prog *Prog, attr KprobeM
 		return nil, errno.EINVAL
 	}
 	if g.maxCnt && cnt > MaxKprobeMultiCnt {
-		return nil, errno.E2BIG // 6.12+: MAX_KPROBE_MULTI_CNT
+		k.why = fmt.Sprintf("bpf_kprobe_multi_link_attach (%s, 6.12+): cnt %d > MAX_KPROBE_MULTI_CNT", g.gen, cnt)
+		return nil, errno.E2BIG
 	}
 	// The user arrays must hold cnt entries (copy_from_user / __get_user
 	// beyond them faults).
@@ -304,6 +309,7 @@ func (k *Kernel) KprobeMultiLinkAttach(c *sim.Counters, prog *Prog, attr KprobeM
 	err := k.Fprobe.RegisterFprobeIPs(c, fp, addrs)
 	c.Enter(PhaseLinkCreate)
 	if err != nil {
+		k.why = k.Fprobe.LastRefusal()
 		k.putModules(link.Mods)
 		return nil, err // bpf_link_cleanup
 	}
@@ -311,6 +317,12 @@ func (k *Kernel) KprobeMultiLinkAttach(c *sim.Counters, prog *Prog, attr KprobeM
 	k.links = append(k.links, link)
 	return link, nil
 }
+
+// LastRefusal is the reason of the last attach's refusal when it exists
+// only in some generations ("link_create (6.1.192 ...): no
+// BPF_TRACE_KPROBE_SESSION"), naming the generation and the kernel
+// function; "" otherwise.
+func (k *Kernel) LastRefusal() string { return k.why }
 
 // EFAULT is a user array shorter than cnt.
 const EFAULT = errno.EFAULT

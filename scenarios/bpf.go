@@ -4,12 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/kpsim/kpsim/bpf"
 	"github.com/kpsim/kpsim/doors"
+	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/ftrace"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kallsyms"
@@ -111,8 +113,22 @@ func bootBPF(k *image.Kernel, sw sim.Switches, o BPFOptions, c *sim.Counters) (*
 	kern := d.BPF(fp, o.PossibleCPUs)
 	perf := d.PerfKprobes()
 	sys := bpf.NewSystem(kern, syms, perf)
-	r := &bpfRun{c: c, kern: kern, sys: sys, lib: libbpf.New(sys, sw), syms: syms, ft: ft, perf: perf}
+	r := &bpfRun{c: c, kern: kern, sys: sys, lib: libbpf.New(reasons{sys}, sw), syms: syms, ft: ft, perf: perf}
 	return r, why, nil
+}
+
+// reasons is the bpf(2) door as libbpf calls it, with a refusal that
+// exists only in some generations carrying its reason (bpf.Kernel.
+// LastRefusal: the generation and the kernel function) to the report.
+type reasons struct{ *bpf.System }
+
+func (s reasons) LinkCreateKprobeMulti(c *sim.Counters, prog *bpf.Prog, attr bpf.KprobeMultiAttr) (int, error) {
+	fd, err := s.System.LinkCreateKprobeMulti(c, prog, attr)
+	var code errno.Errno
+	if why := s.K.LastRefusal(); err != nil && why != "" && errors.As(err, &code) {
+		return fd, &doors.Refusal{Code: code, Reason: why}
+	}
+	return fd, err
 }
 
 func yn(b bool) string {

@@ -101,9 +101,15 @@ type Env struct {
 	// Faults injects FaultRethookAlloc; nil injects nothing.
 	Faults *sim.Faults
 
-	g  *genFacts // the generation's fprobe.c (gen.go), from Ftrace
-	sh shared    // 7.3's shared ops and fprobe_ip_table
+	g   *genFacts // the generation's fprobe.c (gen.go), from Ftrace
+	sh  shared    // 7.3's shared ops and fprobe_ip_table
+	why string    // LastRefusal
 }
+
+// LastRefusal is the reason of the last registration's refusal when it
+// exists only in some generations (naming the generation and the kernel
+// function); "" otherwise.
+func (e *Env) LastRefusal() string { return e.why }
 
 // FaultRethookAlloc makes fprobe_init_rethook's allocations fail (-ENOMEM).
 var FaultRethookAlloc = sim.NewFaultPoint("fprobe.rethook.alloc",
@@ -139,6 +145,7 @@ func initRethook(e *Env, c *sim.Counters, fp *Fprobe, num int) error {
 // generation (registerFprobeIPs: 6.1.192 and 6.12.117;
 // registerFprobeIPs73: 7.3).
 func (e *Env) RegisterFprobeIPs(c *sim.Counters, fp *Fprobe, addrs []uint64) error {
+	e.why = ""
 	return e.facts().register(e, c, fp, addrs)
 }
 
@@ -155,6 +162,7 @@ func registerFprobeIPs(e *Env, c *sim.Counters, fp *Fprobe, addrs []uint64) erro
 		return errno.EINVAL
 	}
 	if fp.registered {
+		e.why = fmt.Sprintf("register_fprobe_ips (%s): register_ftrace_function on an FTRACE_OPS_FL_ENABLED ops (7.3: -EEXIST)", e.facts().gen)
 		return e.facts().reregister
 	}
 	ft := e.Ftrace

@@ -1,6 +1,8 @@
 package fprobe
 
 import (
+	"fmt"
+
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -64,6 +66,7 @@ func initRethook612(e *Env, c *sim.Counters, fp *Fprobe, num int) error {
 	}
 	c.Inc(OpRethookAlloc)
 	if num > objpoolNrObjectMax {
+		e.why = fmt.Sprintf("fprobe_init_rethook (6.12.117): rethook_alloc → objpool_init refuses %d nodes > OBJPOOL_NR_OBJECT_MAX", num)
 		return errno.ENOMEM
 	}
 	c.Inc(OpObjpoolInit)

@@ -1,6 +1,8 @@
 package fprobe
 
 import (
+	"fmt"
+
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -84,6 +86,7 @@ func registerFprobeIPs73(e *Env, c *sim.Counters, fp *Fprobe, addrs []uint64) er
 		return errno.EINVAL
 	}
 	if fp.registered {
+		e.why = "register_fprobe_ips (7.3): fprobe_registered"
 		return e.facts().reregister // -EEXIST
 	}
 	num := len(addrs)
@@ -91,10 +94,12 @@ func registerFprobeIPs73(e *Env, c *sim.Counters, fp *Fprobe, addrs []uint64) er
 		return errno.EINVAL
 	}
 	if (fp.EntryDataSize+7)&^7 > maxFprobeDataSize {
+		e.why = fmt.Sprintf("fprobe_init (7.3): entry_data_size %d > MAX_FPROBE_DATA_SIZE", fp.EntryDataSize)
 		return errno.E2BIG
 	}
 	c.Inc(OpHlistArray)
 	if fprobeHlistBytes+fprobeHlistNodeBytes*num > kmallocMaxSize {
+		e.why = fmt.Sprintf("fprobe_init (7.3): kzalloc_flex of fprobe_hlist with %d nodes exceeds KMALLOC_MAX_SIZE", num)
 		return errno.ENOMEM
 	}
 	ft := e.Ftrace
@@ -103,6 +108,7 @@ func registerFprobeIPs73(e *Env, c *sim.Counters, fp *Fprobe, addrs []uint64) er
 		c.Inc(OpHlistNode)
 		loc := ft.Location(c, a)
 		if loc == 0 {
+			e.why = fmt.Sprintf("fprobe_init (7.3): ftrace_location(%#x) == 0", a)
 			return errno.ENOENT // fprobe_fail_cleanup: kfree(hlist_array)
 		}
 		locs[i] = loc
