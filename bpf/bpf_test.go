@@ -17,27 +17,50 @@ import (
 )
 
 type env struct {
+	t    testing.TB
 	k    *image.Kernel
 	syms *kallsyms.Compressed
 	ft   *ftrace.Ftrace
+	gens map[image.Generation]*env
 }
 
-func newEnv(t testing.TB) *env {
+// newEnv boots the test image as generated (no generation: 6.1).
+func newEnv(t testing.TB) *env { return bootEnv(t, image.GenUnknown) }
+
+// bootEnv boots the test image with its generation set to gen.
+func bootEnv(t testing.TB, gen image.Generation) *env {
 	t.Helper()
 	cfg := synth.DefaultConfig()
 	cfg.Functions, cfg.InitFunctions, cfg.Modules, cfg.ModuleFunctions = 2000, 100, 2, 60
 	cfg.JumpEntries, cfg.JumpKeys, cfg.StaticCallSites, cfg.StaticCallKeys, cfg.BugEntries, cfg.Blacklist = 500, 100, 100, 20, 200, 20
 	k := fixture.Generate(t, cfg)
+	k.Config.Gen = gen
 	tab := fixture.KallsymsTables(t, k, ktab.Options{AllSymbols: true, AbsolutePercpu: true, BaseRelative: true})
 	syms, ft := ftboot.New(t, k, tab)
 	ft.FreeInitMem()
-	return &env{k, syms, ft}
+	return &env{t: t, k: k, syms: syms, ft: ft}
 }
 
-func (e *env) kernel(gen bpf.Gen, fp bool) *bpf.Kernel {
-	e.ft.LookupSymbolsModules = gen >= bpf.Gen610
-	return &bpf.Kernel{Gen: gen, Kconfig: bpf.Kconfig{FPROBE: fp}, Ftrace: e.ft,
-		Fprobe: &fprobe.Env{Ftrace: e.ft, PossibleCPUs: 4}, Syms: e.syms, Modules: e.k.Modules}
+// at is the same image booted as generation gen (the image's own for
+// 6.1 and a generation-less image).
+func (e *env) at(gen image.Generation) *env {
+	if gen.Effective() == e.k.Config.Gen.Effective() {
+		return e
+	}
+	if e.gens == nil {
+		e.gens = map[image.Generation]*env{}
+	}
+	if e.gens[gen] == nil {
+		e.gens[gen] = bootEnv(e.t, gen)
+	}
+	return e.gens[gen]
+}
+
+// kernel is the BPF layer on the image booted as generation gen.
+func (e *env) kernel(gen image.Generation, fp bool) *bpf.Kernel {
+	x := e.at(gen)
+	return &bpf.Kernel{Gen: x.k.Config.Gen, Kconfig: bpf.Kconfig{FPROBE: fp}, Ftrace: x.ft,
+		Fprobe: &fprobe.Env{Ftrace: x.ft, PossibleCPUs: 4}, Syms: x.syms, Modules: x.k.Modules}
 }
 
 // traced returns n uniquely named traceable functions.
@@ -67,32 +90,32 @@ func TestAttachErrors(t *testing.T) {
 	session := &bpf.Prog{Name: "s", ExpectedAttachType: bpf.AttachKprobeSession}
 	for _, tc := range []struct {
 		name string
-		gen  bpf.Gen
+		gen  image.Generation
 		fp   bool
 		prog *bpf.Prog
 		attr bpf.KprobeMultiAttr
 		want error
 	}{
-		{"FPROBE=n", bpf.Gen610, false, multi, bpf.KprobeMultiAttr{Syms: names, Cnt: 3}, errno.EOPNOTSUPP},
-		{"FPROBE=n 6.1", bpf.Gen61, false, multi, bpf.KprobeMultiAttr{Syms: names, Cnt: 3}, errno.EOPNOTSUPP},
-		{"session FPROBE=n 6.1: link_create refuses the attach type first", bpf.Gen61, false, session, bpf.KprobeMultiAttr{Syms: names, Cnt: 3}, errno.EINVAL},
-		{"session FPROBE=n 6.10", bpf.Gen610, false, session, bpf.KprobeMultiAttr{Syms: names, Cnt: 3}, errno.EOPNOTSUPP},
-		{"perf attach type", bpf.Gen610, true, &bpf.Prog{ExpectedAttachType: bpf.AttachPerfEvent}, bpf.KprobeMultiAttr{Syms: names, Cnt: 3}, errno.EINVAL},
-		{"ok", bpf.Gen610, true, multi, bpf.KprobeMultiAttr{Syms: names, Cnt: 3}, nil},
-		{"session on 6.1", bpf.Gen61, true, session, bpf.KprobeMultiAttr{Syms: names, Cnt: 3}, errno.EINVAL},
-		{"session", bpf.Gen610, true, session, bpf.KprobeMultiAttr{Syms: names[:1], Cnt: 1}, nil},
-		{"cnt 0", bpf.Gen610, true, multi, bpf.KprobeMultiAttr{Syms: names, Cnt: 0}, errno.EINVAL},
-		{"both", bpf.Gen610, true, multi, bpf.KprobeMultiAttr{Syms: names, Addrs: []uint64{1}, Cnt: 1}, errno.EINVAL},
-		{"neither", bpf.Gen610, true, multi, bpf.KprobeMultiAttr{Cnt: 1}, errno.EINVAL},
-		{"flags", bpf.Gen610, true, multi, bpf.KprobeMultiAttr{Syms: names, Cnt: 3, Flags: 2}, errno.EINVAL},
-		{"link flags", bpf.Gen610, true, multi, bpf.KprobeMultiAttr{Syms: names, Cnt: 3, LinkFlags: 1}, errno.EINVAL},
-		{"E2BIG", bpf.Gen610, true, multi, bpf.KprobeMultiAttr{Syms: names, Cnt: bpf.MaxKprobeMultiCnt + 1}, errno.E2BIG},
-		{"no E2BIG in 6.1", bpf.Gen61, true, multi, bpf.KprobeMultiAttr{Syms: names, Cnt: bpf.MaxKprobeMultiCnt + 1}, errno.EFAULT},
-		{"missing", bpf.Gen610, true, multi, bpf.KprobeMultiAttr{Syms: []string{names[0], "kpsim_missing"}, Cnt: 2}, errno.ESRCH},
-		{"duplicate names", bpf.Gen610, true, multi, bpf.KprobeMultiAttr{Syms: []string{names[0], names[0]}, Cnt: 2}, errno.ESRCH},
-		{"long name", bpf.Gen610, true, multi, bpf.KprobeMultiAttr{Syms: []string{string(make([]byte, 600))[:0] + longName()}, Cnt: 1}, errno.E2BIG},
-		{"untraceable addr", bpf.Gen610, true, multi, bpf.KprobeMultiAttr{Addrs: []uint64{1}, Cnt: 1}, errno.EINVAL},
-		{"sleepable", bpf.Gen610, true, &bpf.Prog{ExpectedAttachType: bpf.AttachKprobeMulti, Sleepable: true}, bpf.KprobeMultiAttr{Syms: names, Cnt: 3}, errno.EINVAL},
+		{"FPROBE=n", image.Gen612, false, multi, bpf.KprobeMultiAttr{Syms: names, Cnt: 3}, errno.EOPNOTSUPP},
+		{"FPROBE=n 6.1", image.Gen61, false, multi, bpf.KprobeMultiAttr{Syms: names, Cnt: 3}, errno.EOPNOTSUPP},
+		{"session FPROBE=n 6.1: link_create refuses the attach type first", image.Gen61, false, session, bpf.KprobeMultiAttr{Syms: names, Cnt: 3}, errno.EINVAL},
+		{"session FPROBE=n 6.12", image.Gen612, false, session, bpf.KprobeMultiAttr{Syms: names, Cnt: 3}, errno.EOPNOTSUPP},
+		{"perf attach type", image.Gen612, true, &bpf.Prog{ExpectedAttachType: bpf.AttachPerfEvent}, bpf.KprobeMultiAttr{Syms: names, Cnt: 3}, errno.EINVAL},
+		{"ok", image.Gen612, true, multi, bpf.KprobeMultiAttr{Syms: names, Cnt: 3}, nil},
+		{"session on 6.1", image.Gen61, true, session, bpf.KprobeMultiAttr{Syms: names, Cnt: 3}, errno.EINVAL},
+		{"session", image.Gen612, true, session, bpf.KprobeMultiAttr{Syms: names[:1], Cnt: 1}, nil},
+		{"cnt 0", image.Gen612, true, multi, bpf.KprobeMultiAttr{Syms: names, Cnt: 0}, errno.EINVAL},
+		{"both", image.Gen612, true, multi, bpf.KprobeMultiAttr{Syms: names, Addrs: []uint64{1}, Cnt: 1}, errno.EINVAL},
+		{"neither", image.Gen612, true, multi, bpf.KprobeMultiAttr{Cnt: 1}, errno.EINVAL},
+		{"flags", image.Gen612, true, multi, bpf.KprobeMultiAttr{Syms: names, Cnt: 3, Flags: 2}, errno.EINVAL},
+		{"link flags", image.Gen612, true, multi, bpf.KprobeMultiAttr{Syms: names, Cnt: 3, LinkFlags: 1}, errno.EINVAL},
+		{"E2BIG", image.Gen612, true, multi, bpf.KprobeMultiAttr{Syms: names, Cnt: bpf.MaxKprobeMultiCnt + 1}, errno.E2BIG},
+		{"no E2BIG in 6.1", image.Gen61, true, multi, bpf.KprobeMultiAttr{Syms: names, Cnt: bpf.MaxKprobeMultiCnt + 1}, errno.EFAULT},
+		{"missing", image.Gen612, true, multi, bpf.KprobeMultiAttr{Syms: []string{names[0], "kpsim_missing"}, Cnt: 2}, errno.ESRCH},
+		{"duplicate names", image.Gen612, true, multi, bpf.KprobeMultiAttr{Syms: []string{names[0], names[0]}, Cnt: 2}, errno.ESRCH},
+		{"long name", image.Gen612, true, multi, bpf.KprobeMultiAttr{Syms: []string{string(make([]byte, 600))[:0] + longName()}, Cnt: 1}, errno.E2BIG},
+		{"untraceable addr", image.Gen612, true, multi, bpf.KprobeMultiAttr{Addrs: []uint64{1}, Cnt: 1}, errno.EINVAL},
+		{"sleepable", image.Gen612, true, &bpf.Prog{ExpectedAttachType: bpf.AttachKprobeMulti, Sleepable: true}, bpf.KprobeMultiAttr{Syms: names, Cnt: 3}, errno.EINVAL},
 	} {
 		k := e.kernel(tc.gen, tc.fp)
 		l, err := k.KprobeMultiLinkAttach(sim.NewCounters(false), tc.prog, tc.attr)
@@ -116,11 +139,12 @@ func longName() string {
 }
 
 // TestSessionRethookNodes: a session link (entry + exit handlers)
-// preallocates num × CPUs × 2 rethook nodes (rethook-based fprobe), a
-// kprobe.multi entry link none; the link stores symbol addresses.
+// preallocates num × CPUs × 2 rethook nodes (6.12.117's rethook-based
+// fprobe, on an objpool: one slot per possible CPU), a kprobe.multi entry
+// link none; the link stores symbol addresses.
 func TestSessionRethookNodes(t *testing.T) {
 	e := newEnv(t)
-	k := e.kernel(bpf.Gen610, true)
+	k := e.kernel(image.Gen612, true)
 	names := e.traced(5)
 	c := sim.NewCounters(false)
 	l, err := k.KprobeMultiLinkAttach(c, &bpf.Prog{ExpectedAttachType: bpf.AttachKprobeSession}, bpf.KprobeMultiAttr{Syms: names, Cnt: 5})
@@ -147,20 +171,21 @@ func TestSessionRethookNodes(t *testing.T) {
 			t.Errorf("link address %#x is not a symbol address", a)
 		}
 	}
-	if c.Total(fprobe.OpRethookNode) != 40 {
-		t.Errorf("counted %d rethook nodes", c.Total(fprobe.OpRethookNode))
+	if c.Total(fprobe.OpObjpoolNode) != 40 || c.Total(fprobe.OpObjpoolSlot) != 4 || c.Total(fprobe.OpRethookNode) != 0 {
+		t.Errorf("counted %d objpool nodes in %d slots, %d kzalloc'd nodes; want 40 in 4, 0 (6.12 rethook_alloc → objpool_init)",
+			c.Total(fprobe.OpObjpoolNode), c.Total(fprobe.OpObjpoolSlot), c.Total(fprobe.OpRethookNode))
 	}
 	l2, err := k.KprobeMultiLinkAttach(nil, &bpf.Prog{ExpectedAttachType: bpf.AttachKprobeMulti}, bpf.KprobeMultiAttr{Syms: names, Cnt: 5})
 	if err != nil || l2.Fprobe.RethookNodes() != 0 || l2.Fprobe.ExitHandler {
 		t.Errorf("entry link: %v nodes %d", err, l2.Fprobe.RethookNodes())
 	}
-	if e.ft.NumOps() != 2 {
-		t.Errorf("%d ftrace_ops registered, want one per link (2)", e.ft.NumOps())
+	if k.Ftrace.NumOps() != 2 {
+		t.Errorf("%d ftrace_ops registered, want one per link (2)", k.Ftrace.NumOps())
 	}
 }
 
 // TestModuleSymbols: 6.1.192's ftrace_lookup_symbols never looks at
-// modules (-ESRCH for a module function); the v6.10 form finds it and the
+// modules (-ESRCH for a module function); 6.12.117's finds it and the
 // link takes a reference on the module.
 func TestModuleSymbols(t *testing.T) {
 	e := newEnv(t)
@@ -179,13 +204,13 @@ func TestModuleSymbols(t *testing.T) {
 	}
 	prog := &bpf.Prog{ExpectedAttachType: bpf.AttachKprobeMulti}
 	attr := bpf.KprobeMultiAttr{Syms: []string{fn}, Cnt: 1}
-	if _, err := e.kernel(bpf.Gen61, true).KprobeMultiLinkAttach(nil, prog, attr); err != errno.ESRCH {
+	if _, err := e.kernel(image.Gen61, true).KprobeMultiLinkAttach(nil, prog, attr); err != errno.ESRCH {
 		t.Errorf("6.1: %v, want -ESRCH", err)
 	}
-	k := e.kernel(bpf.Gen610, true)
+	k := e.kernel(image.Gen612, true)
 	l, err := k.KprobeMultiLinkAttach(nil, prog, attr)
 	if err != nil {
-		t.Fatalf("6.10: %v", err)
+		t.Fatalf("6.12: %v", err)
 	}
 	if len(l.Mods) != 1 || l.Mods[0] != mod || k.ModuleRefs(mod) != 1 {
 		t.Errorf("module refs %v (%d)", l.Mods, k.ModuleRefs(mod))
@@ -196,7 +221,7 @@ func TestModuleSymbols(t *testing.T) {
 	// The cnt == 1 fast path backported to 6.1 finds it through
 	// kallsyms_lookup_name's module search: a decision the 6.1 walk never
 	// makes.
-	k61 := e.kernel(bpf.Gen61, true)
+	k61 := e.kernel(image.Gen61, true)
 	k61.Lookup = ftrace.LookupSingle
 	if _, err := k61.KprobeMultiLinkAttach(nil, prog, attr); err != nil {
 		t.Errorf("6.1 + fast path: %v, want success (kallsyms_lookup_name searches modules)", err)
@@ -207,7 +232,7 @@ func TestModuleSymbols(t *testing.T) {
 // the addresses.
 func TestCookiesFollowSort(t *testing.T) {
 	e := newEnv(t)
-	k := e.kernel(bpf.Gen610, true)
+	k := e.kernel(image.Gen612, true)
 	names := e.traced(6)
 	rev := make([]string, len(names))
 	cookies := make([]uint64, len(names))

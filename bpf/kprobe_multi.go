@@ -3,17 +3,19 @@
 // bpf_kprobe_multi_link_attach (kprobe.multi, kretprobe.multi and
 // kprobe.session links over fprobe), as Linux resolves a link's symbols
 // (copy_user_syms, sort_r, ftrace_lookup_symbols), takes module references
-// (get_modules_for_addrs) and registers one rethook-based fprobe per link
-// (register_fprobe_ips → ftrace_set_filter_ips + register_ftrace_function).
+// (get_modules_for_addrs) and registers one fprobe per link
+// (register_fprobe_ips).
 //
-// Two kernel generations are modelled (Gen): 6.1.192 as Debian ships it
-// (no kprobe.session, no MAX_KPROBE_MULTI_CNT, no module references, and an
-// ftrace_lookup_symbols that never looks at modules), and the v6.10–v6.13
-// form the kprobe.session patches were written against (session links,
-// -E2BIG above 2^20 addresses, get_modules_for_addrs, module symbols after
-// vmlinux), whose fprobe is still the rethook-based one. Both refuse every
-// kprobe-multi link with -EOPNOTSUPP when CONFIG_FPROBE is off — the
-// pinned Debian 6.1 kernel's configuration.
+// The generation is the image's (Kernel.Gen; gen.go's fact table):
+// 6.1.192 as Debian ships it (no kprobe.session, no MAX_KPROBE_MULTI_CNT,
+// no module references, an ftrace_lookup_symbols that never looks at
+// modules, a rethook fprobe with one kzalloc per return node); 6.12.117
+// (session links, -E2BIG above 2^20 addresses, link_create.flags checked,
+// get_modules_for_addrs, module symbols after vmlinux, a rethook fprobe
+// on an objpool); 7.3 (as 6.12 plus the kprobe_write_ctx refusal, the
+// cnt == 1 lookup fast path, and the fgraph fprobe on shared ops). All
+// refuse every kprobe-multi link with -EOPNOTSUPP when CONFIG_FPROBE is
+// off — the pinned Debian 6.1 kernel's configuration.
 package bpf
 
 import (
@@ -28,43 +30,13 @@ import (
 	"github.com/kpsim/kpsim/sim"
 )
 
-// Gen is the kernel generation of bpf_trace.c modelled.
-type Gen uint8
-
-const (
-	// Gen61 is Linux 6.1.192 (Debian bookworm).
-	Gen61 Gen = iota
-	// Gen610 is v6.10–v6.13: kprobe.session, MAX_KPROBE_MULTI_CNT,
-	// get_modules_for_addrs, the ftrace_lookup_symbols module walk; the
-	// fprobe is still rethook-based.
-	Gen610
-)
-
-func (g Gen) String() string {
-	if g == Gen61 {
-		return "6.1"
-	}
-	return "6.10"
-}
-
-// ParseGen parses "6.1" or "6.10".
-func ParseGen(s string) (Gen, error) {
-	switch s {
-	case "6.1":
-		return Gen61, nil
-	case "6.10":
-		return Gen610, nil
-	}
-	return 0, fmt.Errorf("unknown kernel generation %q (want 6.1 or 6.10)", s)
-}
-
 // AttachType is enum bpf_attach_type, the values this model uses.
 type AttachType int
 
 const (
 	AttachPerfEvent     AttachType = 41 // BPF_PERF_EVENT
 	AttachKprobeMulti   AttachType = 42 // BPF_TRACE_KPROBE_MULTI
-	AttachKprobeSession AttachType = 56 // BPF_TRACE_KPROBE_SESSION (v6.10)
+	AttachKprobeSession AttachType = 56 // BPF_TRACE_KPROBE_SESSION (v6.10; 6.12.117, 7.3)
 )
 
 func (a AttachType) String() string {
@@ -82,7 +54,7 @@ func (a AttachType) String() string {
 // FKprobeMultiReturn is BPF_F_KPROBE_MULTI_RETURN.
 const FKprobeMultiReturn = 1 << 0
 
-// MaxKprobeMultiCnt is MAX_KPROBE_MULTI_CNT (v6.7+, Gen610).
+// MaxKprobeMultiCnt is MAX_KPROBE_MULTI_CNT (v6.7+: 6.12.117, 7.3).
 const MaxKprobeMultiCnt = 1 << 20
 
 // Prog is the part of a loaded struct bpf_prog the attach path reads.
@@ -90,6 +62,10 @@ type Prog struct {
 	Name               string
 	ExpectedAttachType AttachType
 	Sleepable          bool
+	// KprobeWriteCtx is prog->aux->kprobe_write_ctx (7.3: the verifier
+	// saw the program write its context), which 7.3's
+	// bpf_kprobe_multi_link_attach refuses.
+	KprobeWriteCtx bool
 }
 
 // KprobeMultiAttr is attr->link_create for a kprobe-multi link.
@@ -111,7 +87,9 @@ type Kconfig struct {
 
 // Kernel is the modelled kernel the attach paths run on.
 type Kernel struct {
-	Gen     Gen
+	// Gen is the kernel generation (the image's; GenUnknown reads as
+	// 6.1). gen.go's facts follow it.
+	Gen     image.Generation
 	Kconfig Kconfig
 	Ftrace  *ftrace.Ftrace
 	Fprobe  *fprobe.Env
@@ -125,6 +103,8 @@ type Kernel struct {
 	// Faults injects FaultKprobeMultiAlloc; nil injects nothing.
 	Faults *sim.Faults
 
+	g      *genFacts
+	why    string // the last attach's generation-specific refusal (LastRefusal)
 	links  []*KprobeMultiLink
 	nextID int
 	modRef map[string]int
@@ -199,28 +179,31 @@ func kvmalloc(c *sim.Counters, size int) {
 	c.Add(OpVmallocPage, uint64((size+4095)/4096))
 }
 
-// isKprobeMulti is is_kprobe_multi(prog) (v6.10).
+// isKprobeMulti is is_kprobe_multi(prog) (6.12.117, 7.3).
 func isKprobeMulti(p *Prog) bool {
 	return p.ExpectedAttachType == AttachKprobeMulti || p.ExpectedAttachType == AttachKprobeSession
 }
 
 // KprobeMultiLinkAttach models kernel/trace/bpf_trace.c:
-// bpf_kprobe_multi_link_attach(attr, prog), reached from
-// bpf(BPF_LINK_CREATE) → link_create. It returns the link (its fd) or the
-// kernel's error. Counts land in PhaseLinkCreate, PhaseResolve and
-// PhaseFprobe.
+// bpf_kprobe_multi_link_attach(attr, prog) of the Kernel's generation,
+// reached from bpf(BPF_LINK_CREATE) → link_create. It returns the link
+// (its fd) or the kernel's error. Counts land in PhaseLinkCreate,
+// PhaseResolve and PhaseFprobe.
 func (k *Kernel) KprobeMultiLinkAttach(c *sim.Counters, prog *Prog, attr KprobeMultiAttr) (*KprobeMultiLink, error) {
 	prev := c.Enter(PhaseLinkCreate)
 	defer c.Enter(prev)
 	c.Inc(OpSyscall)
+	g := k.facts()
+	k.why = ""
 	// link_create: a BPF_PROG_TYPE_KPROBE program links with
-	// BPF_PERF_EVENT or BPF_TRACE_KPROBE_MULTI (v6.10: or
+	// BPF_PERF_EVENT or BPF_TRACE_KPROBE_MULTI (6.12+: or
 	// BPF_TRACE_KPROBE_SESSION); anything else is -EINVAL before
 	// bpf_kprobe_multi_link_attach (kernel/bpf/syscall.c:link_create).
 	switch prog.ExpectedAttachType {
 	case AttachKprobeMulti:
 	case AttachKprobeSession:
-		if k.Gen == Gen61 {
+		if !g.session {
+			k.why = "link_create (6.1.192, kernel/bpf/syscall.c): no BPF_TRACE_KPROBE_SESSION before 6.10"
 			return nil, errno.EINVAL
 		}
 	default:
@@ -230,16 +213,16 @@ func (k *Kernel) KprobeMultiLinkAttach(c *sim.Counters, prog *Prog, attr KprobeM
 		return nil, errno.EOPNOTSUPP // the !CONFIG_FPROBE stub
 	}
 	session := prog.ExpectedAttachType == AttachKprobeSession
-	if k.Gen == Gen61 {
-		if prog.ExpectedAttachType != AttachKprobeMulti {
-			return nil, errno.EINVAL
-		}
-	} else {
-		if attr.LinkFlags != 0 || !isKprobeMulti(prog) {
-			return nil, errno.EINVAL
-		}
+	// 6.1.192: expected_attach_type != BPF_TRACE_KPROBE_MULTI; 6.12+:
+	// attr->link_create.flags, then !is_kprobe_multi(prog).
+	if g.linkFlags && attr.LinkFlags != 0 || !isKprobeMulti(prog) {
+		return nil, errno.EINVAL
 	}
 	if prog.Sleepable {
+		return nil, errno.EINVAL
+	}
+	if g.writeCtx && prog.KprobeWriteCtx {
+		k.why = "bpf_kprobe_multi_link_attach (7.3): prog->aux->kprobe_write_ctx, writing to context is not allowed for kprobes"
 		return nil, errno.EINVAL
 	}
 	if attr.Flags&^FKprobeMultiReturn != 0 {
@@ -252,7 +235,8 @@ func (k *Kernel) KprobeMultiLinkAttach(c *sim.Counters, prog *Prog, attr KprobeM
 	if cnt == 0 {
 		return nil, errno.EINVAL
 	}
-	if k.Gen >= Gen610 && cnt > MaxKprobeMultiCnt {
+	if g.maxCnt && cnt > MaxKprobeMultiCnt {
+		k.why = fmt.Sprintf("bpf_kprobe_multi_link_attach (%s, 6.12+): cnt %d > MAX_KPROBE_MULTI_CNT", g.gen, cnt)
 		return nil, errno.E2BIG
 	}
 	// The user arrays must hold cnt entries (copy_from_user / __get_user
@@ -299,25 +283,19 @@ func (k *Kernel) KprobeMultiLinkAttach(c *sim.Counters, prog *Prog, attr KprobeM
 	c.Inc(OpLinkPrime)
 	link := &KprobeMultiLink{Prog: prog, Addrs: addrs, Cookies: cookies, Session: session,
 		Return: attr.Flags&FKprobeMultiReturn != 0}
-	fp := &fprobe.Fprobe{}
-	if k.Gen == Gen61 {
-		if link.Return {
-			fp.ExitHandler = true
-		} else {
-			fp.EntryHandler = true
-		}
-	} else {
-		fp.EntryHandler = !link.Return
-		fp.ExitHandler = link.Return || session
-		if session {
-			fp.EntryDataSize = 8
-		}
+	// 6.12+: entry handler unless BPF_F_KPROBE_MULTI_RETURN, exit
+	// handler for a return or session link, entry_data_size 8 for a
+	// session. 6.1.192 sets exactly one of them (exit for a return link):
+	// the same for the links it accepts (no session).
+	fp := &fprobe.Fprobe{EntryHandler: !link.Return, ExitHandler: link.Return || session}
+	if session {
+		fp.EntryDataSize = 8
 	}
 	if cookies != nil {
 		// sort_r(addrs, bpf_kprobe_multi_cookie_cmp, ..._swap).
 		sortAddrs(c, addrs, cookies)
 	}
-	if k.Gen >= Gen610 {
+	if g.moduleRefs { // 6.12+: get_modules_for_addrs
 		mods, err := k.getModulesForAddrs(c, addrs)
 		if err != nil {
 			return nil, err
@@ -331,6 +309,7 @@ func (k *Kernel) KprobeMultiLinkAttach(c *sim.Counters, prog *Prog, attr KprobeM
 	err := k.Fprobe.RegisterFprobeIPs(c, fp, addrs)
 	c.Enter(PhaseLinkCreate)
 	if err != nil {
+		k.why = k.Fprobe.LastRefusal()
 		k.putModules(link.Mods)
 		return nil, err // bpf_link_cleanup
 	}
@@ -338,6 +317,12 @@ func (k *Kernel) KprobeMultiLinkAttach(c *sim.Counters, prog *Prog, attr KprobeM
 	k.links = append(k.links, link)
 	return link, nil
 }
+
+// LastRefusal is the reason of the last attach's refusal when it exists
+// only in some generations ("link_create (6.1.192 ...): no
+// BPF_TRACE_KPROBE_SESSION"), naming the generation and the kernel
+// function; "" otherwise.
+func (k *Kernel) LastRefusal() string { return k.why }
 
 // EFAULT is a user array shorter than cnt.
 const EFAULT = errno.EFAULT
@@ -425,7 +410,8 @@ func (k *Kernel) moduleOf(c *sim.Counters, addr uint64) *image.Module {
 	return nil
 }
 
-// getModulesForAddrs models get_modules_for_addrs (v6.3+): per address
+// getModulesForAddrs models kernel/trace/bpf_trace.c:get_modules_for_addrs
+// (6.12.117, 7.3; absent in 6.1.192): per address
 // __module_address, each module once (has_module's scan), try_module_get
 // (a module going away → -EINVAL in the kernel's loop; modules here never
 // go away).
@@ -464,7 +450,9 @@ func (k *Kernel) putModules(mods []string) {
 func (k *Kernel) ModuleRefs(name string) int { return k.modRef[name] }
 
 // ReleaseLink models closing the link fd: bpf_kprobe_multi_link_release →
-// unregister_fprobe, then the module references are put.
+// unregister_fprobe (7.3: unregister_fprobe_async, no grace period
+// waited for; the fprobe.Env follows the generation), then the module
+// references are put (6.12+).
 func (k *Kernel) ReleaseLink(c *sim.Counters, l *KprobeMultiLink) error {
 	prev := c.Enter(PhaseFprobe)
 	defer c.Enter(prev)

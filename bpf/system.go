@@ -42,7 +42,7 @@ type System struct {
 	K    *Kernel
 	Proc ProcKallsymsReader
 	// FilterFunctionsAddrs: tracefs has available_filter_functions_addrs
-	// (v6.5+; true for Gen610, false for 6.1.192).
+	// (v6.5+: 6.12.117 and 7.3, not 6.1.192; gen.go).
 	FilterFunctionsAddrs bool
 	// Perf is the perf kprobe PMU; nil means no kprobe PMU (the type file
 	// is absent).
@@ -53,7 +53,7 @@ type System struct {
 
 // NewSystem returns the user-visible side of k.
 func NewSystem(k *Kernel, proc ProcKallsymsReader, perf PerfKprobe) *System {
-	return &System{K: k, Proc: proc, FilterFunctionsAddrs: k.Gen >= Gen610, Perf: perf, nextFD: 3}
+	return &System{K: k, Proc: proc, FilterFunctionsAddrs: k.facts().filterFunctionsAddrs, Perf: perf, nextFD: 3}
 }
 
 func (s *System) fd() int { s.nextFD++; return s.nextFD - 1 }
@@ -139,6 +139,6 @@ func (s *System) LinkCreatePerfEvent(c *sim.Counters, prog *Prog, perfFD int) (i
 
 // String describes the system for reports.
 func (s *System) String() string {
-	return fmt.Sprintf("kernel %s, CONFIG_FPROBE=%v, available_filter_functions_addrs=%v, kprobe PMU=%v",
-		s.K.Gen, s.K.Kconfig.FPROBE, s.FilterFunctionsAddrs, s.Perf != nil)
+	return fmt.Sprintf("generation %s, CONFIG_FPROBE=%v, available_filter_functions_addrs=%v, kprobe PMU=%v",
+		s.K.Generation(), s.K.Kconfig.FPROBE, s.FilterFunctionsAddrs, s.Perf != nil)
 }

@@ -10,13 +10,12 @@ import (
 )
 
 // BPF returns the BPF layer behind the kprobe_multi front door
-// (bpf_kprobe_multi_link_attach) of kernel generation gen, with or without
-// CONFIG_FPROBE, on possibleCPUs possible CPUs. From 6.10 on, ftrace's
-// symbol lookup walks the modules too.
-func (d *Doors) BPF(gen bpf.Gen, fprobeOn bool, possibleCPUs int) *bpf.Kernel {
+// (bpf_kprobe_multi_link_attach) of the machine's kernel generation (the
+// image's: bpf, ftrace and fprobe each follow it), with or without
+// CONFIG_FPROBE, on possibleCPUs possible CPUs.
+func (d *Doors) BPF(fprobeOn bool, possibleCPUs int) *bpf.Kernel {
 	m := d.m
-	m.Ftrace.LookupSymbolsModules = gen >= bpf.Gen610
-	return &bpf.Kernel{Gen: gen, Kconfig: bpf.Kconfig{FPROBE: fprobeOn}, Ftrace: m.Ftrace,
+	return &bpf.Kernel{Gen: m.Kernel.Config.Gen.Effective(), Kconfig: bpf.Kconfig{FPROBE: fprobeOn}, Ftrace: m.Ftrace,
 		Fprobe: &fprobe.Env{Ftrace: m.Ftrace, PossibleCPUs: possibleCPUs, Faults: m.Faults}, Syms: m.Syms,
 		Modules: m.Kernel.Modules, Lookup: ftrace.LookupModeOf(m.Switches)}
 }

@@ -146,3 +146,88 @@ func (ft *Ftrace) FreeFilter(c *sim.Counters, o *Ops) {
 		ft.change(h, ip, false)
 	}
 }
+
+// RemoveFilterIPs models kernel/trace/ftrace.c:ftrace_set_filter_ips(ops,
+// ips, cnt, remove=1, reset=0), which 7.3's fprobe uses to take a detached
+// fprobe's addresses off the shared fprobe_ftrace_ops / fprobe_graph_ops
+// (fprobe_ftrace_remove_ips, fprobe_graph_remove_ips):
+// alloc_and_copy_ftrace_hash, then per ip __ftrace_match_addr's remove
+// branch — ftrace_location (0 → -EINVAL), ftrace_lookup_ip (absent →
+// -ENOENT; both free the temporary hash), free_hash_entry — then the hash
+// move with the enabled ops' disable/enable record passes and one
+// ftrace_replace_code for the whole set, and the old hash freed. The
+// lookup's chain length is the one of the hash before the batch (earlier
+// removals of the same batch are not subtracted).
+func (ft *Ftrace) RemoveFilterIPs(c *sim.Counters, o *Ops, ips []uint64) error {
+	if o.IPModify {
+		return EINVAL
+	}
+	h := &o.hash
+	oldCount, oldBits := h.count, h.bits
+	if err := ft.allocAndCopyHash(c, h); err != nil {
+		return err
+	}
+	var gone []uint64
+	seen := map[uint64]bool{}
+	for _, ip := range ips {
+		loc := ft.Location(c, ip)
+		if loc == 0 {
+			freeHash(c, oldCount-len(gone), HashDefaultBits)
+			return EINVAL
+		}
+		if oldCount-len(gone) == 0 {
+			freeHash(c, 0, HashDefaultBits)
+			return ENOENT // ftrace_lookup_ip on an empty hash
+		}
+		c.Inc(OpHashLookup)
+		pos, chain := h.tmpChain(loc)
+		if pos == 0 || seen[loc] {
+			c.Add(OpHashNode, uint64(chain))
+			freeHash(c, oldCount-len(gone), HashDefaultBits)
+			return ENOENT
+		}
+		c.Add(OpHashNode, uint64(pos))
+		c.Inc(OpHashFree)
+		seen[loc] = true
+		gone = append(gone, loc)
+	}
+	newCount := oldCount - len(gone)
+	if newCount > 0 {
+		if ft.f.Fail(FaultHashMove) {
+			freeHash(c, newCount, HashDefaultBits)
+			return ENOMEM
+		}
+		c.Add(OpHashBucketInit, uint64(1)<<dupHashBits(newCount))
+		c.Add(OpHashBucket, 1<<HashDefaultBits)
+		c.Add(OpHashMove, uint64(newCount))
+	}
+	var disable walkStats
+	oldMatched := 0
+	if o.enabled {
+		disable = ft.recUpdateWalk(h)
+		if oldCount > 0 {
+			oldMatched = oldCount - h.w.irregular
+		}
+	}
+	for _, loc := range gone {
+		ft.change(h, loc, false)
+	}
+	if o.enabled {
+		countWalk(c, disable)
+		c.Add(OpRecMatch, uint64(oldMatched))
+		enable := ft.recUpdateWalk(h)
+		countWalk(c, enable)
+		if h.count > 0 {
+			c.Add(OpRecMatch, uint64(h.count-h.w.irregular))
+		}
+		var dirty []uint64
+		for _, loc := range gone {
+			if ft.recompute(loc) != nil {
+				dirty = append(dirty, loc)
+			}
+		}
+		ft.replaceCode(c, dirty)
+	}
+	freeHash(c, oldCount, oldBits)
+	return nil
+}

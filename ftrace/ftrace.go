@@ -159,10 +159,9 @@ type Ftrace struct {
 	kprobeOps, ipmodifyOps *Ops
 	dynOps                 []*Ops // other users' ftrace_ops (fprobes), NewOps order
 
-	// LookupSymbolsModules: ftrace_lookup_symbols walks module symbols
-	// after vmlinux (upstream since 2023; not in 6.1.192, whose
-	// ftrace_lookup_symbols stops after kallsyms_on_each_symbol).
-	LookupSymbolsModules bool
+	// g: the generation's ftrace.c facts (gen.go), chosen in New from
+	// the image.
+	g *genFacts
 
 	// NoReplay makes every available_filter_functions read run the model
 	// (tests of the replay shortcut).
@@ -191,7 +190,7 @@ func New(k *image.Kernel, ksyms kallsyms.Resolver, f *sim.Faults) (*Ftrace, erro
 	if ksyms == nil {
 		return nil, fmt.Errorf("ftrace: a kallsyms resolver is required")
 	}
-	ft := &Ftrace{k: k, ksyms: ksyms, f: f, ibt: k.Config.IBT, foreign: map[uint64]bool{}}
+	ft := &Ftrace{k: k, ksyms: ksyms, f: f, ibt: k.Config.IBT, foreign: map[uint64]bool{}, g: factsFor(k.Config.Gen)}
 	ft.recMemo = newRecMemo() // WalkRecords drops it
 	ft.kprobeOps = &Ops{Name: "kprobe_ftrace_ops", ft: ft}
 	ft.ipmodifyOps = &Ops{Name: "kprobe_ipmodify_ops", IPModify: true, ft: ft}
@@ -283,7 +282,9 @@ func GroupOrders(count int) []int {
 // groups for all count locations (ftrace_allocate_pages), fill each group to
 // its capacity in ip order skipping NULL entries, append the groups to the
 // list (modules get their own groups), free groups left unused by skipped
-// entries. Module tables are sorted here (sort(), ftrace_cmp_ips); vmlinux's
+// entries. 6.12.117 and 7.3 also skip a vmlinux entry outside core and init
+// text (genFacts.skipNonText); 6.1.192 keeps it (test_for_valid_rec then
+// disables it). Module tables are sorted here (sort(), ftrace_cmp_ips); vmlinux's
 // is sorted at build time.
 func (ft *Ftrace) processLocs(mod string, locs []uint64) {
 	if len(locs) == 0 {
@@ -316,12 +317,26 @@ func (ft *Ftrace) processLocs(mod string, locs []uint64) {
 		if ip == 0 {
 			continue
 		}
+		if mod == "" && ft.g.skipNonText && !ft.kernelText(ip) {
+			continue // 6.12+: not core or init text (a zeroed weak function's entry)
+		}
 		if len(groups[g].Records) == groups[g].Capacity() {
 			g++
 		}
 		groups[g].Records = append(groups[g].Records, Record{IP: ip, Flags: flags})
 	}
 	ft.pages = append(ft.pages, groups[:g+1]...) // pg_unuse freed
+}
+
+// kernelText is is_kernel_text(addr) || is_kernel_inittext(addr): the
+// image's core or init text. ftrace_process_locs tests it for vmlinux
+// entries when the generation skips non-text ones (6.12.117, 7.3).
+func (ft *Ftrace) kernelText(ip uint64) bool {
+	if r := ft.k.CoreText(); r != nil && r.Contains(ip) {
+		return true
+	}
+	r := ft.k.InitText()
+	return r != nil && r.Contains(ip)
 }
 
 // moduleInit models kernel/trace/ftrace.c:ftrace_module_init.

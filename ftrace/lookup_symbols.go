@@ -53,27 +53,32 @@ func LookupModeOf(sw sim.Switches) LookupMode {
 }
 
 // LookupSymbols models kernel/trace/ftrace.c:ftrace_lookup_symbols(
-// sorted_syms, cnt, addrs): addrs is zeroed, then kallsyms_on_each_symbol
-// runs kallsyms_callback on every vmlinux symbol in address order: a
-// bsearch of its name in sorted (which must be sorted by strcmp, as
-// bpf_kprobe_multi_link_attach's sort_r leaves it); a name that is not
-// requested, or whose slot is already filled (the first copy in address
-// order wins), or whose address is not traceable (ftrace_location == 0)
-// is skipped; otherwise the symbol address — not the patch site — is
-// stored and the walk stops once every slot is filled. With
-// LookupSymbolsModules the module symbols are walked next (later
-// kernels); 6.1.192 stops after vmlinux. Not all found → -ESRCH.
+// sorted_syms, cnt, addrs) of the image's generation: addrs is zeroed, then
+// kallsyms_on_each_symbol runs kallsyms_callback on every vmlinux symbol in
+// address order: a bsearch of its name in sorted (which must be sorted by
+// strcmp, as bpf_kprobe_multi_link_attach's sort_r leaves it); a name that
+// is not requested, or whose slot is already filled (the first copy in
+// address order wins), or whose address is not traceable (ftrace_location
+// == 0) is skipped; otherwise the symbol address — not the patch site — is
+// stored and the walk stops once every slot is filled. 6.1.192 stops
+// after vmlinux; 6.12.117 and 7.3 walk the module symbols next
+// (module_kallsyms_on_each_symbol(NULL, ...)) when a name is still
+// missing. Not all found → -ESRCH.
 //
 // mode adds the cnt == 1 fast path in front (Andrey Grodzovsky's
 // "ftrace: Optimize ftrace_lookup_symbols for single symbol", RFC v1 and
 // the form the review asked for): a = kallsyms_lookup_name(name); if a
 // and ftrace_location(a) → addrs[0] = a (v1: ftrace_location(a)), return 0.
 // Otherwise — a miss, or a lowest-address copy that is not traceable —
-// the full walk follows.
+// the full walk follows. 7.3 has the merged form upstream: its walk mode
+// is LookupSingle (ftrace_lookup_symbols, 7.3).
 func (ft *Ftrace) LookupSymbols(c *sim.Counters, sorted []string, addrs []uint64, mode LookupMode) error {
 	w, ok := ft.ksyms.(kallsyms.Walker)
 	if !ok {
 		return ErrNoWalker
+	}
+	if mode == LookupWalk && ft.g.lookupSingle {
+		mode = LookupSingle // 7.3: the cnt == 1 fast path is upstream
 	}
 	cnt := len(sorted)
 	if cnt == 1 && mode != LookupWalk {
@@ -111,7 +116,7 @@ func (ft *Ftrace) LookupSymbols(c *sim.Counters, sorted []string, addrs []uint64
 	if w.OnEachSymbol(c, callback) != 0 {
 		return nil
 	}
-	if ft.LookupSymbolsModules {
+	if ft.g.lookupModules { // 6.12+: module_kallsyms_on_each_symbol(NULL, ...)
 		var nb []byte
 		w.ModuleOnEachSymbol(c, func(name string, _ *image.Module, addr uint64) int {
 			nb = append(nb[:0], name...)

@@ -25,6 +25,7 @@ type bootRecordsKey struct{}
 type bootRecords struct {
 	src    any // the kallsyms source the records' verdicts came from
 	ibt    bool
+	gen    image.Generation // the generation's facts (ftrace_process_locs' skip)
 	mcount []uint64
 	mods   []modKey
 	ft     *Ftrace // pages, flat, nonDis and ver are read only
@@ -49,7 +50,7 @@ func modKeys(k *image.Kernel) []modKey {
 }
 
 func (b *bootRecords) matches(k *image.Kernel, src any) bool {
-	if b.src != src || b.ibt != k.Config.IBT || !slices.Equal(b.mcount, k.McountLocs) || len(b.mods) != len(k.Modules) {
+	if b.src != src || b.ibt != k.Config.IBT || b.gen != k.Config.Gen.Effective() || !slices.Equal(b.mcount, k.McountLocs) || len(b.mods) != len(k.Modules) {
 		return false
 	}
 	for i, m := range k.Modules {
@@ -77,7 +78,7 @@ func NewShared(k *image.Kernel, ksyms kallsyms.Resolver, f *sim.Faults, src any)
 		if err != nil {
 			return &bootRecords{err: err}
 		}
-		return &bootRecords{src: src, ibt: k.Config.IBT, mcount: slices.Clone(k.McountLocs), mods: modKeys(k), ft: ft.clone(nil, nil)}
+		return &bootRecords{src: src, ibt: k.Config.IBT, gen: k.Config.Gen.Effective(), mcount: slices.Clone(k.McountLocs), mods: modKeys(k), ft: ft.clone(nil, nil)}
 	})
 	if b.err != nil || !b.matches(k, src) {
 		// Booting failed, or the image or the source changed since the
@@ -91,7 +92,7 @@ func NewShared(k *image.Kernel, ksyms kallsyms.Resolver, f *sim.Faults, src any)
 func (ft *Ftrace) clone(ksyms kallsyms.Resolver, f *sim.Faults) *Ftrace {
 	c := &Ftrace{k: ft.k, ksyms: ksyms, f: f, ibt: ft.ibt, foreign: map[uint64]bool{},
 		ver: ft.ver, flat: cloneCap(ft.flat), nonDis: ft.nonDis, initFreed: ft.initFreed,
-		LookupSymbolsModules: ft.LookupSymbolsModules, NoReplay: ft.NoReplay}
+		g: ft.g, NoReplay: ft.NoReplay}
 	c.recMemo = newRecMemo() // WalkRecords drops it
 	c.kprobeOps = &Ops{Name: "kprobe_ftrace_ops", ft: c}
 	c.ipmodifyOps = &Ops{Name: "kprobe_ipmodify_ops", IPModify: true, ft: c}

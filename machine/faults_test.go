@@ -770,7 +770,7 @@ func testFprobeRethook(t *testing.T) {
 	// references, no link and no ftrace user is left; the next attach
 	// works.
 	m = boot(t, 0, "fprobe.rethook.alloc@1")
-	bk := &bpf.Kernel{Gen: bpf.Gen61, Kconfig: bpf.Kconfig{FPROBE: true}, Ftrace: m.Ftrace,
+	bk := &bpf.Kernel{Gen: image.Gen61, Kconfig: bpf.Kconfig{FPROBE: true}, Ftrace: m.Ftrace,
 		Fprobe: &fprobe.Env{Ftrace: m.Ftrace, PossibleCPUs: 8, Faults: m.Faults}, Syms: m.Syms, Modules: m.Kernel.Modules}
 	prog := &bpf.Prog{Name: "t", ExpectedAttachType: bpf.AttachKprobeMulti}
 	var syms []string
@@ -807,7 +807,7 @@ func testKprobeMultiAlloc(t *testing.T) {
 	}
 	for n := 1; n <= 6; n++ {
 		m := boot(t, 0, fmt.Sprintf("bpf.kprobe_multi.alloc@%d", n))
-		bk := &bpf.Kernel{Gen: bpf.Gen61, Kconfig: bpf.Kconfig{FPROBE: true}, Ftrace: m.Ftrace,
+		bk := &bpf.Kernel{Gen: image.Gen61, Kconfig: bpf.Kconfig{FPROBE: true}, Ftrace: m.Ftrace,
 			Fprobe: &fprobe.Env{Ftrace: m.Ftrace, PossibleCPUs: 8}, Syms: m.Syms, Modules: m.Kernel.Modules, Faults: m.Faults}
 		attr := bpf.KprobeMultiAttr{Syms: append([]string(nil), syms...), Cookies: []uint64{1, 2, 3}, Cnt: uint32(len(syms))}
 		l, err := bk.KprobeMultiLinkAttach(m.C, &bpf.Prog{Name: "t", ExpectedAttachType: bpf.AttachKprobeMulti}, attr)

@@ -4,12 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/kpsim/kpsim/bpf"
 	"github.com/kpsim/kpsim/doors"
+	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/ftrace"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kallsyms"
@@ -23,10 +25,10 @@ import (
 // clock every weight was measured at (2.6 GHz).
 const CyclesPerMS = 2.6e6
 
-// BPFOptions are what every BPF scenario's kernel takes.
+// BPFOptions are what every BPF scenario's kernel takes. The generation
+// is the image's (image.Kernel.Config.Gen): bpf, ftrace and fprobe follow
+// it.
 type BPFOptions struct {
-	// Gen is the bpf_trace.c / ftrace generation modelled.
-	Gen bpf.Gen
 	// Kconfig overrides ("FPROBE=y"); nil keeps what the image says.
 	Kconfig map[string]bool
 	// PossibleCPUs is num_possible_cpus() (rethook node preallocation).
@@ -38,9 +40,9 @@ type BPFOptions struct {
 	Jobs int
 }
 
-// DefaultBPFOptions: the v6.10 generation (kprobe.session exists), 8
-// possible CPUs as kprobes.DefaultConfig's small server.
-func DefaultBPFOptions() BPFOptions { return BPFOptions{Gen: bpf.Gen610, PossibleCPUs: 8} }
+// DefaultBPFOptions: 8 possible CPUs as kprobes.DefaultConfig's small
+// server.
+func DefaultBPFOptions() BPFOptions { return BPFOptions{PossibleCPUs: 8} }
 
 // FprobeFromImage says whether the image was built with CONFIG_FPROBE:
 // for a real kernel, whether kallsyms has register_fprobe_ips (built in
@@ -108,11 +110,25 @@ func bootBPF(k *image.Kernel, sw sim.Switches, o BPFOptions, c *sim.Counters) (*
 		fp = v
 	}
 	d := doors.New(m)
-	kern := d.BPF(o.Gen, fp, o.PossibleCPUs)
+	kern := d.BPF(fp, o.PossibleCPUs)
 	perf := d.PerfKprobes()
 	sys := bpf.NewSystem(kern, syms, perf)
-	r := &bpfRun{c: c, kern: kern, sys: sys, lib: libbpf.New(sys, sw), syms: syms, ft: ft, perf: perf}
+	r := &bpfRun{c: c, kern: kern, sys: sys, lib: libbpf.New(reasons{sys}, sw), syms: syms, ft: ft, perf: perf}
 	return r, why, nil
+}
+
+// reasons is the bpf(2) door as libbpf calls it, with a refusal that
+// exists only in some generations carrying its reason (bpf.Kernel.
+// LastRefusal: the generation and the kernel function) to the report.
+type reasons struct{ *bpf.System }
+
+func (s reasons) LinkCreateKprobeMulti(c *sim.Counters, prog *bpf.Prog, attr bpf.KprobeMultiAttr) (int, error) {
+	fd, err := s.System.LinkCreateKprobeMulti(c, prog, attr)
+	var code errno.Errno
+	if why := s.K.LastRefusal(); err != nil && why != "" && errors.As(err, &code) {
+		return fd, &doors.Refusal{Code: code, Reason: why}
+	}
+	return fd, err
 }
 
 func yn(b bool) string {

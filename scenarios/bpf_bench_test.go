@@ -52,6 +52,7 @@ func BenchmarkRunSession(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	k.Config.Gen = image.Gen612 // kprobe.session exists from 6.12 (the BPF paths follow the image)
 	benchSession(b, k)
 }
 

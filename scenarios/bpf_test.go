@@ -24,7 +24,11 @@ func bpfImage(t testing.TB, ibt bool) *image.Kernel {
 	cfg := smallImage(7)
 	cfg.IBT = ibt
 	cfg.DupNamePercent, cfg.ClonePercent = 8, 8
-	return fixture.Generate(t, cfg)
+	k := fixture.Generate(t, cfg)
+	// The BPF paths follow the image's generation: 6.12 is the model
+	// these tests were written on (kprobe.session, the module walk).
+	k.Config.Gen = image.Gen612
+	return k
 }
 
 func bootTest(t testing.TB, k *image.Kernel, sw sim.Switches) *bpfRun {

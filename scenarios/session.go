@@ -68,10 +68,11 @@ func (o *SessionOptions) model(why string, k *image.Kernel) map[string]string {
 	if v, ok := o.BPF.Kconfig["FPROBE"]; ok {
 		kc = "FPROBE=" + yn(v)
 	}
+	kern, fp := bpf.Describe(k.Config.Gen)
 	return map[string]string{
 		"libbpf":   libbpf.Version,
-		"kernel":   "bpf_trace.c/ftrace generation " + o.BPF.Gen.String() + " (6.10: kprobe.session, MAX_KPROBE_MULTI_CNT, get_modules_for_addrs, module walk in ftrace_lookup_symbols)",
-		"fprobe":   "rethook-based (as 6.1, ≤ v6.13): one ftrace_ops per link, num × CPUs × 2 rethook nodes with an exit handler",
+		"kernel":   kern,
+		"fprobe":   fp,
 		"fprobe_y": why,
 		"kconfig":  kc,
 		"image":    k.Name,

@@ -36,7 +36,7 @@ func newBPFFlagSet(c string, args []string, stdout io.Writer) (*flag.FlagSet, *b
 
 func addBPFFlags(fs *flag.FlagSet, args []string) *bpfFlags {
 	f := &bpfFlags{imf: addImageFlagsFor(fs, args)}
-	fs.StringVar(&f.gen, "bpf-kernel", "6.10", "bpf_trace.c / ftrace generation: 6.1 (6.1.192 as shipped: no kprobe.session) or 6.10 (session, E2BIG, module references)")
+	fs.StringVar(&f.gen, "bpf-kernel", "", "check that the image's generation is this one (6.1, 6.12 or 7.3) and refuse to run otherwise; the BPF paths always follow the image's generation (--kernel, --kernel-version)")
 	// --kconfig is the image flags' (one set of config overrides); the
 	// BPF layer reads FPROBE from it.
 	f.imf.kconfigReaders = append(f.imf.kconfigReaders, "CONFIG_FPROBE")
@@ -56,11 +56,10 @@ func addBPFFlags(fs *flag.FlagSet, args []string) *bpfFlags {
 
 func (f *bpfFlags) options(defaults []string) (scenarios.BPFOptions, []scenarios.RunSpec, *sim.CostTable, error) {
 	o := scenarios.DefaultBPFOptions()
-	g, err := bpf.ParseGen(f.gen)
-	if err != nil {
-		return o, nil, nil, usagef("--bpf-kernel: %s", err.Error())
+	if _, err := f.bpfGen(); err != nil {
+		return o, nil, nil, err
 	}
-	o.Gen = g
+	var err error
 	if o.Kconfig, err = scenarios.ParseKconfig(f.imf.kconfig); err != nil {
 		return o, nil, nil, usagef("%s", err.Error())
 	}
@@ -98,6 +97,41 @@ func (f *bpfFlags) options(defaults []string) (scenarios.BPFOptions, []scenarios
 	return o, specs, costs, nil
 }
 
+// bpfGen parses --bpf-kernel: "" (the image's generation) or one of the
+// modelled generations. "6.10", the flag's old default (the rethook-era
+// model of the session patches), is refused with its new name.
+func (f *bpfFlags) bpfGen() (image.Generation, error) {
+	if f.gen == "" {
+		return image.GenUnknown, nil
+	}
+	if f.gen == "6.10" {
+		return image.GenUnknown, usagef("--bpf-kernel 6.10: that model is now generation 6.12 (6.12.117), and the BPF paths follow the image's generation; give --kernel a 6.12 image (or name it with --kernel-version 6.12)")
+	}
+	g, err := image.ParseGeneration(f.gen)
+	if err != nil {
+		return image.GenUnknown, usagef("--bpf-kernel: %v", err)
+	}
+	return g, nil
+}
+
+// checkGen refuses a --bpf-kernel that contradicts the image's
+// generation: the BPF layer (bpf, ftrace, fprobe) always follows the
+// image, so the flag only asserts it.
+func (f *bpfFlags) checkGen(k *image.Kernel) error {
+	want, err := f.bpfGen()
+	if err != nil || want == image.GenUnknown {
+		return err
+	}
+	if have := k.Config.Gen.Effective(); have != want {
+		how := "give --kernel an image of that generation (its generation is read from it; --kernel-version names it)"
+		if f.imf.synthetic() {
+			how = "the synthetic generator builds 6.1-shaped images only; give --kernel an image of that generation"
+		}
+		return usagef("--bpf-kernel %s contradicts the image's generation %s: the BPF paths follow the image; %s", want, have, how)
+	}
+	return nil
+}
+
 // start is every BPF command's preamble: the runs and weights, --out
 // checked before any work, and the kernel loaded. The caller defers
 // f.closeOut (also on error).
@@ -111,6 +145,9 @@ func (f *bpfFlags) start(defaults []string) (scenarios.BPFOptions, []scenarios.R
 	}
 	k, _, err := f.imf.load()
 	if err != nil {
+		return o, nil, nil, nil, err
+	}
+	if err := f.checkGen(k); err != nil {
 		return o, nil, nil, nil, err
 	}
 	if err := kallsymsCached(k, f.imf.noCache); err != nil {

@@ -15,6 +15,11 @@ func TestRunBPFBadInput(t *testing.T) {
 		{[]string{"run", "session", "--programs", "0"}, "--programs"},
 		{[]string{"run", "session", "--kconfig", "KPROBES=y"}, "FPROBE"},
 		{[]string{"run", "session", "--bpf-kernel", "5.15"}, "--bpf-kernel"},
+		// --bpf-kernel only asserts the image's generation: the old 6.10
+		// model is named by its generation, a contradiction is refused.
+		{[]string{"run", "session", "--bpf-kernel", "6.10"}, "--kernel-version 6.12"},
+		{[]string{"run", "multi", "--bpf-kernel", "6.12"}, "contradicts the image's generation 6.1"},
+		{[]string{"run", "session", "--bpf-kernel", "7.3"}, "contradicts the image's generation 6.1"},
 		{[]string{"run", "session", "--patches", "ftrace-single-lookup,ftrace-single-lookup-v1"}, "alternatives"},
 		{[]string{"run", "session", "--possible-cpus", "0"}, "--possible-cpus"},
 		{[]string{"run", "crossover", "--k", "0"}, "--k"},
@@ -43,9 +48,19 @@ func TestRunMultiNoMatchIsAResult(t *testing.T) {
 }
 
 func TestRunSessionFprobeOff(t *testing.T) {
-	out := mustKpsim(t, append([]string{"run", "session", "--programs", "3", "--kconfig", "FPROBE=n", "--patches", "libbpf-exact-syms"}, small...)...)
-	if !strings.Contains(out, "-EOPNOTSUPP:3") || !strings.Contains(out, "FPROBE=n") {
-		t.Errorf("want 3 -EOPNOTSUPP and the override recorded:\n%s", out)
+	// kprobe.multi links on CONFIG_FPROBE=n: the -EOPNOTSUPP stub, the
+	// override recorded.
+	out := mustKpsim(t, append([]string{"run", "multi", "--k", "3", "--kconfig", "FPROBE=n", "--patches", "none"}, small...)...)
+	if !strings.Contains(out, "-EOPNOTSUPP") || !strings.Contains(out, "FPROBE=n") {
+		t.Errorf("want -EOPNOTSUPP and the override recorded:\n%s", out)
+	}
+	// kprobe.session on the synthetic image's generation, 6.1: 6.1.192's
+	// link_create has no BPF_TRACE_KPROBE_SESSION and refuses it with
+	// -EINVAL before the CONFIG_FPROBE stub; --bpf-kernel 6.1 agrees with
+	// the image.
+	out = mustKpsim(t, append([]string{"run", "session", "--programs", "3", "--kconfig", "FPROBE=n", "--bpf-kernel", "6.1", "--patches", "libbpf-exact-syms"}, small...)...)
+	if !strings.Contains(out, "-EINVAL:3") || !strings.Contains(out, "generation 6.1") {
+		t.Errorf("want 3 -EINVAL on generation 6.1:\n%s", out)
 	}
 }
 

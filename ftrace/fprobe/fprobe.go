@@ -1,18 +1,22 @@
-// Package fprobe models kernel/trace/fprobe.c as Linux 6.1.192 ships it:
-// the rethook-based fprobe (v5.18–v6.13). An fprobe is one struct
-// ftrace_ops of its own (fprobe_init sets FTRACE_OPS_FL_SAVE_REGS and the
-// fprobe_handler callback) whose filter hash holds every probed address;
-// when it has an exit handler, fprobe_init_rethook preallocates a rethook
-// with num × num_possible_cpus() × 2 return nodes (kzalloc each, plus
-// entry_data_size bytes), and the return is caught by rethook's trampoline.
+// Package fprobe models kernel/trace/fprobe.c per kernel generation.
 //
-// The fgraph-based fprobe of v6.14+ (Masami Hiramatsu's "tracing: fprobe:
-// function_graph based fprobe") differs in what registration walks: all
-// fprobes share one ftrace_ops (fprobe_graph_ops) and one fgraph filter,
-// fprobe_init calls ftrace_location on every address and builds a per-probe
-// node array inserted into fprobe_ip_table, and exit handlers use the
-// shadow stack instead of preallocated rethook nodes. Only the 6.1 form is
-// modelled here.
+// 6.1.192 and 6.12.117 have the rethook-based fprobe (v5.18–v6.13): an
+// fprobe is one struct ftrace_ops of its own (fprobe_init sets
+// FTRACE_OPS_FL_SAVE_REGS and the fprobe_handler callback) whose filter
+// hash holds every probed address; when it has an exit handler,
+// fprobe_init_rethook preallocates num × num_possible_cpus() × 2 return
+// nodes — 6.1.192 with one kzalloc per node, 6.12.117 with rethook_alloc's
+// objpool_init (one vmalloc'd slot per possible CPU holding its share of
+// the nodes) — and the return is caught by rethook's trampoline.
+//
+// 7.3 has the fgraph-based fprobe (Masami Hiramatsu's "tracing: fprobe:
+// function_graph based fprobe", v6.14): fprobes share two global ops —
+// fprobe_ftrace_ops for entry-only fprobes, fprobe_graph_ops (fgraph) for
+// those with an exit handler. The first user registers the shared ops
+// (register_ftrace_function / register_ftrace_graph), later users only
+// add their addresses (ftrace_set_filter_ips on the shared ops);
+// fprobe_init checks ftrace_location per address (-ENOENT) into a per-probe
+// node array inserted into the fprobe_ip_table rhltable; no rethook.
 package fprobe
 
 import (
@@ -62,9 +66,14 @@ type Fprobe struct {
 	// NrMaxActive is fp->nr_maxactive (0: num × CPUs × 2).
 	NrMaxActive int
 
-	ops         *ftrace.Ops
-	rethookSize int
-	registered  bool
+	ops          *ftrace.Ops
+	rethookSize  int
+	rethookBytes int64
+	registered   bool
+	// 7.3: the node addresses (fprobe_hlist's array, ftrace_location of
+	// each address) and the shared ops kind (0 ftrace, 1 graph).
+	locs []uint64
+	kind int
 }
 
 // Ops returns the fprobe's ftrace_ops (nil before registration).
@@ -73,10 +82,13 @@ func (fp *Fprobe) Ops() *ftrace.Ops { return fp.ops }
 // RethookNodes returns how many return nodes were preallocated.
 func (fp *Fprobe) RethookNodes() int { return fp.rethookSize }
 
-// RethookBytes is the memory of the preallocated return nodes.
-func (fp *Fprobe) RethookBytes() int64 {
-	return int64(fp.rethookSize) * int64(RethookNodeBytes+fp.EntryDataSize)
-}
+// RethookBytes is the memory of the preallocated return nodes (6.12.117:
+// the objpool slots that hold them).
+func (fp *Fprobe) RethookBytes() int64 { return fp.rethookBytes }
+
+// Nodes returns the fprobe_ip_table nodes of a registered 7.3 fprobe
+// (one per address; 0 in 6.1 and 6.12).
+func (fp *Fprobe) Nodes() int { return len(fp.locs) }
 
 // Registered reports whether register_fprobe_ips succeeded.
 func (fp *Fprobe) Registered() bool { return fp.registered }
@@ -88,14 +100,24 @@ type Env struct {
 	PossibleCPUs int
 	// Faults injects FaultRethookAlloc; nil injects nothing.
 	Faults *sim.Faults
+
+	g   *genFacts // the generation's fprobe.c (gen.go), from Ftrace
+	sh  shared    // 7.3's shared ops and fprobe_ip_table
+	why string    // LastRefusal
 }
+
+// LastRefusal is the reason of the last registration's refusal when it
+// exists only in some generations (naming the generation and the kernel
+// function); "" otherwise.
+func (e *Env) LastRefusal() string { return e.why }
 
 // FaultRethookAlloc makes fprobe_init_rethook's allocations fail (-ENOMEM).
 var FaultRethookAlloc = sim.NewFaultPoint("fprobe.rethook.alloc",
 	"fprobe_init_rethook: rethook_alloc or a node kzalloc fails: register_fprobe_ips returns -ENOMEM")
 
-// initRethook models fprobe_init_rethook(fp, num).
-func (e *Env) initRethook(c *sim.Counters, fp *Fprobe, num int) error {
+// initRethook models kernel/trace/fprobe.c:fprobe_init_rethook(fp, num)
+// (6.1.192): rethook_alloc, then one kzalloc + rethook_add_node per node.
+func initRethook(e *Env, c *sim.Counters, fp *Fprobe, num int) error {
 	if num <= 0 {
 		return errno.EINVAL
 	}
@@ -115,39 +137,51 @@ func (e *Env) initRethook(c *sim.Counters, fp *Fprobe, num int) error {
 	c.Inc(OpRethookAlloc)
 	c.Add(OpRethookNode, uint64(size))
 	fp.rethookSize = size
+	fp.rethookBytes = int64(size) * int64(RethookNodeBytes+fp.EntryDataSize)
 	return nil
 }
 
-// RegisterFprobeIPs models kernel/trace/fprobe.c:register_fprobe_ips(fp,
-// addrs, num): -EINVAL for no addresses; fprobe_init; ftrace_set_filter_ips
-// on the fprobe's own ops (which converts each address to its patch site
-// with ftrace_location, -EINVAL if one is not traceable); then
-// fprobe_init_rethook and register_ftrace_function; on failure
-// fprobe_fail_cleanup (rethook_free, ftrace_free_filter).
+// RegisterFprobeIPs is register_fprobe_ips(fp, addrs, num) of the Env's
+// generation (registerFprobeIPs: 6.1.192 and 6.12.117;
+// registerFprobeIPs73: 7.3).
 func (e *Env) RegisterFprobeIPs(c *sim.Counters, fp *Fprobe, addrs []uint64) error {
+	e.why = ""
+	return e.facts().register(e, c, fp, addrs)
+}
+
+// registerFprobeIPs models kernel/trace/fprobe.c:register_fprobe_ips(fp,
+// addrs, num) (6.1.192, 6.12.117): -EINVAL for no addresses; fprobe_init;
+// ftrace_set_filter_ips on the fprobe's own ops (which converts each
+// address to its patch site with ftrace_location, -EINVAL if one is not
+// traceable); then fprobe_init_rethook and register_ftrace_function; on
+// failure fprobe_fail_cleanup (rethook_free, ftrace_free_filter). An
+// fprobe registered already: -EBUSY (register_ftrace_function's
+// WARN_ON(FTRACE_OPS_FL_ENABLED)).
+func registerFprobeIPs(e *Env, c *sim.Counters, fp *Fprobe, addrs []uint64) error {
 	if fp == nil || len(addrs) == 0 {
 		return errno.EINVAL
 	}
 	if fp.registered {
-		return errno.EBUSY
+		e.why = fmt.Sprintf("register_fprobe_ips (%s): register_ftrace_function on an FTRACE_OPS_FL_ENABLED ops (7.3: -EEXIST)", e.facts().gen)
+		return e.facts().reregister
 	}
 	ft := e.Ftrace
 	if fp.ops == nil {
 		fp.ops = ft.NewOps(fmt.Sprintf("fprobe:%s", fp.Name))
 	}
 	if err := ft.SetFilterIPs(c, fp.ops, addrs); err != nil {
-		// ftrace_set_filter_ips failed: no cleanup in 6.1 (the
-		// temporary hash was freed by ftrace_set_hash).
+		// ftrace_set_filter_ips failed: no cleanup (the temporary hash
+		// was freed by ftrace_set_hash).
 		ft.ReleaseOps(fp.ops)
 		fp.ops = nil
 		return err
 	}
-	err := e.initRethook(c, fp, len(addrs))
+	err := e.facts().initRethook(e, c, fp, len(addrs))
 	if err == nil {
 		err = ft.RegisterFunction(c, fp.ops)
 	}
 	if err != nil {
-		fp.rethookSize = 0
+		fp.rethookSize, fp.rethookBytes = 0, 0
 		ft.FreeFilter(c, fp.ops)
 		ft.ReleaseOps(fp.ops)
 		fp.ops = nil
@@ -173,9 +207,17 @@ func (e *Env) RegisterFprobeSyms(c *sim.Counters, fp *Fprobe, syms []string, mod
 	return e.RegisterFprobeIPs(c, fp, addrs)
 }
 
-// UnregisterFprobe models unregister_fprobe: rethook_stop,
-// unregister_ftrace_function, rethook_free, ftrace_free_filter.
+// UnregisterFprobe is unregister_fprobe of the Env's generation
+// (6.1.192, 6.12.117: unregisterFprobe; 7.3: unregister_fprobe_async, what
+// bpf_kprobe_multi_link_release calls, unregisterFprobeAsync73).
 func (e *Env) UnregisterFprobe(c *sim.Counters, fp *Fprobe) error {
+	return e.facts().unregister(e, c, fp)
+}
+
+// unregisterFprobe models kernel/trace/fprobe.c:unregister_fprobe
+// (6.1.192, 6.12.117): rethook_stop, unregister_ftrace_function,
+// rethook_free, ftrace_free_filter.
+func unregisterFprobe(e *Env, c *sim.Counters, fp *Fprobe) error {
 	if fp == nil || !fp.registered {
 		return errno.EINVAL
 	}
@@ -184,7 +226,7 @@ func (e *Env) UnregisterFprobe(c *sim.Counters, fp *Fprobe) error {
 	}
 	e.Ftrace.FreeFilter(c, fp.ops)
 	e.Ftrace.ReleaseOps(fp.ops)
-	fp.ops, fp.registered, fp.rethookSize = nil, false, 0
+	fp.ops, fp.registered, fp.rethookSize, fp.rethookBytes = nil, false, 0, 0
 	return nil
 }
 

@@ -74,7 +74,7 @@ func newSUT(k *image.Kernel, sw sim.Switches, faults string, wrapTree func(kprob
 		return nil, fmt.Errorf("soak needs the compressed kallsyms and ftrace models")
 	}
 	d := doors.New(m)
-	return &sut{sw: sw, name: sw.Name(), k: k, m: m, d: d, tr: d.Tracing(), bk: d.BPF(bpf.Gen610, true, 4), label: map[*kprobes.Kprobe]int{}}, nil
+	return &sut{sw: sw, name: sw.Name(), k: k, m: m, d: d, tr: d.Tracing(), bk: d.BPF(true, 4), label: map[*kprobes.Kprobe]int{}}, nil
 }
 
 func errStr(err error) string {
