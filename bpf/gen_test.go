@@ -344,3 +344,37 @@ func TestRefusalNamesGeneration(t *testing.T) {
 		}
 	}
 }
+
+// TestSingleLookupBackportDecision61: the one switch that does not keep a
+// generation's decisions. On 6.1.192 ftrace_lookup_symbols stops after
+// vmlinux, so a kprobe.multi link naming one module function is refused
+// with -ESRCH; the cnt == 1 fast path backported as written resolves it
+// through kallsyms_lookup_name's module lookup and attaches. On 6.12.117
+// (module walk) and 7.3 (fast path upstream) both attach.
+// sim.Switch.On("6.1").Decision says so in every report.
+func TestSingleLookupBackportDecision61(t *testing.T) {
+	e := newEnv(t)
+	_, fn, _ := e.moduleFunc(t)
+	for _, tc := range []struct {
+		gen  image.Generation
+		mode ftrace.LookupMode
+		want error
+	}{
+		{image.Gen61, ftrace.LookupWalk, errno.ESRCH},
+		{image.Gen61, ftrace.LookupSingle, nil},
+		{image.Gen61, ftrace.LookupSingleV1, nil},
+		{image.Gen612, ftrace.LookupWalk, nil},
+		{image.Gen612, ftrace.LookupSingle, nil},
+		{image.Gen73, ftrace.LookupWalk, nil},
+	} {
+		x := e.at(tc.gen)
+		addrs := make([]uint64, 1)
+		err := x.ft.LookupSymbols(sim.NewCounters(false), []string{fn}, addrs, tc.mode)
+		if err != tc.want {
+			t.Errorf("%s mode %d: ftrace_lookup_symbols(%s) = %v, want %v", tc.gen, tc.mode, fn, err, tc.want)
+		}
+	}
+	if sim.FtraceSingleLookup.On("6.1").Decision == "" || sim.FtraceSingleLookup.On("6.12").Decision != "" {
+		t.Error("sim.Switch.On does not say that ftrace-single-lookup changes a 6.1 decision (and only there)")
+	}
+}

@@ -10,8 +10,9 @@ import (
 // SwitchNotes says how the switches the runs turn on relate to the kernel
 // generation gen (sim.Switch.On): which are already upstream there (the
 // baseline runs them; the switch changes nothing), and, on a generation
-// older than the series base, how many model a backport that must redo
-// hunks. Empty when no run turns a switch on, or when every switch applies
+// older than the series base, which model a backport that must redo
+// hunks, and the decisions a switch changes there (sim.Applicability's
+// Decision: the one place a switch may not keep a generation's decisions). Empty when no run turns a switch on, or when every switch applies
 // as written to gen.
 func SwitchNotes(gen string, runs []*RunResult) []string {
 	var all sim.Switches
@@ -20,9 +21,12 @@ func SwitchNotes(gen string, runs []*RunResult) []string {
 			all = all.With(s)
 		}
 	}
-	var upstream, redo []string
+	var upstream, redo, decisions []string
 	for _, s := range all.List() {
 		a := s.On(gen)
+		if a.Decision != "" {
+			decisions = append(decisions, fmt.Sprintf("on %s %s changes a decision: %s", gen, s, a.Decision))
+		}
 		if a.Upstream {
 			upstream = append(upstream, s.String())
 		}
@@ -37,5 +41,5 @@ func SwitchNotes(gen string, runs []*RunResult) []string {
 	if len(redo) > 0 {
 		out = append(out, fmt.Sprintf("the series were written on %s; on %s these switches model backports whose hunks differ (docs/series.md, \"Which kernels each switch applies to\"): %s", sim.SeriesBase, gen, strings.Join(redo, ", ")))
 	}
-	return out
+	return append(out, decisions...)
 }

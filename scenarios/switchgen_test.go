@@ -34,3 +34,13 @@ func TestSwitchNotes(t *testing.T) {
 		t.Errorf("no switch on: notes %q", got)
 	}
 }
+
+func TestSwitchNotesDecision(t *testing.T) {
+	runs := []*RunResult{{Switches: sim.Switches(0).With(sim.FtraceSingleLookup)}}
+	if got := strings.Join(SwitchNotes("6.1", runs), "\n"); !strings.Contains(got, "ftrace-single-lookup changes a decision") {
+		t.Errorf("6.1 notes %q do not name the decision ftrace-single-lookup changes", got)
+	}
+	if got := strings.Join(SwitchNotes("6.12", runs), "\n"); strings.Contains(got, "changes a decision") {
+		t.Errorf("6.12 notes %q name a decision", got)
+	}
+}

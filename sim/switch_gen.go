@@ -18,6 +18,10 @@ type Applicability struct {
 	// backport has to redo. On SeriesBase "" or, where 7.3's own source
 	// changes what the switch means, that.
 	Backport string
+	// Decision names the decision the switch changes on this generation
+	// ("" when it keeps every decision, as a switch must): a backport whose
+	// surroundings differ may not.
+	Decision string
 }
 
 // genNote is one switch's applicability: the generations whose source has
@@ -29,7 +33,11 @@ type genNote struct {
 	on61       string
 	on612      string
 	on73       string // only where SeriesBase's own source changes what the switch means
+	decision61 string // the decision the switch changes on 6.1, if any
 }
+
+// singleLookup61 is the decision the cnt == 1 fast path changes on 6.1.
+const singleLookup61 = "a kprobe.multi link naming one module function: 6.1's ftrace_lookup_symbols walks vmlinux only and refuses it (-ESRCH); the fast path finds it through kallsyms_lookup_name's module lookup and attaches (bpf TestSingleLookupBackportDecision61)"
 
 const (
 	sameAll = "applies as written: the functions it changes are the same in this generation's source"
@@ -72,12 +80,14 @@ var switchGen = [numSwitches]genNote{
 	FtraceSingleLookup: {
 		upstreamIn: []string{"7.3"},
 		on61:       "a backport: 6.1's ftrace_lookup_symbols has no module walk after the vmlinux walk; the cnt == 1 fallback is 6.1's walk",
+		decision61: singleLookup61,
 		on612:      "a backport of 7.3's ftrace_lookup_symbols (the cnt == 1 fast path, then 6.12's vmlinux and module walks)",
 	},
 	FtraceSingleLookupV1: {
-		on61:  "a backport: 6.1's ftrace_lookup_symbols has no module walk after the vmlinux walk",
-		on612: "a backport of the RFC form onto 6.12's ftrace_lookup_symbols",
-		on73:  "replaces the merged form 7.3's ftrace_lookup_symbols already has with the RFC v1 form",
+		on61:       "a backport: 6.1's ftrace_lookup_symbols has no module walk after the vmlinux walk",
+		on612:      "a backport of the RFC form onto 6.12's ftrace_lookup_symbols",
+		decision61: singleLookup61,
+		on73:       "replaces the merged form 7.3's ftrace_lookup_symbols already has with the RFC v1 form",
 	},
 	LibbpfExactSyms: {on61: userLib, on612: userLib},
 	ModuleBugIndex: {
@@ -106,7 +116,7 @@ func (s Switch) On(gen string) Applicability {
 	}
 	switch gen {
 	case "6.1":
-		a.Backport = n.on61
+		a.Backport, a.Decision = n.on61, n.decision61
 	case "6.12":
 		a.Backport = n.on612
 	default:
