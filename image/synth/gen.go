@@ -223,6 +223,19 @@ func Generate(cfg Config) (*image.Kernel, *Truth, error) {
 	}
 	if cfg.CallPadding {
 		g.k.Config.CallPadding, g.k.Config.FunctionAlignment = true, funcAlign
+		// The build facts of a post-6.2 image, named as a loaded
+		// image names them (images without call padding keep none, as
+		// before generations).
+		yn := func(b bool) string {
+			if b {
+				return "y"
+			}
+			return "n"
+		}
+		for _, f := range [][2]string{{"CONFIG_X86_KERNEL_IBT", yn(cfg.IBT)}, {"CONFIG_CALL_PADDING", "y"},
+			{"CONFIG_FUNCTION_ALIGNMENT", "16"}, {"CONFIG_RETPOLINE", yn(cfg.Retpoline)}, {"CONFIG_RETHUNK", yn(cfg.RetThunk)}} {
+			g.k.Config.Facts = append(g.k.Config.Facts, image.ConfigFact{Option: f[0], Value: f[1], From: "generator"})
+		}
 	}
 	if cfg.Padding == PaddingInt3 {
 		g.k.Name += " padding=int3" // a counterfactual: say so wherever the image is named

@@ -220,8 +220,8 @@ func TestCallPadding(t *testing.T) {
 	if padded == 0 || bare == 0 {
 		t.Fatalf("%d padded, %d bare functions", padded, bare)
 	}
-	if !k.Config.CallPadding || k.Config.FunctionAlignment != 16 {
-		t.Errorf("image config %+v: want CallPadding, FunctionAlignment 16", k.Config)
+	if !k.Config.CallPadding || k.Config.FunctionAlignment != 16 || image.FactsOn(k.Config.Facts) != "X86_KERNEL_IBT=y CALL_PADDING=y FUNCTION_ALIGNMENT=16 RETPOLINE=y RETHUNK=y" {
+		t.Errorf("image config %+v: want CallPadding, FunctionAlignment 16 and the facts", k.Config)
 	}
 	// The __fentry__ call of a traced function is at +4, after the ENDBR.
 	for _, a := range k.McountLocs[:10] {
@@ -241,7 +241,7 @@ func TestCallPadding(t *testing.T) {
 			t.Fatalf("no call padding, yet %s", s.Name)
 		}
 	}
-	if k2.Config.CallPadding || k2.Config.FunctionAlignment != 0 {
+	if k2.Config.CallPadding || k2.Config.FunctionAlignment != 0 || len(k2.Config.Facts) != 0 {
 		t.Errorf("no call padding, image config %+v", k2.Config)
 	}
 }
