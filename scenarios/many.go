@@ -93,7 +93,7 @@ type ManyOptions struct {
 // targets probed at their entry, registered with register_kprobes.
 func DefaultManyOptions() ManyOptions {
 	return ManyOptions{N: 20000, Placement: PlaceEntry, Targets: TargetsGenerated, Order: OrderFile,
-		Enable: doors.EnableNone, LinesPerWrite: 1000, OptimizeEvery: 256, Seed: 1, CPUs: 8, Image: synth.DefaultConfig()}
+		Enable: doors.EnableNone, LinesPerWrite: 1000, OptimizeEvery: 256, Seed: 1, CPUs: 8, Image: synth.ConfigFor(image.Gen73)}
 }
 
 // FrontDoor returns the front door the run uses.

@@ -58,30 +58,58 @@ func (f *imageFlags) explicit(name string) bool {
 // synthetic reports whether the image comes from the generator.
 func (f *imageFlags) synthetic() bool { return f.kernel == "" || f.kernel == "synthetic" }
 
+// defaultGen is the generation of the synthetic image when
+// --kernel-version does not name one: 7.3, the kernel the series was
+// written on (synth.ConfigFor(image.Gen73), Debian's 7.3 proportions).
+const defaultGen = image.Gen73
+
 func addImageFlags(fs *flag.FlagSet) *imageFlags {
-	return addImageFlagsProfile(fs, synth.DefaultConfig())
+	return addImageFlagsProfile(fs, synth.ConfigFor(defaultGen))
 }
 
-// profileOf finds --profile NAME in args before the flags are defined,
-// since the profile supplies the other flags' defaults.
-func profileOf(args []string) (string, error) {
-	name := "reference"
+// flagValue finds --NAME VALUE (or -NAME, =VALUE) in args before the
+// flags are defined; the last one wins, as in flag.Parse.
+func flagValue(args []string, name, def string) string {
+	v := def
 	for i, a := range args {
 		switch {
-		case a == "--profile" || a == "-profile":
+		case a == "--"+name || a == "-"+name:
 			if i+1 < len(args) {
-				name = args[i+1]
+				v = args[i+1]
 			}
-		case strings.HasPrefix(a, "--profile="):
-			name = strings.TrimPrefix(a, "--profile=")
-		case strings.HasPrefix(a, "-profile="):
-			name = strings.TrimPrefix(a, "-profile=")
+		case strings.HasPrefix(a, "--"+name+"="):
+			v = strings.TrimPrefix(a, "--"+name+"=")
+		case strings.HasPrefix(a, "-"+name+"="):
+			v = strings.TrimPrefix(a, "-"+name+"=")
 		}
 	}
-	if _, ok := synth.Profiles[name]; !ok {
-		return "", usagef("--profile: unknown profile %q (reference, debian-6.1)", name)
+	return v
+}
+
+// profileOf finds --profile NAME and --kernel-version GEN in args before
+// the flags are defined, since the profile of that generation supplies
+// the other flags' defaults: reference is the generation's
+// synth.ConfigFor (7.3 without --kernel-version), debian-6.1 the 6.1
+// calibration. A --kernel-version that does not parse is left to load,
+// which reports it (it applies to --kernel images alike).
+func profileOf(args []string) (string, synth.Config, error) {
+	name := flagValue(args, "profile", "reference")
+	if !slices.Contains(synth.ProfileNames, name) {
+		return "", synth.Config{}, usagef("--profile: unknown profile %q (%s)", name, strings.Join(synth.ProfileNames, ", "))
 	}
-	return name, nil
+	gen := defaultGen
+	if v := flagValue(args, "kernel-version", ""); v != "" {
+		if g, err := image.ParseGeneration(v); err == nil {
+			gen = g
+		}
+	} else if name == "debian-6.1" {
+		gen = image.Gen61
+	}
+	cfg, err := synth.Profile(name, gen)
+	if err != nil {
+		return "", synth.Config{}, usagef("--profile: %v", err)
+	}
+	return name, cfg, nil
 }
 
 // newImageFlagSet is the flag set of command c that reads an image: the
@@ -94,13 +122,13 @@ func newImageFlagSet(c string, args []string, stdout io.Writer) (*flag.FlagSet, 
 // addImageFlagsFor defines the image flags with the defaults of the
 // profile named in args. An unknown profile is the error parse returns.
 func addImageFlagsFor(fs *flag.FlagSet, args []string) *imageFlags {
-	name, err := profileOf(args)
+	name, cfg, err := profileOf(args)
 	if err != nil {
 		f := addImageFlags(fs)
 		f.err = err
 		return f
 	}
-	f := addImageFlagsProfile(fs, synth.Profiles[name]())
+	f := addImageFlagsProfile(fs, cfg)
 	f.profile = name
 	return f
 }
@@ -116,7 +144,7 @@ func (f *imageFlags) parse(args []string, stdout io.Writer) error {
 func addImageFlagsProfile(fs *flag.FlagSet, base synth.Config) *imageFlags {
 	f := &imageFlags{cfg: base, fs: fs}
 	c := &f.cfg
-	fs.StringVar(&f.profile, "profile", "reference", "synthetic starting point: reference (the defaults below) or debian-6.1 (calibrated to the pinned Debian kernel's counts); other flags override it")
+	fs.StringVar(&f.profile, "profile", "reference", "synthetic starting point: reference (the defaults below: the --kernel-version generation's, Debian's 7.3 proportions without it) or debian-6.1 (calibrated to the pinned Debian 6.1 kernel's counts); other flags override it")
 	fs.StringVar(&f.kernel, "kernel", "synthetic", "kernel to model: a bzImage (vmlinuz) or vmlinux ELF path, or synthetic (the generator and the flags below)")
 	fs.Uint64Var(&f.seed, "seed", c.Seed, "generator seed: the same seed gives a byte-identical image")
 	fs.IntVar(&c.Functions, "functions", c.Functions, "core-text functions (entry, noinstr and kprobes-text zones included)")
@@ -154,10 +182,11 @@ func addImageFlagsProfile(fs *flag.FlagSet, base synth.Config) *imageFlags {
 	fs.BoolVar(&c.IBT, "ibt", c.IBT, "CONFIG_X86_KERNEL_IBT: functions start with ENDBR64")
 	fs.BoolVar(&c.Retpoline, "retpoline", c.Retpoline, "CONFIG_RETPOLINE: indirect branches through thunks")
 	fs.BoolVar(&c.RetThunk, "rethunk", c.RetThunk, "CONFIG_RETHUNK: returns built as jmp __x86_return_thunk")
+	fs.BoolVar(&c.CallPadding, "call-padding", c.CallPadding, "CONFIG_CALL_PADDING: 16 NOPs (a __pfx_ symbol) before every C function")
 	fs.BoolVar(&c.ReturnsPatched, "returns-patched", c.ReturnsPatched, "synthetic images: boot patched return thunks to ret; int3 (with --kernel the --cpu decides; an explicit value must agree with it)")
 	fs.BoolVar(&f.noCache, "no-cache", false, "bypass every cache (also KPSIM_NO_CACHE=1): generate the synthetic image, build the kallsyms tables and, with --kernel, decompress and load the kernel again, instead of reading them from $KPSIM_CACHE_DIR (default: the user cache dir's kpsim/; entries keyed by every input and the kpsim build)")
 	fs.StringVar(&f.cpu, "cpu", "", "boot CPU whose boot-time patching (paravirt, retpolines, returns, alternatives) the --kernel text goes through: "+strings.Join(alternative.CPUNames(), ", ")+", host (this machine: /proc/cpuinfo flags and bugs), or none for the text as built (default "+alternative.DefaultCPU+" with --kernel; synthetic images: sets --returns-patched from the CPU's return mode)")
-	fs.StringVar(&f.kernelVersion, "kernel-version", "", "kernel generation to model: 6.1, 6.12 or 7.3 (a release such as 6.12.117 names its generation); with --kernel the image's linux_banner decides unless this is given (an image of another release is refused without it); synthetic images: 6.1")
+	fs.StringVar(&f.kernelVersion, "kernel-version", "", "kernel generation to model: 6.1, 6.12 or 7.3 (a release such as 6.12.117 names its generation); with --kernel the image's linux_banner decides unless this is given (an image of another release is refused without it); synthetic images: the generation whose reference profile shapes the image (default 7.3; 6.1 is the image every 6.1 figure was made on)")
 	fs.StringVar(&f.kconfig, "kconfig", "", "with --kernel: build options that override the kernel's config (embedded, or the config-KVER file beside the image) and what the image shows: OPTION=VALUE,... (X86_KERNEL_IBT=y,CALL_PADDING=y,FUNCTION_ALIGNMENT=16,...); the BPF commands read FPROBE=y|n from it (recorded in the report), on any image")
 	fs.IntVar(&c.ProbeTargets, "probe-targets", c.ProbeTargets, "add N generated probe-target functions (the batch kprobe sample)")
 	fs.BoolVar(&c.ProbeTargetsTraced, "probe-targets-traced", c.ProbeTargetsTraced, "build the probe targets with __fentry__ calls")
@@ -234,16 +263,20 @@ func (f *imageFlags) load() (*image.Kernel, *synth.Truth, error) {
 	if err := f.mods.synthCheck(); err != nil {
 		return nil, nil, err
 	}
-	gen := image.Gen61
+	// The profile (profileOf) was chosen by --kernel-version; a
+	// configuration without a generation (DefaultConfig) is 6.1's.
+	gen := f.cfg.Gen
+	if gen == image.GenUnknown {
+		gen = image.Gen61
+	}
 	if f.kernelVersion != "" {
 		g, err := image.ParseGeneration(f.kernelVersion)
 		if err != nil {
 			return nil, nil, usagef("--kernel-version: %v", err)
 		}
-		if g != image.Gen61 {
-			return nil, nil, usagef("--kernel-version %s: the synthetic generator builds 6.1-shaped images only; give --kernel an image of that generation", g)
+		if g != gen {
+			return nil, nil, usagef("--kernel-version %s: the --profile %s image is %s's", g, f.profile, gen)
 		}
-		gen = g
 	}
 	if f.kconfig != "" {
 		kc, err := kconfig.ParseOverrides(f.kconfig, append(slices.Clone(elfload.ConfigOptions), f.kconfigReaders...), elfload.IntConfigOptions)

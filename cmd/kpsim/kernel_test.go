@@ -78,7 +78,8 @@ func TestDecodeRealKernelSummary(t *testing.T) {
 }
 
 // TestKernelVersionFlag: --kernel-version names a modelled generation or
-// is refused in one line; on a synthetic image it must be 6.1's.
+// is refused in one line; on a synthetic image it picks the generation's
+// profile (7.3 by default), which debian-6.1 (a 6.1 profile) refuses.
 func TestKernelVersionFlag(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -86,7 +87,7 @@ func TestKernelVersionFlag(t *testing.T) {
 	}{
 		{[]string{"image", "--kernel-version", "6.6"}, "kernel 6.6 is not a modelled generation"},
 		{[]string{"image", "--kernel-version", "banana"}, "is not a kernel release"},
-		{[]string{"image", "--kernel-version", "7.3"}, "the synthetic generator builds 6.1-shaped images only"},
+		{[]string{"image", "--kernel-version", "7.3", "--profile", "debian-6.1"}, "profile debian-6.1 is a 6.1 kernel's"},
 		{[]string{"image", "--kconfig", "X86_KERNEL_IBT=y"}, "the image's build options need --kernel"},
 		{[]string{"image", "--kconfig", "X86_KERNEL_IBT"}, "want OPTION=VALUE"},
 	} {
@@ -95,8 +96,14 @@ func TestKernelVersionFlag(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", tc.args, code, errs, tc.want)
 		}
 	}
-	out := mustKpsim(t, "image", "--kernel-version", "6.1")
-	if !strings.Contains(out, "generation 6.1") {
-		t.Errorf("kpsim image --kernel-version 6.1 does not name the generation:\n%s", out)
+	for _, tc := range []struct{ args, want string }{
+		{"--kernel-version 6.1", "generation 6.1"}, {"--kernel-version 6.12", "generation 6.12"},
+		{"--kernel-version 7.3", "generation 7.3"}, {"", "generation 7.3"},
+		{"--profile debian-6.1", "generation 6.1"},
+	} {
+		out := mustKpsim(t, append([]string{"image"}, strings.Fields(tc.args)...)...)
+		if !strings.Contains(out, tc.want) {
+			t.Errorf("kpsim image %s does not say %q:\n%s", tc.args, tc.want, out)
+		}
 	}
 }

@@ -30,9 +30,14 @@ func mustKpsim(t testing.TB, args ...string) string {
 	return out
 }
 
-// small keeps tests quick where the default image is not the point.
-var small = []string{"--functions", "3000", "--init-functions", "100", "--jump-entries", "1500", "--jump-keys", "400",
+// smallSizes keeps tests quick where the default image is not the point.
+var smallSizes = []string{"--functions", "3000", "--init-functions", "100", "--jump-entries", "1500", "--jump-keys", "400",
 	"--static-calls", "300", "--static-call-keys", "40", "--bug-entries", "800", "--blacklist", "60", "--modules", "2", "--module-functions", "50"}
+
+// small is smallSizes on the 6.1 reference profile, the image the tests'
+// 6.1 figures (layouts, offsets, trails) were written on; the commands'
+// default is 7.3's.
+var small = append([]string{"--kernel-version", "6.1"}, smallSizes...)
 
 func TestImageJSONDefault(t *testing.T) {
 	out := mustKpsim(t, "image", "--format", "json")
@@ -47,7 +52,7 @@ func TestImageJSONDefault(t *testing.T) {
 			t.Errorf("key %s = %v, want a positive count", key, m[key])
 		}
 	}
-	def := synth.DefaultConfig()
+	def := synth.ConfigFor(defaultGen)
 	if m["jump_entries"].(float64) != float64(def.JumpEntries) {
 		t.Errorf("jump_entries = %v, want the default %d", m["jump_entries"], def.JumpEntries)
 	}
@@ -94,8 +99,8 @@ func TestDecodeSummaryMatchesGenerator(t *testing.T) {
 
 func configFromFlags(t *testing.T, args []string) synth.Config {
 	fs := newFlagSet("test", nil)
-	f := addImageFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	f := addImageFlagsFor(fs, args) // --kernel-version and --profile pick the defaults
+	if err := f.parse(args, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.cfg.Seed = f.seed

@@ -11,14 +11,16 @@ import (
 	"github.com/kpsim/kpsim/sim"
 )
 
-// generatorFlags are the synthetic image's flags (not --profile, --kernel).
+// generatorFlags are the synthetic image's flags (not --profile and
+// --kernel-version, which choose the profile the others are compared with
+// and are recorded as the report's profile and generation, nor --kernel).
 func generatorFlags() map[string]bool {
 	fs := flag.NewFlagSet("", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	addImageFlagsProfile(fs, synth.DefaultConfig())
+	addImageFlagsProfile(fs, synth.ConfigFor(defaultGen))
 	out := map[string]bool{}
 	fs.VisitAll(func(f *flag.Flag) {
-		if f.Name != "profile" && f.Name != "kernel" {
+		if f.Name != "profile" && f.Name != "kernel" && f.Name != "kernel-version" {
 			out[f.Name] = true
 		}
 	})

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/kpsim/kpsim/image"
 )
 
 // Config sizes and shapes a synthetic kernel. Every count and mix is a
@@ -15,6 +17,10 @@ import (
 // counts read from a real image.
 type Config struct {
 	Seed uint64
+	// Gen is the kernel generation the image models (image.Config.Gen):
+	// GenUnknown, which reads as 6.1, for DefaultConfig and the images
+	// made before generations existed.
+	Gen image.Generation
 
 	// Functions is the number of core-text (.text) functions, all zones
 	// included (entry, noinstr, kprobes text, thunks excluded).
@@ -80,6 +86,15 @@ type Config struct {
 	Retpoline      bool
 	RetThunk       bool
 	ReturnsPatched bool
+	// CallPadding is CONFIG_CALL_PADDING (6.2 and later): gcc's
+	// -fpatchable-function-entry=16,16 puts 16 single-byte NOPs before
+	// every C function, which objtool names __pfx_<func>; the function
+	// stays 16-byte aligned (CONFIG_FUNCTION_ALIGNMENT=16), so the
+	// padding ends where it starts. The asm entry text (entry, irqentry
+	// zones), thunks and static-call trampolines have none. With it,
+	// __init functions are 16-byte aligned too (the real 6.12 and 7.3
+	// images: 2,660 of 2,662 and 2,859 of 2,862).
+	CallPadding bool
 
 	// ProbeTargets adds N small generated functions like the kernel's
 	// batch kprobe sample (P13 in docs/series.md), built into vmlinux.
@@ -137,8 +152,12 @@ func (p Padding) validate() error {
 // than the sample holds (the sample then grows to n).
 func SampleSize(c Config, n int) int { return max(c.SampleFunctions, n) }
 
-// DefaultConfig is a distro-sized x86-64 kernel like Debian's 6.1 generic
-// flavour (config of linux-image-6.1.0-57-amd64, 6.1.192-3): retpolines and
+// DefaultConfig is the 6.1 reference: ConfigFor(Gen61), the image every
+// 6.1 figure, golden file and test was made on (its Gen is GenUnknown,
+// which reads as 6.1, so its images are byte for byte those of before
+// generations; keep it unchanged). The commands' synthetic default is
+// ConfigFor(Gen73) (Debian73Config). It is a distro-sized x86-64 kernel
+// like Debian's 6.1 generic flavour (config of linux-image-6.1.0-57-amd64, 6.1.192-3): retpolines and
 // return thunks built in, returns patched to "ret; int3" at boot (a CPU that
 // needs no return thunk), and no IBT (# CONFIG_X86_KERNEL_IBT is not set),
 // so functions start without ENDBR64; --ibt models a kernel that has it.
@@ -376,8 +395,136 @@ func Debian61Config() Config {
 	return c
 }
 
-// Profiles are the named starting configurations (--profile).
-var Profiles = map[string]func() Config{
-	"reference":  DefaultConfig,
-	"debian-6.1": Debian61Config,
+// ConfigFor is the reference configuration of generation g, the
+// synthetic default of kpsim's commands for that generation:
+//
+//   - Gen61 (and GenUnknown): DefaultConfig, the distro-sized 6.1 image
+//     every 6.1 figure was made on, byte for byte, with Gen set.
+//   - Gen612: Debian's 6.12.117+deb13-amd64 at its own proportions
+//     (Debian612Config).
+//   - Gen73: Debian's 7.3-amd64 at its own proportions (Debian73Config),
+//     the kernel the series was written on.
+func ConfigFor(g image.Generation) Config {
+	switch g {
+	case image.Gen612:
+		return Debian612Config()
+	case image.Gen73:
+		return Debian73Config()
+	}
+	c := DefaultConfig()
+	c.Gen = image.Gen61
+	return c
+}
+
+// postCallPadding is what the 6.12 and 7.3 profiles keep of DefaultConfig
+// and what they change to the build facts both Debian configs share
+// (config-6.12.117+deb13-amd64 and 7.3-amd64/config): CONFIG_X86_KERNEL_IBT=y
+// (ENDBR64 at every function, the __fentry__ call at +4),
+// CONFIG_CALL_PADDING=y with CONFIG_FUNCTION_PADDING_BYTES=16 and
+// CONFIG_FUNCTION_ALIGNMENT=16, CONFIG_MITIGATION_RETPOLINE=y and
+// CONFIG_MITIGATION_RETHUNK=y, returns patched to "ret; int3" at boot as
+// on the default boot CPU (sapphire-rapids: kpsim image --kernel says
+// "returns ret"). Not measured, kept from DefaultConfig: the modules
+// (kpsim reads none from a real image: four distro-sized ones, so the
+// module paths are exercised), the instruction mix percentages (loop to
+// entry, indirect jump, vzeroupper), the name shape, the
+// functions-per-object shape (measured on 6.1) and the batch sample.
+func postCallPadding(g image.Generation) Config {
+	c := DefaultConfig()
+	c.Gen = g
+	c.IBT, c.CallPadding = true, true
+	c.Retpoline, c.RetThunk, c.ReturnsPatched = true, true, true
+	c.KprobesTextFunctions = 0 // both images: __kprobes_text is empty
+	return c
+}
+
+// Debian73Config is Debian's 7.3 kernel (linux-image-7.3-amd64, 7.3~rc7)
+// at its own proportions, unscaled. Every figure is measured on the real
+// image as built (kpsim's loader, --cpu none; TestDebian73ProportionsReal
+// measures them again):
+//
+//   - 66,067 core-text functions with a size, __pfx_ excluded (the
+//     loader's IBT vote counts the same 66,067 and finds ENDBR64 on
+//     46,236 of them before boot sealing); 3,962 are __SCT__ static-call
+//     trampolines, which the generator adds one per static-call key, so
+//     Functions is 66,067 - 3,962 = 62,105; 2,862 init functions;
+//   - sizes (next-symbol distances from the kallsyms tables): median 112
+//     B, log-normal shape 1.28 (ln(p90/p50)/1.2816), largest 20,880 B;
+//   - 10,328 jump entries over 6,289 keys, as assembled 56.5% NOP2, 40.3%
+//     NOP5, 2.2% JMP8, 1.0% JMP32, 11.5% with the branch bit;
+//   - 10,439 static-call sites over 3,825 keys, 2.9% tail calls;
+//   - 11,169 bug entries (16-byte struct bug_entry with the format field
+//     of HAVE_ARCH_BUG_FORMAT: image.BugEntryLayoutFor(Gen73, true); the
+//     generator emits decoded entries, whose layout the generation names),
+//     224 NOKPROBE entries, 787 exception entries (UaccessPercent 1.6:
+//     one entry per uaccess function, fitted to give ~787), 49,975
+//     __mcount_loc entries = 75.6% of the core functions (the ratio
+//     Debian61Config's TracedPercent is; here TracedPercent is 77, fitted
+//     so that the generated image's ratio is 75.6%: the generator traces
+//     no entry or noinstr function and no trampoline, which the core
+//     count includes);
+//   - 46 functions in the entry text outside __irqentry_text, 56 in
+//     __irqentry_text, 229 in .noinstr.text, none in .kprobes.text;
+//   - 58,214 __pfx_ symbols, 55,397 of them before a core function: every
+//     C function but the asm entry code has one (the generator pads every
+//     function but the entry and irqentry zones', thunks and
+//     trampolines).
+func Debian73Config() Config {
+	c := postCallPadding(image.Gen73)
+	c.Functions, c.InitFunctions = 62105, 2862
+	c.SizeMedian, c.SizeSigma, c.MaxSize = 112, 1.30, 20880
+	c.JumpEntries, c.JumpKeys, c.JumpBranchPercent = 10328, 6289, 11.5
+	c.JumpMix = [4]float64{56.5, 40.3, 2.2, 1.0}
+	c.StaticCallSites, c.StaticCallKeys, c.StaticCallTailPercent = 10439, 3825, 2.9
+	c.BugEntries, c.Blacklist = 11169, 224
+	c.EntryFunctions, c.IRQEntryFunctions, c.NoinstrFunctions = 46, 56, 229
+	c.TracedPercent = 77   // gives 75.6% of the core functions (above)
+	c.UaccessPercent = 1.6 // gives ~787 exception entries
+	return c
+}
+
+// Debian612Config is Debian's 6.12 kernel (linux-image-6.12.117+deb13-amd64)
+// at its own proportions, unscaled, measured as Debian73Config's figures
+// are (TestDebian612ProportionsReal): 56,386 core functions of which 3,764
+// __SCT__ trampolines (Functions 52,622), 2,662 init functions; sizes
+// median 112 B, shape 1.19, largest 15,632 B; 9,241 jump entries over
+// 5,924 keys (55.5% NOP2, 41.9% NOP5, 1.9% JMP8, 0.7% JMP32; 6.4% branch);
+// 7,690 static-call sites over 3,611 keys (3.7% tail); 9,852 bug entries
+// (12-byte bug_entry: BugEntryLayoutFor(Gen612, true)), 221 NOKPROBE
+// entries, 671 exception entries, 45,297 __mcount_loc entries (80.3% of
+// the core functions: TracedPercent 82.4 gives that ratio, as for 7.3);
+// 46 entry, 55 irqentry, 206 noinstr functions; 51,844 __pfx_ symbols.
+func Debian612Config() Config {
+	c := postCallPadding(image.Gen612)
+	c.Functions, c.InitFunctions = 52622, 2662
+	c.SizeMedian, c.SizeSigma, c.MaxSize = 112, 1.22, 15632
+	c.JumpEntries, c.JumpKeys, c.JumpBranchPercent = 9241, 5924, 6.4
+	c.JumpMix = [4]float64{55.5, 41.9, 1.9, 0.7}
+	c.StaticCallSites, c.StaticCallKeys, c.StaticCallTailPercent = 7690, 3611, 3.7
+	c.BugEntries, c.Blacklist = 9852, 221
+	c.EntryFunctions, c.IRQEntryFunctions, c.NoinstrFunctions = 46, 55, 206
+	c.TracedPercent = 82.4  // gives 80.3% of the core functions (above)
+	c.UaccessPercent = 1.65 // gives ~671 exception entries
+	return c
+}
+
+// ProfileNames are the --profile names.
+var ProfileNames = []string{"reference", "debian-6.1"}
+
+// Profile is the named starting configuration (--profile) for generation
+// g: reference is ConfigFor(g); debian-6.1 is Debian61Config, a 6.1
+// profile (Gen61), which refuses another generation.
+func Profile(name string, g image.Generation) (Config, error) {
+	switch name {
+	case "reference":
+		return ConfigFor(g), nil
+	case "debian-6.1":
+		if g != image.Gen61 && g != image.GenUnknown {
+			return Config{}, fmt.Errorf("profile debian-6.1 is a 6.1 kernel's; it does not model %s", g)
+		}
+		c := Debian61Config()
+		c.Gen = image.Gen61
+		return c, nil
+	}
+	return Config{}, fmt.Errorf("unknown profile %q (reference, debian-6.1)", name)
 }

@@ -118,6 +118,8 @@ type fplan struct {
 	vzero    bool
 	frame    int
 	sites    []site
+	// pfx: CONFIG_CALL_PADDING's 16 NOPs (__pfx_<name>) precede addr.
+	pfx bool
 	// objEnd: the last function of its object; fill and pad describe the
 	// gap after it, set at layout.
 	objEnd bool
@@ -216,7 +218,24 @@ func Generate(cfg Config) (*image.Kernel, *Truth, error) {
 		Config: image.Config{
 			IBT: cfg.IBT, Retpoline: cfg.Retpoline, RetThunk: cfg.RetThunk,
 			ReturnsPatched: cfg.ReturnsPatched, KprobesOnFtrace: true, BugVerbose: true,
+			Gen: cfg.Gen, // a synthetic image has no release (Version "")
 		},
+	}
+	if cfg.CallPadding {
+		g.k.Config.CallPadding, g.k.Config.FunctionAlignment = true, funcAlign
+		// The build facts of a post-6.2 image, named as a loaded
+		// image names them (images without call padding keep none, as
+		// before generations).
+		yn := func(b bool) string {
+			if b {
+				return "y"
+			}
+			return "n"
+		}
+		for _, f := range [][2]string{{"CONFIG_X86_KERNEL_IBT", yn(cfg.IBT)}, {"CONFIG_CALL_PADDING", "y"},
+			{"CONFIG_FUNCTION_ALIGNMENT", "16"}, {"CONFIG_RETPOLINE", yn(cfg.Retpoline)}, {"CONFIG_RETHUNK", yn(cfg.RetThunk)}} {
+			g.k.Config.Facts = append(g.k.Config.Facts, image.ConfigFact{Option: f[0], Value: f[1], From: "generator"})
+		}
 	}
 	if cfg.Padding == PaddingInt3 {
 		g.k.Name += " padding=int3" // a counterfactual: say so wherever the image is named
@@ -308,6 +327,7 @@ func (g *gen) build() error {
 	for idx, p := range core {
 		if idx == insertAt {
 			for i := 0; i < cfg.ProbeTargets; i++ {
+				addr += g.prefix()
 				tgtAddrs = append(tgtAddrs, addr)
 				addr = alignUp(addr+uint64(len(tbody.code)), funcAlign)
 			}
@@ -316,6 +336,7 @@ func (g *gen) build() error {
 		if _, ok := zoneStart[p.zone]; !ok {
 			zoneStart[p.zone] = addr
 		}
+		addr += g.padBefore(p)
 		p.addr = addr
 		addr = alignUp(addr+uint64(p.size), funcAlign)
 		p.pad, p.fill = int(addr-p.addr)-p.size, padFill(cfg.Padding, p.objEnd, FillLinkerINT3)
@@ -395,10 +416,18 @@ func (g *gen) build() error {
 	// Init text layout: __init functions are __cold, which gcc does not
 	// align, so they follow each other without gaps.
 	iaddr := initBase
-	for _, p := range initf {
+	for i, p := range initf {
 		p.size = max(p.size, g.minSize(p))
+		iaddr += g.padBefore(p)
 		p.addr = iaddr
 		iaddr += uint64(p.size)
+		if cfg.CallPadding && i+1 < len(initf) {
+			// With call padding the __init functions are 16-byte
+			// aligned: gas NOPs up to the next one's padding.
+			next := alignUp(iaddr, funcAlign)
+			p.pad, p.fill = int(next-iaddr), padFill(cfg.Padding, false, FillLinkerINT3)
+			iaddr = next
+		}
 	}
 
 	// 4. Emit core text. The region starts as int3, the linker's fill:
@@ -415,8 +444,16 @@ func (g *gen) build() error {
 	for i, p := range initf {
 		g.emitFunc(p, initReg, tb, true, "", len(core)+i)
 	}
+	pfxSyms := g.writePrefixes(coreReg, core)
+	pfxSyms = append(pfxSyms, g.writePrefixes(initReg, initf)...)
 	counter := dataBase + uint64(nData)*16 // the targets' counter word
 	for i, a := range tgtAddrs {
+		if n := g.prefix(); n > 0 {
+			pfx := image.Symbol{Name: PfxName(ProbeTargetName(i)), Addr: a - n, Size: n, Type: 't'}
+			fill(coreReg.Bytes[pfx.Addr-TextBase:a-TextBase], opNOP)
+			pfxSyms = append(pfxSyms, pfx)
+			g.truth.Funcs = append(g.truth.Funcs, pfxTruth(pfx))
+		}
 		if mc, ok := tbody.write(coreReg.Bytes[a-TextBase:], a, g.fentry, g.retThunk, counter); ok {
 			tb.mcount = append(tb.mcount, mc)
 		}
@@ -470,6 +507,7 @@ func (g *gen) build() error {
 		syms = append(syms, image.Symbol{Name: p.name, Addr: p.addr, Size: uint64(p.size), Type: p.typ})
 	}
 	mark("_einittext", iaddr)
+	syms = append(syms, pfxSyms...)
 	syms = append(syms, marks...)
 	sort.SliceStable(syms, func(i, j int) bool { return syms[i].Addr < syms[j].Addr })
 	k.Symbols = syms
@@ -700,6 +738,49 @@ func padFill(padding Padding, objEnd bool, between Fill) Fill {
 		return between
 	}
 	return FillGasNOP
+}
+
+// prefix is the CONFIG_CALL_PADDING bytes before a padded function:
+// FUNCTION_PADDING_BYTES, the function alignment (no CFI_CLANG).
+func (g *gen) prefix() uint64 {
+	if g.cfg.CallPadding {
+		return funcAlign
+	}
+	return 0
+}
+
+// padBefore marks p as padded when the image has call padding and p is
+// C code (the entry and irqentry zones are asm: SYM_CODE, no __pfx_; in
+// Debian's 7.3 image none of their 102 functions has one) and returns
+// the bytes to leave before it.
+func (g *gen) padBefore(p *fplan) uint64 {
+	if g.cfg.CallPadding && p.zone != ZoneEntry && p.zone != ZoneIRQEntry {
+		p.pfx = true
+		return g.prefix()
+	}
+	return 0
+}
+
+// writePrefixes fills the call padding before the padded functions of ps
+// with single-byte NOPs (gcc's -fpatchable-function-entry=16,16, as the
+// real 6.12 and 7.3 images hold every __pfx_ as built: 16 x 0x90) and
+// returns their __pfx_ symbols (the function's type, as kallsyms lists
+// them); the truth records each as a run of one-byte instructions.
+func (g *gen) writePrefixes(reg *image.Region, ps []*fplan) []image.Symbol {
+	var syms []image.Symbol
+	n := g.prefix()
+	for _, p := range ps {
+		if !p.pfx {
+			continue
+		}
+		s := image.Symbol{Name: PfxName(p.name), Addr: p.addr - n, Size: n, Type: p.typ, Module: reg.Module}
+		fill(reg.Bytes[s.Addr-reg.Start:p.addr-reg.Start], opNOP)
+		syms = append(syms, s)
+		ft := pfxTruth(s)
+		ft.Zone, ft.Module = p.zone, reg.Module
+		g.truth.Funcs = append(g.truth.Funcs, ft)
+	}
+	return syms
 }
 
 // minSize is the size of everything but filler.

@@ -57,6 +57,7 @@ func (g *gen) buildModule(m int) error {
 		a := start
 		for i, p := range ps {
 			p.size = max(p.size, g.minSize(p))
+			a += g.padBefore(p)
 			p.addr = a
 			a = alignUp(a+uint64(p.size), align)
 			if align > 1 {
@@ -71,7 +72,11 @@ func (g *gen) buildModule(m int) error {
 		jkeys[i] = dataBase + uint64(i)*16
 	}
 	initBase := alignUp(dataBase+uint64(nJK)*16, 4096)
-	initEnd := layout(init, initBase, 1)
+	initAlign := uint64(1)
+	if cfg.CallPadding {
+		initAlign = funcAlign // padded __init functions are aligned (Config.CallPadding)
+	}
+	initEnd := layout(init, initBase, initAlign)
 	if initEnd > base+moduleSpan {
 		return cfgErr("module-functions", "module %s needs %d bytes, more than the %d-byte module slot", name, initEnd-base, moduleSpan)
 	}
@@ -93,6 +98,10 @@ func (g *gen) buildModule(m int) error {
 	}
 	for _, p := range hosts {
 		mod.Symbols = append(mod.Symbols, image.Symbol{Name: p.name, Addr: p.addr, Size: uint64(p.size), Type: p.typ, Module: name})
+	}
+	mod.Symbols = append(mod.Symbols, g.writePrefixes(mod.Text, text)...)
+	if mod.Init != nil {
+		mod.Symbols = append(mod.Symbols, g.writePrefixes(mod.Init, init)...)
 	}
 	for i, a := range jkeys {
 		mod.Symbols = append(mod.Symbols, image.Symbol{Name: fmt.Sprintf("%s_key_%d", name, i), Addr: a, Size: 16, Type: 'd', Module: name})
