@@ -16,9 +16,12 @@ import (
 // every class of awkward target: jump-label, static-call and bug sites,
 // NOKPROBE symbols, entry and noinstr zones, init text, modules, duplicate
 // names, traced and untraced functions, and the batch sample's small
-// functions that optimize.
+// functions that optimize. Its generation is the series base, 7.3: every
+// switch must keep 7.3's decisions (on 6.1 ftrace-single-lookup does not,
+// by design of the backport: sim.Applicability.Decision).
 func ImageConfig() synth.Config {
 	c := synth.DefaultConfig()
+	c.Gen = image.Gen73
 	c.Seed = 11
 	c.Functions, c.InitFunctions = 1200, 40
 	c.JumpEntries, c.JumpKeys, c.StaticCallSites, c.StaticCallKeys = 900, 200, 200, 30
