@@ -61,13 +61,12 @@ type Finder interface {
 var _ Finder = (*Table)(nil)
 
 // EntryBytes returns sizeof(struct bug_entry) on x86-64
-// (GENERIC_BUG_RELATIVE_POINTERS): 12 with CONFIG_DEBUG_BUGVERBOSE
-// (bug_addr_disp, file_disp, line, flags), 8 without.
+// (GENERIC_BUG_RELATIVE_POINTERS) of the image's generation
+// (image.BugEntryLayoutFor): 6.1 and 6.12 12 with CONFIG_DEBUG_BUGVERBOSE
+// (bug_addr_disp, file_disp, line, flags), 8 without; 7.3 adds a
+// format_disp (HAVE_ARCH_BUG_FORMAT): 16 and 12.
 func EntryBytes(cfg image.Config) int {
-	if cfg.BugVerbose {
-		return 12
-	}
-	return 8
+	return image.BugEntryLayoutFor(cfg.Gen, cfg.BugVerbose).Size
 }
 
 // Table models the kernel's bug tables as find_bug sees them.
