@@ -129,12 +129,18 @@ func (l *loader) config() {
 		}
 		fact("CONFIG_RETHUNK", c.RetThunk, fromSymbols)
 	}
-	if v, from, ok := lookup("CONFIG_CFI_CLANG"); ok {
+	// 7.3 renamed CONFIG_CFI_CLANG to CONFIG_CFI (arch/Kconfig; CFI_CLANG
+	// stays as a transitional symbol no .config holds).
+	cfiOpt := "CONFIG_CFI_CLANG"
+	if c.Gen.AtLeast(image.Gen73) {
+		cfiOpt = "CONFIG_CFI"
+	}
+	if v, from, ok := lookup(cfiOpt); ok {
 		c.CFI = v
-		fact("CONFIG_CFI_CLANG", v, from)
+		fact(cfiOpt, v, from)
 	} else {
 		c.CFI = cfiSyms
-		fact("CONFIG_CFI_CLANG", c.CFI, fromSymbols)
+		fact(cfiOpt, c.CFI, fromSymbols)
 	}
 	if v, from, ok := lookup("CONFIG_KPROBES_ON_FTRACE"); ok {
 		c.KprobesOnFtrace = v
@@ -168,7 +174,7 @@ func (l *loader) embeddedConfig() (*kconfig.Config, bool, error) {
 var (
 	ConfigOptions = []string{"CONFIG_X86_KERNEL_IBT", "CONFIG_CALL_PADDING", "CONFIG_FUNCTION_ALIGNMENT",
 		"CONFIG_RETPOLINE", "CONFIG_MITIGATION_RETPOLINE", "CONFIG_RETHUNK", "CONFIG_MITIGATION_RETHUNK",
-		"CONFIG_CFI_CLANG", "CONFIG_KPROBES_ON_FTRACE", "CONFIG_DEBUG_BUGVERBOSE"}
+		"CONFIG_CFI", "CONFIG_CFI_CLANG", "CONFIG_KPROBES_ON_FTRACE", "CONFIG_DEBUG_BUGVERBOSE"}
 	IntConfigOptions = []string{"CONFIG_FUNCTION_ALIGNMENT"}
 )
 
