@@ -96,7 +96,7 @@ func (t *Tracing) parseProbeArg(arg string, i int, isReturn bool, tk *TraceKprob
 	}
 	if len(body) > t.g.maxArgstrLen {
 		// traceprobe_parse_probe_arg_body: ARG_TOO_LONG.
-		return refuse(t.g.argTooLong, fn, fmt.Sprintf("argument is %d characters, longer than MAX_ARGSTR_LEN (%d)", len(body), t.g.maxArgstrLen))
+		return refuse(t.g.argTooLong, fn, fmt.Sprintf("traceprobe_parse_probe_arg_body: argument is %d characters, longer than MAX_ARGSTR_LEN (%d in %s; -EINVAL in 6.1, -E2BIG from 6.12, 255 from 7.3)", len(body), t.g.maxArgstrLen, t.g.gen))
 	}
 	if j := strings.LastIndexByte(body, ':'); j >= 0 {
 		typ := body[j+1:]
