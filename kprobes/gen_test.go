@@ -247,8 +247,10 @@ func TestGenerationDifferences(t *testing.T) {
 				}
 				return p.State().String()
 			},
+			// 6.1's reason reads as before the generations (its digest is
+			// 6.1's); the explain trail adds "6.12+ boosts this group".
 			want:   [3]string{"int3", "optimized", "optimized"},
-			reason: "6.12+ boosts this group", reasonOn: 0,
+			reason: "is not boostable", reasonOn: 0,
 		},
 		{
 			name: "can_optimize skips the indirect-jump check with retpolines (6.12+)",
@@ -283,7 +285,7 @@ func TestGenerationDifferences(t *testing.T) {
 				p, _ := genRegister(t, kp, "thunkjmp", 1, false)
 				return p.State().String() + ": " + p.Why().Detail
 			},
-			want: [3]string{"int3: jump into the indirect thunks at +6 (CONFIG_RETPOLINE; 6.1 only)", "optimized: ", "optimized: "},
+			want: [3]string{"int3: jump into the indirect thunks at +6 (CONFIG_RETPOLINE)", "optimized: ", "optimized: "},
 		},
 		{
 			name: "alternatives_text_reserved gone in 7.3: two fewer O(1) checks",

@@ -611,7 +611,11 @@ func (kp *Kprobes) words(r rec, err error, failed bool) Reason {
 	case evCanOptimizeExtable, evCanOptimizeModelError, evCanOptimizeNoDecode, evCanOptimizeIndirectJump, evCanOptimizeThunk, evCanOptimizeJumpInto:
 		d := kp.canOptimizeDetail(r)
 		if tr {
-			note("can_optimize", kp.symPlus(r.addr), fmt.Sprintf("false: walked %s of %s: %s", insns(r.n), kp.symPlus(r.at), d))
+			gen := ""
+			if r.ev == evCanOptimizeThunk {
+				gen = " (6.1 only: 6.12 dropped the thunk-range check)"
+			}
+			note("can_optimize", kp.symPlus(r.addr), fmt.Sprintf("false: walked %s of %s: %s%s", insns(r.n), kp.symPlus(r.at), d, gen))
 		}
 		return why("can_optimize", d)
 	case evCanOptimize:
@@ -627,7 +631,7 @@ func (kp *Kprobes) words(r rec, err error, failed bool) Reason {
 	case evCopyOptInstruction, evCopyOptNotBoostable:
 		const ck = "copy_optimized_instructions"
 		fn := kp.fnOf(r.addr)
-		var d string
+		var d, gen string
 		check := ck + ": __copy_instruction"
 		if r.ev == evCopyOptNotBoostable {
 			check = ck
@@ -635,13 +639,15 @@ func (kp *Kprobes) words(r rec, err error, failed bool) Reason {
 			if kp.Extable != nil && kp.Extable.SearchExceptionTables(nil, r.end) {
 				d = fmt.Sprintf("%s at %s is not boostable (exception-table entry)", kp.insnName(r.insn, r.end), kp.rel(fn, r.end))
 			} else if !kp.g.canBoostGroups && x86.CanBoost(r.insn, true) {
-				d += " (6.1's can_boost; 6.12+ boosts this group)"
+				// Said in the trail, not in the reason: 6.1's reasons
+				// (and their digest) read as before the generations.
+				gen = " (6.1's can_boost; 6.12+ boosts this group)"
 			}
 		} else {
 			d = fmt.Sprintf("the instruction at %s %s", kp.rel(fn, r.end), copyWhy(r.err))
 		}
 		if tr {
-			note(ck, kp.symPlus(r.addr), "-EINVAL: "+d)
+			note(ck, kp.symPlus(r.addr), "-EINVAL: "+d+gen)
 		}
 		return why(check, d)
 	case evCopyOptFtraceReserved, evCopyOptJumpLabelReserved, evCopyOptStaticCall, evCopyOptimized:
@@ -757,7 +763,7 @@ func (kp *Kprobes) canOptimizeDetail(r rec) string {
 	case evCanOptimizeIndirectJump:
 		return fmt.Sprintf("indirect jump at %s", kp.rel(start, r.end))
 	case evCanOptimizeThunk:
-		return fmt.Sprintf("jump into the indirect thunks at %s (CONFIG_RETPOLINE; 6.1 only)", kp.rel(start, r.end))
+		return fmt.Sprintf("jump into the indirect thunks at %s (CONFIG_RETPOLINE)", kp.rel(start, r.end))
 	}
 	t := r.end + uint64(r.insn.Len) + uint64(r.insn.Imm)
 	return fmt.Sprintf("jump into the probed bytes at %s (%s to %s)", kp.rel(start, r.end), kp.insnName(r.insn, r.end), kp.rel(start, t))
