@@ -70,7 +70,10 @@ const (
 	rExecmemCacheAlloc = "no documented source: ~6 dependent maple-node loads (L2, ~14) for the walk and ~3 node stores on cold lines (L3, ~42)"
 	// 7.3: execmem_cache_populate_alloc: vmalloc of 2 MiB (huge mapping),
 	// int3 fill of 2 MiB, one set_memory_rox over 512 pages.
-	wExecmemCachePopulate = wSlotAlloc - 2*wSetMemory + (pmdSize / 16) + wSetMemory
+	// wSlotAlloc - 2*wSetMemory + pmdSize/16 + wSetMemory = 157,472,
+	// rounded to the 4 significant digits a cost file keeps (a documented
+	// weight must survive the round trip).
+	wExecmemCachePopulate = 157500
 	rExecmemCachePopulate = "no measurement: the vmalloc part of kprobe.insn_page.alloc (30k less two set_memory_* calls), a 2 MiB fill at ~16 bytes/cycle of streaming stores (~131k), one set_memory_rox (~3600)"
 	// 7.3: execmem_cache_free of one page: execmem_force_rw (set_memory_nx
 	// + set_memory_rw), an int3 fill of 4 KiB, execmem_restore_rox
