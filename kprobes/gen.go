@@ -69,6 +69,9 @@ type genModel struct {
 	// in 6.12.117, IS_ENABLED(CONFIG_CFI) in 7.3 (image.Config.CFI), absent
 	// in 6.1.192.
 	isCFITrap bool
+	// cfiOption names the option gating it: CONFIG_CFI_CLANG (6.1.192,
+	// 6.12.117), CONFIG_CFI (7.3; CFI_CLANG is transitional there).
+	cfiOption string
 	// insnIsIndirectJump: can_optimize refuses a function with an indirect
 	// jump (ff /4, /5, ea): always in 6.1.192; in 6.12.117 and 7.3 only
 	// without CONFIG_MITIGATION_RETPOLINE and CONFIG_X86_KERNEL_IBT
@@ -102,6 +105,7 @@ func genModelFor(k *image.Kernel) genModel {
 		alternativesTextReserved: true,
 		insnIsIndirectJump:       true,
 		indirectThunkJump:        true,
+		cfiOption:                "CONFIG_CFI_CLANG",
 	}
 	switch g.gen {
 	case image.Gen612, image.Gen73:
@@ -124,6 +128,7 @@ func genModelFor(k *image.Kernel) genModel {
 		g.freeCleanedReoptimize = true
 		g.armErrorSwallowed = true
 		g.onFuncEntryEarly = true
+		g.cfiOption = "CONFIG_CFI"
 	}
 	return g
 }

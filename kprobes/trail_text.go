@@ -154,13 +154,8 @@ const (
 const cks = "check_kprobe_address_safe: "
 
 // cfiOption is the config option gating can_probe's is_cfi_trap check in
-// the image's generation.
-func (kp *Kprobes) cfiOption() string {
-	if kp.g.gen == image.Gen73 {
-		return "CONFIG_CFI"
-	}
-	return "CONFIG_CFI_CLANG"
-}
+// the image's generation (the fact table's).
+func (kp *Kprobes) cfiOption() string { return kp.g.cfiOption }
 
 // words renders r: its trail steps when a Recorder is set, and the
 // Reason when the check refused (failed) with errno err.

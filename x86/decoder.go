@@ -50,12 +50,15 @@ type Decoder struct {
 	// /7, /6). Decode accepts LKGS only with it (6.1 rejects f2 0f 00 /6);
 	// the others were already accepted under their group names.
 	names612 bool
+	// endbrPoison is gen_endbr_poison() (asm/ibt.h), which is_endbr
+	// also accepts: 6.1's and 6.12's EndbrPoison, 7.3's EndbrPoison73.
+	endbrPoison *[4]byte
 }
 
 var (
-	decoder61  = Decoder{gen: image.Gen61, vexAfterREX: true}
-	decoder612 = Decoder{gen: image.Gen612, rex2: true, vexAfterREX: true, apx: true, names612: true}
-	decoder73  = Decoder{gen: image.Gen73, rex2: true, xop: true, inv64: true, apx: true, names612: true}
+	decoder61  = Decoder{gen: image.Gen61, vexAfterREX: true, endbrPoison: &EndbrPoison}
+	decoder612 = Decoder{gen: image.Gen612, rex2: true, vexAfterREX: true, apx: true, names612: true, endbrPoison: &EndbrPoison}
+	decoder73  = Decoder{gen: image.Gen73, rex2: true, xop: true, inv64: true, apx: true, names612: true, endbrPoison: &EndbrPoison73}
 )
 
 // For returns the kernel decoder of generation g (GenUnknown reads as 6.1,

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -77,14 +76,11 @@ func IsEndbr(code []byte) bool {
 // Models arch/x86/include/asm/ibt.h:is_endbr (6.1.192, 6.12.117) and
 // __is_endbr (7.3).
 func (d *Decoder) IsEndbr(code []byte) bool {
-	if d.gen != image.Gen73 {
-		return IsEndbr(code)
-	}
 	if len(code) < 4 {
 		return false
 	}
 	v := binary.LittleEndian.Uint32(code)
-	if v == binary.LittleEndian.Uint32(EndbrPoison73[:]) {
+	if v == binary.LittleEndian.Uint32(d.endbrPoison[:]) {
 		return true
 	}
 	v &^= 0x01000000 // ENDBR32 -> ENDBR64
