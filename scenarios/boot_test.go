@@ -70,7 +70,7 @@ func TestRealKernelParavirtNotRefused(t *testing.T) {
 	}
 	run := func(cpu string) (*image.Kernel, *RunResult) {
 		k := booted[cpu].Kernel
-		o := DefaultManyOptions()
+		o := testManyOptions()
 		o.Targets, o.ByAddress, o.Via = TargetsAllFunctions, true, doors.ViaRegisterKprobe // one by one, by address
 		s := &ManySetup{Opts: o, Kernel: k, Targets: probes}
 		s.Opts.N = len(probes)

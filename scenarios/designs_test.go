@@ -36,7 +36,7 @@ func allocFaults(t *testing.T) string {
 // upstream's per-probe results, without faults and with every shared
 // allocation failing once and the rhashtable's growth failing.
 func TestCompareDesignsSameDecisions(t *testing.T) {
-	o := DefaultManyOptions()
+	o := testManyOptions()
 	o.N, o.ImageProbes, o.Mixed, o.Via, o.Seed, o.OptimizeEvery = 150, 450, true, doors.ViaRegisterKprobe, 2, 17
 	o.Image = smallImage(2)
 	s := mustSetup(t, o)
@@ -69,7 +69,7 @@ func TestCompareDesignsSameDecisions(t *testing.T) {
 // register_kprobe with -ENOMEM where upstream cannot. The report then
 // names the first probe that differs, and it is that -ENOMEM.
 func TestDesignOnlyAllocationSaysWhich(t *testing.T) {
-	o := DefaultManyOptions()
+	o := testManyOptions()
 	o.N, o.Via, o.Image = 300, doors.ViaRegisterKprobe, smallImage(3)
 	s := mustSetup(t, o)
 	for _, tc := range []struct {
@@ -95,7 +95,7 @@ func TestDesignOnlyAllocationSaysWhich(t *testing.T) {
 
 // TestDesignMemoryReported: each design's index memory reaches the report.
 func TestDesignMemoryReported(t *testing.T) {
-	o := DefaultManyOptions()
+	o := testManyOptions()
 	o.N, o.Image = 500, smallImage(4)
 	s := mustSetup(t, o)
 	rep, err := RunMany(s, CompareDesignSpecs(), machine.Wire, sim.DefaultCosts(), "", nil)

@@ -41,7 +41,7 @@ func TestRealKernelReasons(t *testing.T) {
 		}
 	}
 
-	o := DefaultManyOptions()
+	o := testManyOptions()
 	o.Targets, o.ByAddress, o.Via, o.CPUs, o.OptimizeEvery = TargetsAllFunctions, true, doors.ViaRegisterKprobe, 8, 256
 	all := mustPrepareFor(t, k, o)
 	step := 11

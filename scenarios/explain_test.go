@@ -89,7 +89,7 @@ func registerEachFaults(t tb, s *ManySetup, sw sim.Switches, trail bool, faults 
 
 func mixedSetup(t tb, seed uint64, n, extra int) *ManySetup {
 	t.Helper()
-	o := DefaultManyOptions()
+	o := testManyOptions()
 	o.N, o.ImageProbes, o.Mixed, o.Via, o.Seed, o.OptimizeEvery = n, extra, true, doors.ViaRegisterKprobe, seed, 13
 	o.Image = smallImage(seed)
 	s, err := PrepareMany(o)
@@ -244,7 +244,7 @@ func trailsSame(t *testing.T, k *image.Kernel, targets []Target) {
 
 // The trail of a probe refused in the middle of a function.
 func ExampleExplain() {
-	o := DefaultManyOptions()
+	o := testManyOptions()
 	o.N, o.Image = 2, smallImage(1)
 	s, err := PrepareMany(o)
 	if err != nil {

@@ -115,7 +115,7 @@ func TestFastPathsMatchWalk(t *testing.T) {
 	k := fixture.Generate(t, cfg)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			o := DefaultManyOptions()
+			o := testManyOptions()
 			o.N, o.Image = n, cfg
 			tc.setup(&o)
 			s, err := PrepareManyOn(k, o)

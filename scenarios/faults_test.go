@@ -12,7 +12,7 @@ import (
 // before it are rolled back (kernel/kprobes.c:register_kprobes), under
 // upstream and the series alike; the 26 after it are never attempted.
 func TestBatchFaultMidway(t *testing.T) {
-	o := DefaultManyOptions()
+	o := testManyOptions()
 	o.N, o.Image = 300, smallImage(4)
 	o.Image.Functions, o.Image.InitFunctions, o.Image.JumpEntries, o.Image.JumpKeys = 1200, 40, 400, 100
 	o.Image.StaticCallSites, o.Image.StaticCallKeys, o.Image.BugEntries, o.Image.Modules = 100, 20, 300, 0

@@ -119,7 +119,7 @@ func TestPlacementEveryKind(t *testing.T) {
 					continue
 				}
 				t.Run(fmt.Sprintf("%s/%s/by-address=%v", kind, pl.p, byAddr), func(t *testing.T) {
-					o := DefaultManyOptions()
+					o := testManyOptions()
 					o.Image, o.N, o.Targets, o.ByAddress = img, 40, kind, byAddr
 					o.Traced = true
 					o.Placement, o.Offset = pl.p, pl.off
@@ -226,7 +226,7 @@ func TestPlacementEveryKind(t *testing.T) {
 // run (and the series and all) reaches the decisions and reasons of
 // upstream, probe by probe.
 func TestFrontDoorsSameDecisions(t *testing.T) {
-	o := DefaultManyOptions()
+	o := testManyOptions()
 	o.Image = smallImage(22)
 	o.Targets, o.Placement, o.Offset = TargetsTraceable, PlaceOffset, 5
 	o.OptimizeEvery = 13
@@ -264,7 +264,7 @@ func TestFrontDoorsSameDecisions(t *testing.T) {
 // TestLinesPerWrite: a failing line ends its write; the lines after it in
 // the same write are not attempted, the next write goes on.
 func TestLinesPerWrite(t *testing.T) {
-	o := DefaultManyOptions()
+	o := testManyOptions()
 	o.Image = smallImage(23)
 	o.Image.ProbeTargets, o.Image.ProbeTargetsTraced = 20, true
 	var lines []string

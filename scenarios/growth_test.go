@@ -25,7 +25,7 @@ func TestGrowthWithN(t *testing.T) {
 	var pts []point
 	visit, scan, dec := fixture.Op(t, "kprobe.hash.visit"), fixture.Op(t, "jump_label.scan.entry"), fixture.Op(t, "x86.decode.insn")
 	for _, n := range ns {
-		o := DefaultManyOptions()
+		o := testManyOptions()
 		o.N, o.Image = n, smallImage(7)
 		s := mustSetup(t, o)
 		rep, err := RunMany(s, []RunSpec{{"none", 0}, {"series", sim.PresetSeries.Set}}, machine.Wire, sim.DefaultCosts(), "", nil)

@@ -31,7 +31,7 @@ func mustSetup(t testing.TB, o ManyOptions) *ManySetup {
 // get_kprobe calls on 6.1 (docs/series.md, P4–P6), where I_b, I_f, k_c and s
 // come from the target's own decoded instructions.
 func TestGetKprobeCallsPerRegistration(t *testing.T) {
-	o := DefaultManyOptions()
+	o := testManyOptions()
 	o.N, o.Image = 3, smallImage(1)
 	s := mustSetup(t, o)
 	c := sim.NewCounters(false)
@@ -143,7 +143,7 @@ func noDesigns(specs []RunSpec) []RunSpec {
 func TestAblationSameDecisionsMixed(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
-			o := DefaultManyOptions()
+			o := testManyOptions()
 			o.N, o.ImageProbes, o.Mixed, o.Via, o.Seed, o.OptimizeEvery = 150, 450, true, doors.ViaRegisterKprobe, seed, 17
 			o.Image = smallImage(seed)
 			s := mustSetup(t, o)
@@ -176,7 +176,7 @@ func TestAblationSameDecisionsMixed(t *testing.T) {
 
 // TestBatchRollback: register_kprobes is all or nothing.
 func TestBatchRollback(t *testing.T) {
-	o := DefaultManyOptions()
+	o := testManyOptions()
 	o.N, o.Image, o.Placement, o.Offset = 20, smallImage(4), PlaceOffset, 1 // +1 is inside the ENDBR: -EILSEQ
 	s := mustSetup(t, o)
 	rep := checkSameDecisions(t, s, []RunSpec{{"none", 0}, {"series", sim.PresetSeries.Set}}, "")
@@ -189,7 +189,7 @@ func TestBatchRollback(t *testing.T) {
 // TestOptimizedRegionSemantics: post handlers are never optimized; a probe
 // inside an optimized region force-unoptimizes it (6.1.192 rule).
 func TestOptimizedRegionSemantics(t *testing.T) {
-	o := DefaultManyOptions()
+	o := testManyOptions()
 	o.N, o.Image = 4, smallImage(5)
 	o.Image.IBT = true // the offsets below are the IBT layout
 	s := mustSetup(t, o)
@@ -242,7 +242,7 @@ func TestAblationSameDecisionsDefaultImage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("26 runs on the default image")
 	}
-	o := DefaultManyOptions()
+	o := testManyOptions()
 	o.N = 2000
 	s := mustSetup(t, o)
 	rep := checkSameDecisions(t, s, noDesigns(allSpecs()), "")
@@ -271,7 +271,7 @@ func TestAllFunctionsSameDecisions(t *testing.T) {
 	cfg := smallImage(9)
 	cfg.Functions = 2500
 	k := fixture.Generate(t, cfg)
-	o := DefaultManyOptions()
+	o := testManyOptions()
 	o.Targets, o.Via = TargetsAllFunctions, doors.ViaRegisterKprobe
 	s := mustPrepareFor(t, k, o)
 	if len(s.Targets) < 2500 {

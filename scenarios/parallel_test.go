@@ -59,7 +59,7 @@ func sameRuns(t *testing.T, what string, a, b *ManyReport) {
 // that runs share nothing mutable (the image, the kallsyms tables, the
 // package caches).
 func TestRunManyParallelMatchesSerial(t *testing.T) {
-	o := DefaultManyOptions()
+	o := testManyOptions()
 	o.N, o.Image, o.ImageProbes, o.Mixed = 400, tinyImage(3), 150, true
 	o.Via = doors.ViaRegisterKprobe
 	specs := parallelSpecs(t)
@@ -83,7 +83,7 @@ func TestRunManyParallelMatchesSerial(t *testing.T) {
 // garbage was made and collected, counts the same retained bytes (memory
 // freed and reused by a run must never be mistaken for the shared image).
 func TestRetainedBytesRepeatable(t *testing.T) {
-	o := DefaultManyOptions()
+	o := testManyOptions()
 	o.N, o.Image, o.Jobs = 300, tinyImage(7), 3
 	s := mustSetup(t, o)
 	spec := RunSpec{Name: "series", Switches: sim.PresetSeries.Set}
@@ -113,7 +113,7 @@ func TestRetainedBytesRepeatable(t *testing.T) {
 // TestRunManyParallelSharedSetup: two RunMany calls on one setup at once,
 // through one pool (a sweep's points), agree with each other.
 func TestRunManyParallelSharedSetup(t *testing.T) {
-	o := DefaultManyOptions()
+	o := testManyOptions()
 	o.N, o.Image = 300, tinyImage(4)
 	o.Pool = NewPool(2)
 	s := mustSetup(t, o)
@@ -169,7 +169,7 @@ func (p *countingProgress) Done() {
 // TestRunManyParallelProgress: overlapping runs report as one bar over all
 // their probes, which never goes backwards and ends full.
 func TestRunManyParallelProgress(t *testing.T) {
-	o := DefaultManyOptions()
+	o := testManyOptions()
 	o.N, o.Image, o.OptimizeEvery, o.Jobs = 600, tinyImage(5), 64, 2
 	s := mustSetup(t, o)
 	p := &countingProgress{}
@@ -184,7 +184,7 @@ func TestRunManyParallelProgress(t *testing.T) {
 // TestRunManyParallelFirstError: when runs fail, the error is the first
 // failing spec's, as in the serial loop.
 func TestRunManyParallelFirstError(t *testing.T) {
-	o := DefaultManyOptions()
+	o := testManyOptions()
 	o.N, o.Image, o.Jobs = 50, tinyImage(6), 2
 	s := mustSetup(t, o)
 	boom := errors.New("boom")
@@ -209,7 +209,7 @@ func TestRunManyParallelFirstError(t *testing.T) {
 func TestRetainedPeakAtAttach(t *testing.T) {
 	specs := []RunSpec{{"none", 0}, {"series", sim.PresetSeries.Set}, {"all", sim.PresetAll.Set}}
 	for _, via := range []doors.Via{doors.ViaRegisterKprobes, doors.ViaRegisterKprobe} {
-		o := DefaultManyOptions()
+		o := testManyOptions()
 		o.N, o.Image, o.Via = 300, tinyImage(7), via
 		if via == doors.ViaRegisterKprobe {
 			o.ImageProbes, o.Mixed = 200, true

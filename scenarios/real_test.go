@@ -50,7 +50,7 @@ func realMany(t *testing.T, n int) (ManyOptions, *ManySetup) {
 	if testing.Short() {
 		t.Skip("loads and probes the real kernel")
 	}
-	o := DefaultManyOptions()
+	o := testManyOptions()
 	o.N = n
 	s, err := PrepareManyFor(realKernel(t), o)
 	if err != nil {

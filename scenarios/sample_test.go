@@ -14,7 +14,7 @@ import (
 // than the sample holds grows it to N.
 func TestSampleAddsItsFixedCount(t *testing.T) {
 	for _, tc := range []struct{ sample, n, want int }{{50000, 100, 50000}, {50, 120, 120}} {
-		o := DefaultManyOptions()
+		o := testManyOptions()
 		o.Image = smallImage(3)
 		o.Image.SampleFunctions, o.N = tc.sample, tc.n
 		s := mustSetup(t, o)
@@ -31,7 +31,7 @@ func TestSampleAddsItsFixedCount(t *testing.T) {
 // decodes the JMP32 once per optimized probe, and nothing else in the
 // optimizer decodes.
 func TestOptimizerDecodesOncePerProbe(t *testing.T) {
-	o := DefaultManyOptions()
+	o := testManyOptions()
 	o.Image = smallImage(4)
 	o.Image.SampleFunctions, o.N = 300, 300
 	rep, err := RunMany(mustSetup(t, o), []RunSpec{{"none", 0}}, machine.Wire, sim.DefaultCosts(), "", nil)
@@ -60,7 +60,7 @@ func TestOptimizerDecodesOncePerProbe(t *testing.T) {
 // text holds: 8 instructions and 2 NOPs for the default (returns patched,
 // untraced) target, where int3 padding would be 12 more.
 func TestCanOptimizeWalksThePadding(t *testing.T) {
-	o := DefaultManyOptions()
+	o := testManyOptions()
 	o.Image = smallImage(5)
 	o.Image.SampleFunctions, o.N = 400, 200
 	s := mustSetup(t, o)

@@ -28,7 +28,7 @@ func TestConcurrentRunsShareImage(t *testing.T) {
 	cfg.SampleFunctions = n
 	cfg.ProbeTargets = synth.SampleSize(cfg, n)
 	k := fixture.Generate(t, cfg)
-	o := DefaultManyOptions()
+	o := testManyOptions()
 	o.N, o.Image = n, cfg
 	o.ImageProbes, o.Mixed, o.Via, o.OptimizeEvery = n/2, true, doors.ViaRegisterKprobe, 17
 	s, err := PrepareManyOn(k, o)
