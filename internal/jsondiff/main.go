@@ -197,6 +197,9 @@ func (d *differ) diff(path string, a, b any) {
 					d.addedAt = map[string]int{}
 				}
 				d.addedAt[k]++
+			case !okx && d.onlySkipped(y), !oky && d.onlySkipped(x):
+				// An object holding only skipped keys on one side and
+				// absent (omitempty) on the other: nothing to compare.
 			case !okx:
 				d.report(path+"."+k, nil, y)
 			case !oky:
@@ -308,4 +311,18 @@ func (d *differ) diffNamed(path string, a, b []any, an, bn map[string]int) {
 	if ca, cb := common(a, bn), common(b, an); fmt.Sprint(ca) != fmt.Sprint(cb) {
 		d.report(path+".order", ca, cb)
 	}
+}
+
+// onlySkipped reports whether v is an object whose every key is skipped.
+func (d *differ) onlySkipped(v any) bool {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	for k := range m {
+		if !d.skip[k] {
+			return false
+		}
+	}
+	return true
 }

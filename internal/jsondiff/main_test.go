@@ -30,6 +30,10 @@ func TestDiff(t *testing.T) {
 		{"a field lost", `{"meta":{},"runs":[{"name":"none","ops":{}},{"name":"series","ops":{"x":2}}]}`, []string{"$.runs[none].ops.x: 1 -> (absent)"}},
 		{"a float's last bit", `{"meta":{},"runs":[{"name":"none","ops":{"x":1},"c":1214168.4782000005},{"name":"series","ops":{"x":2}}]}`, []string{"$.runs[none].c: (absent) -> 1214168.4782000005"}},
 		{"number type", `{"meta":{},"runs":[{"name":"none","ops":{"x":"1"}},{"name":"series","ops":{"x":2}}]}`, []string{`$.runs[none].ops.x: 1 -> "1"`}},
+		// An object left with only skipped keys equals its absence
+		// (omitempty); one with another key does not.
+		{"only skipped keys gone", `{"meta":{},"runs":[{"name":"none","ops":{"x":1},"flags":{"wall_ns":1}},{"name":"series","ops":{"x":2}}]}`, nil},
+		{"more than skipped keys", `{"meta":{},"runs":[{"name":"none","ops":{"x":1},"flags":{"wall_ns":1,"n":2}},{"name":"series","ops":{"x":2}}]}`, []string{`$.runs[none].flags: (absent) -> {"n":2,"wall_ns":1}`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &differ{skip: map[string]bool{"kpsim": true, "wall_ns": true}, max: 20}
