@@ -29,6 +29,7 @@ func TestDefaultManyOptionsIsSeriesBase(t *testing.T) {
 		t.Fatalf("default image generation %v, want %s", o.Image.Gen, sim.SeriesBase)
 	}
 	o.N = 300
+	o.Image.SampleFunctions = o.N // the sample's 50,000 functions would only slow the test
 	s := mustSetup(t, o)
 	if s.Kernel.Config.Gen != image.Gen73 || !s.Kernel.Config.IBT || !s.Kernel.Config.CallPadding {
 		t.Fatalf("image: gen %v IBT %v call padding %v", s.Kernel.Config.Gen, s.Kernel.Config.IBT, s.Kernel.Config.CallPadding)
