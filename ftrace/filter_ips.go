@@ -98,38 +98,11 @@ func (ft *Ftrace) SetFilterIPs(c *sim.Counters, o *Ops, ips []uint64) error {
 		c.Add(OpHashBucket, 1<<HashDefaultBits)
 		c.Add(OpHashMove, uint64(newCount))
 	}
-	var disable walkStats
-	oldMatched := 0
-	if o.enabled {
-		disable = ft.recUpdateWalk(h)
-		if oldCount > 0 {
-			oldMatched = oldCount - h.w.irregular
-		}
-	}
 	// The temporary hash's iteration order (buckets ascending, fresh
 	// entries first) is the order dup_hash re-inserts in; add() keeps
 	// filterHash's per-bucket lists in that order.
 	slices.SortStableFunc(added, func(a, b uint64) int { return tBucket(a) - tBucket(b) })
-	for _, loc := range added {
-		ft.change(h, loc, true)
-	}
-	if o.enabled {
-		countWalk(c, disable)
-		c.Add(OpRecMatch, uint64(oldMatched))
-		enable := ft.recUpdateWalk(h)
-		countWalk(c, enable)
-		if h.count > 0 {
-			c.Add(OpRecMatch, uint64(h.count-h.w.irregular))
-		}
-		var dirty []uint64
-		for _, loc := range added {
-			if ft.recompute(loc) != nil {
-				dirty = append(dirty, loc)
-			}
-		}
-		ft.replaceCode(c, dirty)
-	}
-	freeHash(c, oldCount, oldBits)
+	ft.hashMoveAndUpdate(c, o, h, added, true, oldCount, oldBits)
 	return nil
 }
 
@@ -201,6 +174,19 @@ func (ft *Ftrace) RemoveFilterIPs(c *sim.Counters, o *Ops, ips []uint64) error {
 		c.Add(OpHashBucket, 1<<HashDefaultBits)
 		c.Add(OpHashMove, uint64(newCount))
 	}
+	ft.hashMoveAndUpdate(c, o, h, gone, false, oldCount, oldBits)
+	return nil
+}
+
+// hashMoveAndUpdate is the common tail of ftrace_set_filter_ips with and
+// without remove: the filter hash takes (add) or drops the changed
+// locations; on an enabled ops ftrace_hash_move_and_update_ops walks the
+// records with the old hash and the new one (ftrace_hash_rec_disable /
+// _enable) and rewrites the call sites whose callback changed; then the
+// old hash is freed.
+//
+// Models kernel/trace/ftrace.c:ftrace_hash_move_and_update_ops.
+func (ft *Ftrace) hashMoveAndUpdate(c *sim.Counters, o *Ops, h *filterHash, changed []uint64, add bool, oldCount, oldBits int) {
 	var disable walkStats
 	oldMatched := 0
 	if o.enabled {
@@ -209,8 +195,8 @@ func (ft *Ftrace) RemoveFilterIPs(c *sim.Counters, o *Ops, ips []uint64) error {
 			oldMatched = oldCount - h.w.irregular
 		}
 	}
-	for _, loc := range gone {
-		ft.change(h, loc, false)
+	for _, loc := range changed {
+		ft.change(h, loc, add)
 	}
 	if o.enabled {
 		countWalk(c, disable)
@@ -221,7 +207,7 @@ func (ft *Ftrace) RemoveFilterIPs(c *sim.Counters, o *Ops, ips []uint64) error {
 			c.Add(OpRecMatch, uint64(h.count-h.w.irregular))
 		}
 		var dirty []uint64
-		for _, loc := range gone {
+		for _, loc := range changed {
 			if ft.recompute(loc) != nil {
 				dirty = append(dirty, loc)
 			}
@@ -229,5 +215,4 @@ func (ft *Ftrace) RemoveFilterIPs(c *sim.Counters, o *Ops, ips []uint64) error {
 		ft.replaceCode(c, dirty)
 	}
 	freeHash(c, oldCount, oldBits)
-	return nil
 }
