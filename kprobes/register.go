@@ -296,37 +296,9 @@ func (kp *Kprobes) checkKprobeAddressSafe(p *Kprobe) (*image.Module, error) {
 		}
 	}
 	x.step(rec{ev: evKernelText, addr: addr, mod: mod})
-	c.Inc(opConst) // in_gate_area_no_mm
-	if addr >= vsyscallPage && addr < vsyscallPage+4096 {
-		return nil, x.refuse(EINVAL, rec{ev: evInGateArea, addr: addr})
+	if r, err := kp.addressReserved(addr); err != nil {
+		return nil, x.refuse(err, r)
 	}
-	x.step(rec{ev: evInGateArea, addr: addr})
-	c.Enter(PhaseBlacklist)
-	if kp.Blacklist != nil && kp.Blacklist.WithinKprobeBlacklist(c, addr) {
-		return nil, x.refuse(EINVAL, rec{ev: evWithinKprobeBlacklist, addr: addr})
-	}
-	x.step(rec{ev: evWithinKprobeBlacklist, addr: addr})
-	c.Enter(PhaseJumpLabel)
-	if r, err := reserved(kp.JumpLabel, c, addr, addr); err != nil || r {
-		return nil, x.refuse(orEINVAL(err), rec{ev: evJumpLabelReserved, addr: addr})
-	}
-	x.step(rec{ev: evJumpLabelReserved, addr: addr})
-	c.Enter(PhaseStaticCall)
-	if r, err := reserved(kp.StaticCall, c, addr, addr); err != nil || r {
-		return nil, x.refuse(orEINVAL(err), rec{ev: evStaticCallReserved, addr: addr})
-	}
-	x.step(rec{ev: evStaticCallReserved, addr: addr})
-	c.Enter(PhaseBug)
-	if kp.Bugs != nil && kp.Bugs.FindBug(c, addr) {
-		return nil, x.refuse(EINVAL, rec{ev: evFindBug, addr: addr})
-	}
-	x.step(rec{ev: evFindBug, addr: addr})
-	c.Enter(PhaseCFI)
-	name, cfi := kp.isCFIPreambleSymbol(addr)
-	if cfi {
-		return nil, x.refuse(EINVAL, rec{ev: evCFIPreamble, addr: addr, name: name})
-	}
-	x.step(rec{ev: evCFIPreamble, addr: addr, name: name})
 	c.Enter(PhaseText)
 	if mod != nil {
 		c.Inc(opConst) // try_module_get
@@ -339,6 +311,50 @@ func (kp *Kprobes) checkKprobeAddressSafe(p *Kprobe) (*image.Module, error) {
 		x.step(rec{ev: evTryModuleGet, mod: mod})
 	}
 	return mod, nil
+}
+
+// addressReserved is check_kprobe_address_safe's one condition, the same
+// in 6.1.192, 6.12.117 and 7.3: in_gate_area_no_mm ||
+// within_kprobe_blacklist || jump_label_text_reserved ||
+// static_call_text_reserved || find_bug || is_cfi_preamble_symbol, each
+// counted in its phase. The refusal's record and a non-nil error
+// (-EINVAL, or a model error) say which refused; the caller refuses with them.
+//
+// Models the reserved-area condition of kernel/kprobes.c:check_kprobe_address_safe.
+func (kp *Kprobes) addressReserved(addr uint64) (rec, error) {
+	c, x := kp.C, kp.ex()
+	c.Inc(opConst) // in_gate_area_no_mm
+	if addr >= vsyscallPage && addr < vsyscallPage+4096 {
+		return rec{ev: evInGateArea, addr: addr}, EINVAL
+	}
+	x.step(rec{ev: evInGateArea, addr: addr})
+	c.Enter(PhaseBlacklist)
+	if kp.Blacklist != nil && kp.Blacklist.WithinKprobeBlacklist(c, addr) {
+		return rec{ev: evWithinKprobeBlacklist, addr: addr}, EINVAL
+	}
+	x.step(rec{ev: evWithinKprobeBlacklist, addr: addr})
+	c.Enter(PhaseJumpLabel)
+	if r, err := reserved(kp.JumpLabel, c, addr, addr); err != nil || r {
+		return rec{ev: evJumpLabelReserved, addr: addr}, orEINVAL(err)
+	}
+	x.step(rec{ev: evJumpLabelReserved, addr: addr})
+	c.Enter(PhaseStaticCall)
+	if r, err := reserved(kp.StaticCall, c, addr, addr); err != nil || r {
+		return rec{ev: evStaticCallReserved, addr: addr}, orEINVAL(err)
+	}
+	x.step(rec{ev: evStaticCallReserved, addr: addr})
+	c.Enter(PhaseBug)
+	if kp.Bugs != nil && kp.Bugs.FindBug(c, addr) {
+		return rec{ev: evFindBug, addr: addr}, EINVAL
+	}
+	x.step(rec{ev: evFindBug, addr: addr})
+	c.Enter(PhaseCFI)
+	name, cfi := kp.isCFIPreambleSymbol(addr)
+	if cfi {
+		return rec{ev: evCFIPreamble, addr: addr, name: name}, EINVAL
+	}
+	x.step(rec{ev: evCFIPreamble, addr: addr, name: name})
+	return rec{}, nil
 }
 
 // checkKprobeAddressSafe73 models check_kprobe_address_safe in 7.3:
@@ -382,37 +398,9 @@ func (kp *Kprobes) checkKprobeAddressSafe73(p *Kprobe) (*image.Module, error) {
 		}
 		return nil, x.refuse(err, r)
 	}
-	c.Inc(opConst) // in_gate_area_no_mm
-	if addr >= vsyscallPage && addr < vsyscallPage+4096 {
-		return refuse(EINVAL, rec{ev: evInGateArea, addr: addr})
+	if r, err := kp.addressReserved(addr); err != nil {
+		return refuse(err, r)
 	}
-	x.step(rec{ev: evInGateArea, addr: addr})
-	c.Enter(PhaseBlacklist)
-	if kp.Blacklist != nil && kp.Blacklist.WithinKprobeBlacklist(c, addr) {
-		return refuse(EINVAL, rec{ev: evWithinKprobeBlacklist, addr: addr})
-	}
-	x.step(rec{ev: evWithinKprobeBlacklist, addr: addr})
-	c.Enter(PhaseJumpLabel)
-	if r, err := reserved(kp.JumpLabel, c, addr, addr); err != nil || r {
-		return refuse(orEINVAL(err), rec{ev: evJumpLabelReserved, addr: addr})
-	}
-	x.step(rec{ev: evJumpLabelReserved, addr: addr})
-	c.Enter(PhaseStaticCall)
-	if r, err := reserved(kp.StaticCall, c, addr, addr); err != nil || r {
-		return refuse(orEINVAL(err), rec{ev: evStaticCallReserved, addr: addr})
-	}
-	x.step(rec{ev: evStaticCallReserved, addr: addr})
-	c.Enter(PhaseBug)
-	if kp.Bugs != nil && kp.Bugs.FindBug(c, addr) {
-		return refuse(EINVAL, rec{ev: evFindBug, addr: addr})
-	}
-	x.step(rec{ev: evFindBug, addr: addr})
-	c.Enter(PhaseCFI)
-	name, cfi := kp.isCFIPreambleSymbol(addr)
-	if cfi {
-		return refuse(EINVAL, rec{ev: evCFIPreamble, addr: addr, name: name})
-	}
-	x.step(rec{ev: evCFIPreamble, addr: addr, name: name})
 	c.Enter(PhaseText)
 	if mod != nil && mod.InitContains(addr) && mod.State != image.ModuleComing {
 		return nil, x.refuse(ENOENT, rec{ev: evWithinModuleInit, addr: addr, mod: mod})
