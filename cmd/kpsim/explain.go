@@ -153,11 +153,13 @@ func flagTakesValue(a string) bool {
 	if !strings.HasPrefix(a, "-") || strings.Contains(a, "=") {
 		return false
 	}
-	switch strings.TrimLeft(a, "-") {
-	case "post", "verify", "no-enable", "traced", "ibt", "retpoline", "rethunk", "returns-patched", "probe-targets-traced", "h", "help":
+	name := strings.TrimLeft(a, "-")
+	switch name {
+	case "post", "verify", "no-enable", "traced", "ibt", "retpoline", "rethunk", "returns-patched", "probe-targets-traced", "call-padding", "h", "help":
 		return false
 	}
-	return true
+	// --no-X turns a default-on boolean X off (noFlags); no value follows.
+	return !strings.HasPrefix(name, "no-")
 }
 
 // parseExplainTarget reads SYM, SYM+OFF (decimal or 0x hex) or 0xADDR.

@@ -223,17 +223,23 @@ func Generate(cfg Config) (*image.Kernel, *Truth, error) {
 	}
 	if cfg.CallPadding {
 		g.k.Config.CallPadding, g.k.Config.FunctionAlignment = true, funcAlign
-		// The build facts of a post-6.2 image, named as a loaded
-		// image names them (images without call padding keep none, as
-		// before generations).
+	}
+	if cfg.CallPadding || cfg.Gen.AtLeast(image.Gen612) {
+		// The build facts of a post-6.2 image, named as a loaded image
+		// names them, whatever flags turned off (6.1 images keep none,
+		// as before generations).
 		yn := func(b bool) string {
 			if b {
 				return "y"
 			}
 			return "n"
 		}
-		for _, f := range [][2]string{{"CONFIG_X86_KERNEL_IBT", yn(cfg.IBT)}, {"CONFIG_CALL_PADDING", "y"},
-			{"CONFIG_FUNCTION_ALIGNMENT", "16"}, {"CONFIG_RETPOLINE", yn(cfg.Retpoline)}, {"CONFIG_RETHUNK", yn(cfg.RetThunk)}} {
+		facts := [][2]string{{"CONFIG_X86_KERNEL_IBT", yn(cfg.IBT)}, {"CONFIG_CALL_PADDING", yn(cfg.CallPadding)}}
+		if cfg.CallPadding {
+			facts = append(facts, [2]string{"CONFIG_FUNCTION_ALIGNMENT", "16"})
+		}
+		facts = append(facts, [2]string{"CONFIG_RETPOLINE", yn(cfg.Retpoline)}, [2]string{"CONFIG_RETHUNK", yn(cfg.RetThunk)})
+		for _, f := range facts {
 			g.k.Config.Facts = append(g.k.Config.Facts, image.ConfigFact{Option: f[0], Value: f[1], From: "generator"})
 		}
 	}
