@@ -18,7 +18,8 @@ var (
 	PhaseInsert     = sim.NewPhase("insert", "existence check, hlist_add_head_rcu (+ tree insert), aggregation")
 	PhaseArm        = sim.NewPhase("arm", "arm_kprobe: get_optimized_kprobe, int3 text_poke + sync, or ftrace arming")
 	PhaseOptimize   = sim.NewPhase("optimize", "try_to_optimize_kprobe: can_optimize, copy_optimized_instructions, arch_check_optimized_kprobe")
-	PhaseOptimizer  = sim.NewPhase("optimizer", "kprobe_optimizer worker: batched jump writes and unoptimizations")
+	PhaseOptimizer  = sim.NewPhase("optimizer", "kprobe_optimizer worker: batched jump writes and unoptimizations").
+			In(sim.Kworker, "kernel/kprobes.c: DECLARE_DELAYED_WORK(optimizing_work, kprobe_optimizer); kick_kprobe_optimizer queues it on system_wq with schedule_delayed_work(OPTIMIZE_DELAY)")
 	PhaseUnregister = sim.NewPhase("unregister", "unregister_kprobes: disarm, unhash, free")
 )
 

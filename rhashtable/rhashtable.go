@@ -70,7 +70,8 @@ var FaultTableAlloc = sim.NewFaultPoint("rhashtable.tbl.alloc",
 	"bucket_table_alloc fails: the deferred worker keeps the old table and reschedules; an insert above 100% load then fails with -ENOMEM")
 
 // PhaseWorker holds the deferred worker's resizing work.
-var PhaseWorker = sim.NewPhase("rht_deferred_worker", "rhashtable's deferred worker: table allocation and rehash of every entry")
+var PhaseWorker = sim.NewPhase("rht_deferred_worker", "rhashtable's deferred worker: table allocation and rehash of every entry").
+	In(sim.Kworker, "lib/rhashtable.c: INIT_WORK(&ht->run_work, rht_deferred_worker); an insert past 75% load calls schedule_work(&ht->run_work)")
 
 // Params are the rhashtable_params fields that change the model.
 type Params struct {

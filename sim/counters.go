@@ -44,12 +44,25 @@ type OpInfo struct {
 	// comparisons already priced through their parts): reported, never
 	// priced, and left out of operation totals.
 	Metric bool
+	// Context is where the op's work runs (Task unless declared with
+	// Op.In), and ContextWhy the kernel source that puts it there.
+	Context    Context
+	ContextWhy string
+	// Lo and Hi bound the weight's documented range (Op.Range; both 0
+	// when none was declared), RangeSource says where they come from.
+	Lo, Hi      float64
+	RangeSource string
+	// Wait is how long one count blocks the task (Op.Waits), if it does.
+	Wait WaitInfo
 }
 
 // PhaseInfo describes a registered phase.
 type PhaseInfo struct {
 	Name string
 	Doc  string
+	// Context is where the phase's work runs (Phase.In; Task by default).
+	Context    Context
+	ContextWhy string
 }
 
 var registry struct {
