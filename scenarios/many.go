@@ -194,8 +194,18 @@ type ProbeResult struct {
 // RunResult is what one run did.
 type RunResult struct {
 	RunOutcome
-	EstCycles float64 `json:"est_cycles"`
-	WallNS    int64   `json:"wall_ns"`
+	// EstCycles is the whole estimate, every context (what `perf stat -a`
+	// would count of this work); TaskCycles the registering task's share
+	// (what `perf stat CMD` counts); Contexts splits EstCycles by context.
+	EstCycles  float64           `json:"est_cycles"`
+	TaskCycles float64           `json:"task_est_cycles"`
+	Contexts   sim.ContextCycles `json:"-"`
+	// Waits is the time counted ops keep a context asleep (grace
+	// periods), per op and context: time, not cycles.
+	Waits []sim.OpWait `json:"-"`
+	// OpCycles is every op's count and cycles per context.
+	OpCycles []sim.OpContextCount `json:"-"`
+	WallNS   int64                `json:"wall_ns"`
 	// RetainedBytes is the most the run's simulator structures held
 	// (internal/sizer), sampled at the end of the attach (the optimizer
 	// drained), before a failed batch rolls back, and after the teardown
@@ -233,11 +243,13 @@ type RunOutcome struct {
 
 // PhaseResult is one phase of one run.
 type PhaseResult struct {
-	Name      string            `json:"name"`
-	Ops       uint64            `json:"ops"`
-	EstCycles float64           `json:"est_cycles"`
-	WallNS    int64             `json:"wall_ns"`
-	Counts    map[string]uint64 `json:"counts"`
+	Name       string            `json:"name"`
+	Ops        uint64            `json:"ops"`
+	EstCycles  float64           `json:"est_cycles"`
+	TaskCycles float64           `json:"task_est_cycles"`
+	Contexts   sim.ContextCycles `json:"-"`
+	WallNS     int64             `json:"wall_ns"`
+	Counts     map[string]uint64 `json:"counts"`
 }
 
 // ManyReport is the scenario's whole output.
@@ -865,6 +877,8 @@ func (r *RunResult) finish(costs *sim.CostTable) {
 	}
 	for ph, pr := range perPhase {
 		pr.EstCycles = costs.PhaseCycles(c, ph)
+		pr.Contexts = costs.PhaseContextCycles(c, ph)
+		pr.TaskCycles = pr.Contexts.Task()
 		pr.WallNS = c.Wall(ph).Nanoseconds()
 	}
 	for _, name := range PhaseNames() {
@@ -873,6 +887,10 @@ func (r *RunResult) finish(costs *sim.CostTable) {
 		}
 	}
 	r.EstCycles = costs.Cycles(c)
+	r.Contexts = costs.ContextCycles(c)
+	r.TaskCycles = r.Contexts.Task()
+	r.Waits = sim.Waits(c)
+	r.OpCycles = costs.OpContextCounts(c)
 	r.KernelMem = map[string]int64{}
 	for _, nb := range c.Bytes() {
 		r.KernelMem[nb.Name] = nb.Bytes

@@ -175,39 +175,58 @@ func (t *CostTable) ContextCycles(c *Counters) ContextCycles {
 	return out
 }
 
-// PhaseWait returns the time phase ph's counted ops keep the task waiting
-// (typical durations).
-func PhaseWait(c *Counters, ph Phase) time.Duration {
+// PhaseWaits returns, per context, the time phase ph's counted ops keep
+// it waiting (typical durations).
+func PhaseWaits(c *Counters, ph Phase) [NumContexts]time.Duration {
+	var out [NumContexts]time.Duration
 	if c == nil {
-		return 0
+		return out
 	}
 	ops, _ := handles()
-	var d time.Duration
 	i := ph.Index()
 	for op, n := range c.v[i*c.nops : (i+1)*c.nops] {
 		if n != 0 && ops[op].info.Wait.Typical != 0 {
-			d += time.Duration(n) * ops[op].info.Wait.Typical
+			out[ContextOf(ph, Op{ops[op]})] += time.Duration(n) * ops[op].info.Wait.Typical
 		}
 	}
-	return d
+	return out
 }
 
-// Waits returns, per op that waits, the count and the time it keeps the
-// task waiting (typical, low and high) over every phase.
+// Waits returns, per op that waits and context it was counted in, the
+// count and the time it keeps that context waiting (typical, low and
+// high), summed over phases, in op then context order. Only a Task wait
+// is time the registering task sleeps; a kworker's wait delays the
+// worker, not the task.
 func Waits(c *Counters) []OpWait {
 	if c == nil {
 		return nil
 	}
-	ops, _ := handles()
-	var out []OpWait
-	for i, d := range ops {
-		if d.info.Wait.Typical == 0 && d.info.Wait.Hi == 0 {
+	ops, phs := handles()
+	type key struct {
+		op  int
+		ctx Context
+	}
+	n := map[key]uint64{}
+	for i, v := range c.v {
+		if v == 0 {
 			continue
 		}
-		if n := c.Total(Op{d}); n != 0 {
-			w := d.info.Wait
-			out = append(out, OpWait{Op: Op{ops[i]}, N: n,
-				Typical: time.Duration(n) * w.Typical, Lo: time.Duration(n) * w.Lo, Hi: time.Duration(n) * w.Hi})
+		op := i % c.nops
+		if w := ops[op].info.Wait; w.Typical == 0 && w.Hi == 0 {
+			continue
+		}
+		n[key{op, ContextOf(Phase{phs[i/c.nops]}, Op{ops[op]})}] += v
+	}
+	var out []OpWait
+	for op := range ops {
+		for ctx := range NumContexts {
+			v := n[key{op, ctx}]
+			if v == 0 {
+				continue
+			}
+			w := ops[op].info.Wait
+			out = append(out, OpWait{Op: Op{ops[op]}, Context: ctx, N: v,
+				Typical: time.Duration(v) * w.Typical, Lo: time.Duration(v) * w.Lo, Hi: time.Duration(v) * w.Hi})
 		}
 	}
 	return out
@@ -216,6 +235,44 @@ func Waits(c *Counters) []OpWait {
 // OpWait is the waiting one op's counts stand for.
 type OpWait struct {
 	Op              Op
+	Context         Context
 	N               uint64
 	Typical, Lo, Hi time.Duration
+}
+
+// OpContextCount is how often one op was counted in one context over a
+// run's phases, and the cycles that is under a cost table.
+type OpContextCount struct {
+	Op      Op
+	Context Context
+	N       uint64
+	Cycles  float64
+}
+
+// OpContextCounts returns, for every op counted (metrics excluded), its
+// count per context summed over phases and the cycles t charges for it,
+// in op then context order.
+func (t *CostTable) OpContextCounts(c *Counters) []OpContextCount {
+	if c == nil {
+		return nil
+	}
+	ops, phs := handles()
+	n := make([]uint64, len(ops)*int(NumContexts))
+	for i, v := range c.v {
+		if v != 0 {
+			op := i % c.nops
+			n[op*int(NumContexts)+int(ContextOf(Phase{phs[i/c.nops]}, Op{ops[op]}))] += v
+		}
+	}
+	var out []OpContextCount
+	for i, v := range n {
+		if v == 0 || ops[i/int(NumContexts)].info.Metric {
+			continue
+		}
+		op := i / int(NumContexts)
+		var s fsum
+		s.addProduct(v, t.w[op])
+		out = append(out, OpContextCount{Op: Op{ops[op]}, Context: Context(i % int(NumContexts)), N: v, Cycles: s.value()})
+	}
+	return out
 }

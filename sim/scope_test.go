@@ -38,12 +38,26 @@ func TestContextSplit(t *testing.T) {
 	if all.Task() != 10 || all.System() != costs.Cycles(c) {
 		t.Errorf("totals task %v system %v, want 10 and %v", all.Task(), all.System(), costs.Cycles(c))
 	}
-	if got := PhaseWait(c, testPhaseWorker); got != 3*time.Millisecond {
-		t.Errorf("wait = %v, want 3ms", got)
+	if got := PhaseWaits(c, testPhaseWorker); got[Kworker] != 3*time.Millisecond || got[Task] != 0 {
+		t.Errorf("waits = %v, want 3ms in the kworker", got)
 	}
 	ws := Waits(c)
-	if len(ws) != 1 || ws[0].Op != testOpWait || ws[0].Lo != time.Millisecond || ws[0].Hi != 20*time.Millisecond {
+	if len(ws) != 1 || ws[0].Op != testOpWait || ws[0].Context != Kworker || ws[0].Lo != time.Millisecond || ws[0].Hi != 20*time.Millisecond {
 		t.Errorf("Waits = %+v", ws)
+	}
+	oc := costs.OpContextCounts(c)
+	want := []OpContextCount{{testOpA, Task, 5, 10}, {testOpB, Kworker, 3, 30}, {testOpIPI, OtherCPU, 3, 300}, {testOpWait, Kworker, 1, 1000}}
+	got := map[OpContextCount]bool{}
+	for _, x := range oc {
+		got[x] = true
+	}
+	for _, x := range want {
+		if !got[x] {
+			t.Errorf("OpContextCounts lacks %+v: %+v", x, oc)
+		}
+	}
+	if len(oc) != len(want) {
+		t.Errorf("OpContextCounts = %+v, want %d entries", oc, len(want))
 	}
 	if ContextOf(testPh1, testOpA) != Task || ContextOf(testPhaseWorker, testOpA) != Kworker {
 		t.Error("ContextOf ignores the phase's context")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/scenarios"
+	"github.com/kpsim/kpsim/sim"
 )
 
 // TableWidth is the widest line a table report prints (a terminal, an
@@ -291,22 +292,22 @@ func phaseTable(w io.Writer, r *scenarios.ManyReport) {
 	for _, run := range r.Runs {
 		u := unit{name: run.Name}
 		var ops, cyc, vb, vs col
-		ops.head, cyc.head = "ops", "cycles"
+		ops.head, cyc.head = "ops", "task cycles"
 		vb.head, vs.head = base.Name+"/run", "series/run"
 		for _, name := range names {
 			p, bp := run.Phase(name), base.Phase(name)
 			ops.cells = append(ops.cells, group(p.Ops))
-			cyc.cells = append(cyc.cells, group(uint64(scenarios.Cycles(p.EstCycles))))
-			vb.cells = append(vb.cells, ratio(bp.EstCycles, p.EstCycles))
+			cyc.cells = append(cyc.cells, group(uint64(scenarios.Cycles(p.TaskCycles))))
+			vb.cells = append(vb.cells, ratio(bp.TaskCycles, p.TaskCycles))
 			if series != nil {
-				vs.cells = append(vs.cells, ratio(series.Phase(name).EstCycles, p.EstCycles))
+				vs.cells = append(vs.cells, ratio(series.Phase(name).TaskCycles, p.TaskCycles))
 			}
 		}
 		ops.cells = append(ops.cells, group(run.TotalOps))
-		cyc.cells = append(cyc.cells, group(uint64(scenarios.Cycles(run.EstCycles))))
-		vb.cells = append(vb.cells, ratio(base.EstCycles, run.EstCycles))
+		cyc.cells = append(cyc.cells, group(uint64(scenarios.Cycles(run.TaskCycles))))
+		vb.cells = append(vb.cells, ratio(base.TaskCycles, run.TaskCycles))
 		if series != nil {
-			vs.cells = append(vs.cells, ratio(series.EstCycles, run.EstCycles))
+			vs.cells = append(vs.cells, ratio(series.TaskCycles, run.TaskCycles))
 		}
 		if withOps {
 			u.cols = append(u.cols, ops)
@@ -320,11 +321,64 @@ func phaseTable(w io.Writer, r *scenarios.ManyReport) {
 		}
 		units = append(units, u)
 	}
-	title := "operations and estimated cycles by phase"
+	title := "operations, and the task's estimated cycles by phase (`perf stat CMD`)"
 	if !withOps {
-		title = "estimated cycles by phase (ops by phase: --format json, csv or bench)"
+		title = "the task's estimated cycles by phase (ops: --format json, csv or bench)"
 	}
 	renderGrouped(w, title, "phase", labels, units)
+	fmt.Fprintln(w)
+	outsideTable(w, r)
+}
+
+// outsideTable prints the cycles each phase spent outside the registering
+// task, by context (a kworker's optimizer, other CPUs' IPI handlers, RCU
+// callbacks), and the system total: what `perf stat -a` counts of this
+// work and `perf stat CMD` does not. Nothing when every cycle is the
+// task's.
+func outsideTable(w io.Writer, r *scenarios.ManyReport) {
+	base := r.Runs[0]
+	type row struct {
+		phase string
+		ctx   sim.Context
+	}
+	var rows []row
+	for _, name := range usedPhases(r) {
+		for _, ctx := range sim.Contexts()[1:] {
+			for _, run := range r.Runs {
+				if run.Phase(name).Contexts[ctx] != 0 {
+					rows = append(rows, row{name, ctx})
+					break
+				}
+			}
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	labels := make([]string, 0, len(rows)+2)
+	for _, x := range rows {
+		labels = append(labels, x.phase+" ("+x.ctx.String()+")")
+	}
+	labels = append(labels, "outside the task", "system total")
+	var units []unit
+	for _, run := range r.Runs {
+		var cyc, vb col
+		cyc.head, vb.head = "cycles", base.Name+"/run"
+		for _, x := range rows {
+			v, b := run.Phase(x.phase).Contexts[x.ctx], base.Phase(x.phase).Contexts[x.ctx]
+			cyc.cells = append(cyc.cells, group(uint64(scenarios.Cycles(v))))
+			vb.cells = append(vb.cells, ratio(b, v))
+		}
+		out, bout := run.EstCycles-run.TaskCycles, base.EstCycles-base.TaskCycles
+		cyc.cells = append(cyc.cells, group(uint64(scenarios.Cycles(out))), group(uint64(scenarios.Cycles(run.EstCycles))))
+		vb.cells = append(vb.cells, ratio(bout, out), ratio(base.EstCycles, run.EstCycles))
+		u := unit{name: run.Name, cols: []col{cyc}}
+		if run != base {
+			u.cols = append(u.cols, vb)
+		}
+		units = append(units, u)
+	}
+	renderGrouped(w, "cycles outside the task (`perf stat -a` counts them, CMD's does not)", "phase (context)", labels, units)
 	fmt.Fprintln(w)
 }
 
@@ -332,27 +386,54 @@ func phaseTable(w io.Writer, r *scenarios.ManyReport) {
 // outcomes, memory and the decisions digest.
 func summaryTable(w io.Writer, r *scenarios.ManyReport) {
 	base, series := r.Runs[0], seriesRun(r)
-	labels := []string{"ops", "est. cycles", base.Name + "/run (cycles)"}
+	labels := []string{"ops", "task cycles", base.Name + "/run (task)"}
 	if series != nil {
-		labels = append(labels, "series/run (cycles)")
+		labels = append(labels, "series/run (task)")
 	}
-	labels = append(labels, "wall", base.Name+"/run (wall)", "registered", "optimized", "rejected", "kernel bytes +", "sim retained", "decisions")
+	labels = append(labels, "system cycles", base.Name+"/run (system)", "task waits", "wall", base.Name+"/run (wall)", "registered", "optimized", "rejected", "kernel bytes +", "sim retained", "decisions")
 	var units []unit
 	for _, run := range r.Runs {
 		same := "= " + base.Name
 		if run.Digest != base.Digest {
 			same = "DIFFERENT"
 		}
-		cells := []string{group(run.TotalOps), group(uint64(scenarios.Cycles(run.EstCycles))), ratio(base.EstCycles, run.EstCycles)}
+		cells := []string{group(run.TotalOps), group(uint64(scenarios.Cycles(run.TaskCycles))), ratio(base.TaskCycles, run.TaskCycles)}
 		if series != nil {
-			cells = append(cells, ratio(series.EstCycles, run.EstCycles))
+			cells = append(cells, ratio(series.TaskCycles, run.TaskCycles))
 		}
+		cells = append(cells, group(uint64(scenarios.Cycles(run.EstCycles))), ratio(base.EstCycles, run.EstCycles), taskWait(run))
 		cells = append(cells, time.Duration(run.WallNS).Round(time.Millisecond).String(), ratio(float64(base.WallNS), float64(run.WallNS)),
 			strconv.Itoa(run.Registered), strconv.Itoa(run.Optimized), rejected(run.Rejected), signed(memSum(run)-memSum(base)),
 			mib(run.RetainedBytes), run.Digest[:12]+" "+same)
 		units = append(units, unit{name: run.Name, cols: []col{{cells: cells}}})
 	}
 	renderGrouped(w, "summary (kernel bytes +: modelled kernel memory beyond the first run's)", "run", labels, units)
+	writeWrapped(w, " task: the registering task's cycles, what `perf stat CMD` counts (the headline); system: every context's, what `perf stat -a` counts of this work; task waits: time the task sleeps in grace periods, typical (low-high), in its elapsed time but not in its cycles.", " ")
+}
+
+// taskWait renders the time a run's task sleeps in waits (grace periods):
+// typical, and the range the waits' sources allow.
+func taskWait(run *scenarios.RunResult) string {
+	var t, lo, hi time.Duration
+	for _, w := range run.Waits {
+		if w.Context == sim.Task {
+			t, lo, hi = t+w.Typical, lo+w.Lo, hi+w.Hi
+		}
+	}
+	if t == 0 && hi == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%s (%s-%s)", roundDur(t), roundDur(lo), roundDur(hi))
+}
+
+// roundDur keeps three significant digits of a duration.
+func roundDur(d time.Duration) string {
+	for _, u := range []time.Duration{time.Second, time.Millisecond, time.Microsecond} {
+		if d >= u {
+			return d.Round(u / 100).String()
+		}
+	}
+	return d.String()
 }
 
 // memoryTable prints the modelled kernel memory of every run.

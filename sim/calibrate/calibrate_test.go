@@ -199,8 +199,14 @@ func TestBuiltinProfiles(t *testing.T) {
 			t.Errorf("%s profile is a quick run", regime)
 		}
 		for i, o := range sim.Ops() {
-			if k, _ := Classify(o); k == Measured && ct.Source(sim.OpAt(i)) == "default" {
+			k, _ := Classify(o)
+			if k == Measured && ct.Source(sim.OpAt(i)) == "default" {
 				t.Errorf("%s profile has no weight for measured op %s: rerun kpsim calibrate --regime both and commit profiles/", regime, o.Name)
+			}
+			// A documented weight is the registered one, whatever copy
+			// of it the profile carries from its calibration day.
+			if k == Documented && (ct.Weight(sim.OpAt(i)) != o.Cycles || ct.Source(sim.OpAt(i)) != "default") {
+				t.Errorf("%s profile: documented op %s weighs %g (%s), registered %g", regime, o.Name, ct.Weight(sim.OpAt(i)), ct.Source(sim.OpAt(i)), o.Cycles)
 			}
 		}
 	}
