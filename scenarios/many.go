@@ -267,6 +267,11 @@ type ManyReport struct {
 	Targets []Target `json:"-"`
 	// Meta says how the report was made (the caller fills it).
 	Meta *Meta `json:"-"`
+	// Costs are the weights the runs were priced with.
+	Costs *sim.CostTable `json:"-"`
+	// Sensitivity, when asked for, says how the headline ratio moves with
+	// each weight (see Sensitivity).
+	Sensitivity *SensitivityReport `json:"-"`
 }
 
 // Progress is told about each run's progress (may be nil).
@@ -494,7 +499,7 @@ func imageProbes(k *image.Kernel, o ManyOptions) []Target {
 // bound when set); the report lists them in spec order whatever order
 // they finished in, and the first failing spec's error is returned.
 func RunMany(s *ManySetup, specs []RunSpec, wire machine.Wiring, costs *sim.CostTable, faults string, prog Progress) (*ManyReport, error) {
-	rep := &ManyReport{Scenario: "many", Kernel: s.Kernel.Name, CPU: s.Kernel.BootCPU(), N: s.Opts.N, Weights: costs.Describe(), Via: s.Opts.FrontDoor(), Params: s.params(), Targets: s.Targets}
+	rep := &ManyReport{Scenario: "many", Kernel: s.Kernel.Name, CPU: s.Kernel.BootCPU(), N: s.Opts.N, Weights: costs.Describe(), Via: s.Opts.FrontDoor(), Params: s.params(), Targets: s.Targets, Costs: costs}
 	pool := s.Opts.Pool
 	if pool == nil {
 		pool = NewPool(s.Opts.Jobs)

@@ -123,6 +123,20 @@ func runCalibrate(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// regimeTables returns the weight tables of every built-in regime, by
+// name: what bounds a weight that registers no range of its own.
+func regimeTables() (map[string]*sim.CostTable, error) {
+	out := map[string]*sim.CostTable{}
+	for _, r := range []string{"documented", "hot", "cold"} {
+		t, err := calibrate.Builtin(r)
+		if err != nil {
+			return nil, err
+		}
+		out[r] = t
+	}
+	return out, nil
+}
+
 // costFlags are the cost-model flags of the scenario commands.
 type costFlags struct {
 	regime *string

@@ -101,6 +101,7 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 	faults := fs.String("faults", "", "fault injection: POINT or POINT@N, comma-separated (kpsim list shows the points)")
 	fs.IntVar(&o.Jobs, "jobs", 0, "runs to run at once (default: all cores, GOMAXPROCS; 1 runs them one after another); counts and digests are the same for every value")
 	cf := addCostFlags(fs, "cold", "registration probes distinct functions")
+	sens := fs.Bool("sensitivity", false, "add a sensitivity table: how the headline ratio (the first run's task cycles over the series run's) moves as each weight crosses its documented range, and its range with every weight free at once (table and json formats)")
 	if err := parseImageFlags(fs, imf, args, stdout, nil); err != nil {
 		return err
 	}
@@ -140,6 +141,9 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 	default:
 		return usagef("--format: want table, json, csv or bench, got %q", *format)
 	}
+	if *sens && (*format == "csv" || *format == "bench" || *designs) {
+		return usagef("--sensitivity: shown by --format table and json, not by --format %s%s", *format, map[bool]string{true: " or --compare-designs"}[*designs])
+	}
 	if kind == scenarios.TargetsFile {
 		ts, err := scenarios.ReadTargetFile(path, os.Stdin)
 		if err != nil {
@@ -176,6 +180,9 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 	}
 	if *ablation {
 		specs = append(specs, scenarios.AblationSpecs()...)
+	}
+	if *sens && len(specs) < 2 {
+		return usagef("--sensitivity: compares two runs (the first and the series, or the last), and --patches gives %d", len(specs))
 	}
 	// Check the outputs before the work, so a bad path costs nothing.
 	sink, err := openOut("out", *out)
@@ -230,6 +237,13 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 	}
 	if rep.Meta, err = reportMeta(fs, imf, setup.Kernel, costs, *cf.file, *faults, "run many", args); err != nil {
 		return err
+	}
+	if *sens {
+		alts, err := regimeTables()
+		if err != nil {
+			return err
+		}
+		rep.Sensitivity = scenarios.Sensitivity(rep, alts)
 	}
 	if caller.hook != nil { // a sweep or report collects the report itself
 		caller.hook(rep)

@@ -84,6 +84,9 @@ func TestRunManyBadInput(t *testing.T) {
 		{[]string{"run", "many", "--out", filepath.Join(dir, "missing", "x.json")}, "--out"},
 		{[]string{"run", "many", "--out", dir}, "--out"},
 		{[]string{"run", "many", "--costs", filepath.Join(dir, "nope.txt")}, "--costs"},
+		{[]string{"run", "many", "--sensitivity", "--format", "csv"}, "--sensitivity"},
+		{[]string{"run", "many", "--sensitivity", "--format", "bench"}, "--sensitivity"},
+		{[]string{"run", "many", "--sensitivity", "--patches", "series"}, "--sensitivity"},
 		{[]string{"run", "nosuch"}, "unknown scenario"},
 		{[]string{"run"}, "missing scenario"},
 	}
@@ -95,5 +98,53 @@ func TestRunManyBadInput(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("bad runs left files: %v", entries)
+	}
+}
+
+// TestRunManyTaskAndSensitivity: the table's headline is the task's
+// cycles, the optimizer's are outside it, and --sensitivity adds its
+// table (text) and every priced weight (JSON).
+func TestRunManyTaskAndSensitivity(t *testing.T) {
+	out := mustKpsim(t, append([]string{"run", "many", "--sensitivity"}, smallRun...)...)
+	for _, want := range []string{"task cycles", "optimizer (kworker)", "system total", "none/run (task)",
+		"where series's cycles go", "sensitivity of none/series (task cycles)", "Every weight anywhere in its range at once"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q", want)
+		}
+	}
+	js := mustKpsim(t, append([]string{"run", "many", "--sensitivity", "--format", "json"}, smallRun...)...)
+	var rep struct {
+		Runs []struct {
+			Est       int64            `json:"est_cycles"`
+			Task      int64            `json:"task_est_cycles"`
+			ByContext map[string]int64 `json:"est_cycles_by_context"`
+			TopOps    []struct {
+				Op     string `json:"op"`
+				Source string `json:"weight_source"`
+			} `json:"top_ops"`
+		}
+		Sensitivity struct {
+			Ratio float64 `json:"ratio"`
+			Low   float64 `json:"joint_low"`
+			High  float64 `json:"joint_high"`
+			Rows  []struct {
+				Op string `json:"op"`
+			} `json:"rows"`
+		} `json:"sensitivity"`
+	}
+	if err := json.Unmarshal([]byte(js), &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Runs {
+		if r.Task <= 0 || r.Task >= r.Est || r.ByContext["task"] != r.Task || r.ByContext["kworker"] <= 0 {
+			t.Errorf("run cycles: est %d task %d by context %v", r.Est, r.Task, r.ByContext)
+		}
+		if len(r.TopOps) == 0 || r.TopOps[0].Source == "" {
+			t.Errorf("top ops %+v", r.TopOps)
+		}
+	}
+	s := rep.Sensitivity
+	if len(s.Rows) == 0 || !(s.Low <= s.Ratio && s.Ratio <= s.High) {
+		t.Errorf("sensitivity: ratio %v in %v-%v, %d rows", s.Ratio, s.Low, s.High, len(s.Rows))
 	}
 }

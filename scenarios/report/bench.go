@@ -64,6 +64,7 @@ func (b *BenchWriter) Write(r *scenarios.ManyReport, withN bool) error {
 			res := &benchfmt.Result{Config: cfg, Name: benchfmt.Name(name + "/phase=" + ph), Iters: 1, Values: []benchfmt.Value{
 				{Value: float64(p.Ops), Unit: "ops/op"},
 				{Value: float64(scenarios.Cycles(p.EstCycles)), Unit: "est-cycles/op"},
+				{Value: float64(scenarios.Cycles(p.TaskCycles)), Unit: "task-est-cycles/op"},
 				{Value: float64(p.WallNS) / 1e9, Unit: "sec/op"},
 			}}
 			if err := b.w.Write(res); err != nil {
@@ -73,6 +74,7 @@ func (b *BenchWriter) Write(r *scenarios.ManyReport, withN bool) error {
 		res := &benchfmt.Result{Config: cfg, Name: benchfmt.Name(name + "/phase=total"), Iters: 1, Values: []benchfmt.Value{
 			{Value: float64(run.TotalOps), Unit: "ops/op"},
 			{Value: float64(scenarios.Cycles(run.EstCycles)), Unit: "est-cycles/op"},
+			{Value: float64(scenarios.Cycles(run.TaskCycles)), Unit: "task-est-cycles/op"},
 			{Value: float64(run.WallNS) / 1e9, Unit: "sec/op"},
 			{Value: float64(run.Registered), Unit: "registered/op"},
 			{Value: float64(run.Optimized), Unit: "optimized/op"},

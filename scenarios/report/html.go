@@ -82,16 +82,18 @@ func (d *Document) build() (*docData, error) {
 	}
 	base, series := r.Runs[0], seriesRun(r)
 	// Summary: one row per run.
-	sum := docTable{Title: fmt.Sprintf("Runs at N = %d", r.N), Head: []string{"run", "ops", "est. cycles", base.Name + "/run"}}
+	sum := docTable{Title: fmt.Sprintf("Runs at N = %d (task: the registering task's cycles, what perf stat CMD counts; system: every context's, perf stat -a)", r.N),
+		Head: []string{"run", "ops", "task cycles", base.Name + "/run (task)"}}
 	if series != nil {
-		sum.Head = append(sum.Head, "series/run")
+		sum.Head = append(sum.Head, "series/run (task)")
 	}
-	sum.Head = append(sum.Head, "wall", "registered", "optimized", "rejected", "not attempted", "decisions digest")
+	sum.Head = append(sum.Head, "system cycles", base.Name+"/run (system)", "wall", "registered", "optimized", "rejected", "not attempted", "decisions digest")
 	for _, run := range r.Runs {
-		c := []string{group(run.TotalOps), group(uint64(scenarios.Cycles(run.EstCycles))), ratio(base.EstCycles, run.EstCycles)}
+		c := []string{group(run.TotalOps), group(uint64(scenarios.Cycles(run.TaskCycles))), ratio(base.TaskCycles, run.TaskCycles)}
 		if series != nil {
-			c = append(c, ratio(series.EstCycles, run.EstCycles))
+			c = append(c, ratio(series.TaskCycles, run.TaskCycles))
 		}
+		c = append(c, group(uint64(scenarios.Cycles(run.EstCycles))), ratio(base.EstCycles, run.EstCycles))
 		same := "= " + base.Name
 		if run.Digest != base.Digest {
 			same = "DIFFERENT"
@@ -102,7 +104,7 @@ func (d *Document) build() (*docData, error) {
 	}
 	dd.Tables = append(dd.Tables, sum)
 	// Per phase: cycles per run and the ratio to the first run.
-	ph := docTable{Title: fmt.Sprintf("Estimated cycles by phase at N = %d", r.N), Head: []string{"phase"}}
+	ph := docTable{Title: fmt.Sprintf("The task's estimated cycles by phase at N = %d (perf stat CMD)", r.N), Head: []string{"phase"}}
 	for _, run := range r.Runs {
 		ph.Head = append(ph.Head, run.Name)
 		if run != base {
@@ -112,9 +114,9 @@ func (d *Document) build() (*docData, error) {
 	for _, name := range append(usedPhases(r), "total") {
 		row := docRow{Label: name}
 		for _, run := range r.Runs {
-			v, b := run.Phase(name).EstCycles, base.Phase(name).EstCycles
+			v, b := run.Phase(name).TaskCycles, base.Phase(name).TaskCycles
 			if name == "total" {
-				v, b = run.EstCycles, base.EstCycles
+				v, b = run.TaskCycles, base.TaskCycles
 			}
 			row.Cells = append(row.Cells, group(uint64(scenarios.Cycles(v))))
 			if run != base {

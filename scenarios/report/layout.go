@@ -49,21 +49,56 @@ func seriesRun(r *scenarios.ManyReport) *scenarios.RunResult {
 // jsonPhase and jsonRun are the JSON layout: integer cycles, and every
 // phase in PhaseNames order (zeros included) in every run.
 type jsonPhase struct {
-	Name      string            `json:"name"`
-	Ops       uint64            `json:"ops"`
-	EstCycles int64             `json:"est_cycles"`
-	WallNS    int64             `json:"wall_ns"`
-	Counts    map[string]uint64 `json:"counts"`
+	Name      string `json:"name"`
+	Ops       uint64 `json:"ops"`
+	EstCycles int64  `json:"est_cycles"`
+	// TaskCycles is the registering task's share (`perf stat CMD`);
+	// ByContext splits EstCycles by context (non-zero contexts only).
+	TaskCycles int64             `json:"task_est_cycles"`
+	ByContext  map[string]int64  `json:"est_cycles_by_context,omitempty"`
+	WallNS     int64             `json:"wall_ns"`
+	Counts     map[string]uint64 `json:"counts"`
+}
+
+// jsonWait is the time one op's counts keep a context waiting.
+type jsonWait struct {
+	Op        string `json:"op"`
+	Context   string `json:"context"`
+	Count     uint64 `json:"count"`
+	TypicalNS int64  `json:"typical_ns"`
+	LowNS     int64  `json:"low_ns"`
+	HighNS    int64  `json:"high_ns"`
+	Source    string `json:"source"`
+}
+
+func byContext(c sim.ContextCycles) map[string]int64 {
+	var m map[string]int64
+	for _, ctx := range sim.Contexts() {
+		if v := scenarios.Cycles(c[ctx]); v != 0 {
+			if m == nil {
+				m = map[string]int64{}
+			}
+			m[ctx.String()] = v
+		}
+	}
+	return m
 }
 
 type jsonRun struct {
 	scenarios.RunOutcome
-	EstCycles int64               `json:"est_cycles"`
-	WallNS    int64               `json:"wall_ns"`
-	Retained  uint64              `json:"sim_retained_bytes"`
-	Phases    []jsonPhase         `json:"phases"`
-	KernelMem map[string]int64    `json:"kernel_bytes"`
-	Growth    []*scenarios.Growth `json:"growth,omitempty"`
+	EstCycles int64 `json:"est_cycles"`
+	// TaskCycles: what `perf stat CMD` counts; ByContext: EstCycles by
+	// context; Waits: time counted ops keep a context asleep; TopOps: the
+	// five ops dearest to the task and three outside it, with sources.
+	TaskCycles int64               `json:"task_est_cycles"`
+	ByContext  map[string]int64    `json:"est_cycles_by_context,omitempty"`
+	Waits      []jsonWait          `json:"waits,omitempty"`
+	TopOps     []scenarios.OpShare `json:"top_ops,omitempty"`
+	WallNS     int64               `json:"wall_ns"`
+	Retained   uint64              `json:"sim_retained_bytes"`
+	Phases     []jsonPhase         `json:"phases"`
+	KernelMem  map[string]int64    `json:"kernel_bytes"`
+	Growth     []*scenarios.Growth `json:"growth,omitempty"`
 }
 
 type jsonReport struct {
@@ -80,16 +115,27 @@ type jsonReport struct {
 	// generation (scenarios.SwitchNotes), when that needs saying.
 	SwitchNotes []string  `json:"switch_notes,omitempty"`
 	Runs        []jsonRun `json:"runs"`
+	// Sensitivity: --sensitivity's table, every priced weight.
+	Sensitivity *scenarios.SensitivityReport `json:"sensitivity,omitempty"`
 }
 
 func jsonOf(r *scenarios.ManyReport) jsonReport {
-	out := jsonReport{Schema: scenarios.SchemaVersion, Meta: r.Meta, Scenario: r.Scenario, Kernel: r.Kernel, CPU: r.CPU, Weights: r.Weights, N: r.N, Via: r.Via, Params: r.Params, Runs: []jsonRun{}}
+	out := jsonReport{Schema: scenarios.SchemaVersion, Meta: r.Meta, Scenario: r.Scenario, Kernel: r.Kernel, CPU: r.CPU, Weights: r.Weights, N: r.N, Via: r.Via, Params: r.Params, Runs: []jsonRun{},
+		Sensitivity: r.Sensitivity}
 	if r.Meta != nil {
 		out.SwitchNotes = scenarios.SwitchNotes(r.Meta.Kernel.Generation, r.Runs)
 	}
 	for _, run := range r.Runs {
 		jr := jsonRun{RunOutcome: run.RunOutcome, EstCycles: scenarios.Cycles(run.EstCycles), WallNS: run.WallNS, Retained: run.RetainedBytes,
-			KernelMem: run.KernelMem, Growth: run.Growth}
+			KernelMem: run.KernelMem, Growth: run.Growth,
+			TaskCycles: scenarios.Cycles(run.TaskCycles), ByContext: byContext(run.Contexts)}
+		for _, wt := range run.Waits {
+			jr.Waits = append(jr.Waits, jsonWait{Op: wt.Op.Name(), Context: wt.Context.String(), Count: wt.N,
+				TypicalNS: wt.Typical.Nanoseconds(), LowNS: wt.Lo.Nanoseconds(), HighNS: wt.Hi.Nanoseconds(), Source: wt.Op.Info().Wait.Source})
+		}
+		if r.Costs != nil {
+			jr.TopOps = append(scenarios.TopOps(run, r.Costs, true, 5), scenarios.TopOps(run, r.Costs, false, 3)...)
+		}
 		if jr.Patches == nil {
 			jr.Patches = []string{}
 		}
@@ -98,7 +144,8 @@ func jsonOf(r *scenarios.ManyReport) jsonReport {
 			if p.Counts == nil {
 				p.Counts = map[string]uint64{}
 			}
-			jr.Phases = append(jr.Phases, jsonPhase{Name: name, Ops: p.Ops, EstCycles: scenarios.Cycles(p.EstCycles), WallNS: p.WallNS, Counts: p.Counts})
+			jr.Phases = append(jr.Phases, jsonPhase{Name: name, Ops: p.Ops, EstCycles: scenarios.Cycles(p.EstCycles),
+				TaskCycles: scenarios.Cycles(p.TaskCycles), ByContext: byContext(p.Contexts), WallNS: p.WallNS, Counts: p.Counts})
 		}
 		out.Runs = append(out.Runs, jr)
 	}

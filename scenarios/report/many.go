@@ -63,6 +63,8 @@ func Table(w io.Writer, r *scenarios.ManyReport) error {
 	}
 	phaseTable(w, r)
 	summaryTable(w, r)
+	remainderTable(w, r)
+	sensitivityTable(w, r)
 	decisionsTable(w, r)
 	growthTable(w, r)
 	memoryTable(w, r)

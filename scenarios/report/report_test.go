@@ -11,6 +11,7 @@ import (
 
 	"github.com/kpsim/kpsim/scenarios"
 	"github.com/kpsim/kpsim/scenarios/report"
+	"github.com/kpsim/kpsim/sim"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -24,12 +25,16 @@ func fixture() *scenarios.ManyReport {
 		r := &scenarios.RunResult{RunOutcome: scenarios.RunOutcome{Name: name, Registered: 3, Optimized: 2, NotTried: 1,
 			Rejected: map[string]int{"EINVAL": 1}, Reasons: reasons, Digest: digest, WhyDigest: strings.Repeat("e", 64),
 			Ops: map[string]uint64{"kprobe.hash.walk": 40, "rhashtable.insert": 3}, TotalOps: 1234567},
-			EstCycles: cyc, WallNS: 5e6, RetainedBytes: 3 << 20,
+			EstCycles: cyc, TaskCycles: cyc * 0.95, WallNS: 5e6, RetainedBytes: 3 << 20,
 			KernelMem: map[string]int64{"kprobe.table.bytes": 512, "kprobe.rhashtable.peak_bytes": 0}}
 		r.Phases = []scenarios.PhaseResult{
-			{Name: lookup, Ops: 1000000, EstCycles: cyc * 0.75, WallNS: 4e6, Counts: map[string]uint64{"kallsyms.visit": 1000000}},
-			{Name: arm, Ops: 234567, EstCycles: cyc * 0.25, WallNS: 1e6, Counts: map[string]uint64{"text_poke": 234567}},
+			{Name: lookup, Ops: 1000000, EstCycles: cyc * 0.75, TaskCycles: cyc * 0.75, WallNS: 4e6, Counts: map[string]uint64{"kallsyms.visit": 1000000}},
+			{Name: arm, Ops: 234567, EstCycles: cyc * 0.25, TaskCycles: cyc * 0.2, WallNS: 1e6, Counts: map[string]uint64{"text_poke": 234567}},
 		}
+		// A fifth of arming is other CPUs' IPI handling.
+		r.Phases[0].Contexts[sim.Task] = cyc * 0.75
+		r.Phases[1].Contexts[sim.Task], r.Phases[1].Contexts[sim.OtherCPU] = cyc*0.2, cyc*0.05
+		r.Contexts[sim.Task], r.Contexts[sim.OtherCPU] = cyc*0.95, cyc*0.05
 		if name != "none" {
 			r.Patches = []string{"kprobe-rhashtable"}
 		}
@@ -119,7 +124,7 @@ func TestJSONShape(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := "name patches registered optimized on_ftrace rejected reasons not_attempted decisions_digest reasons_digest ops total_ops est_cycles wall_ns sim_retained_bytes phases kernel_bytes growth"
+	want := "name patches registered optimized on_ftrace rejected reasons not_attempted decisions_digest reasons_digest ops total_ops est_cycles task_est_cycles est_cycles_by_context wall_ns sim_retained_bytes phases kernel_bytes growth"
 	if strings.Join(got, " ") != want {
 		t.Errorf("run keys:\n got %s\nwant %s", strings.Join(got, " "), want)
 	}
