@@ -80,7 +80,38 @@ func TestDocsCostModel(t *testing.T) {
 		if o.Metric {
 			w = "metric"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", o.Name, w, cell(o.Rationale), cell(o.Doc))
+		src := o.Rationale
+		if o.RangeSource != "" {
+			w += fmt.Sprintf(" (%s-%s)", strconv.FormatFloat(o.Lo, 'g', -1, 64), strconv.FormatFloat(o.Hi, 'g', -1, 64))
+			src += "; range: " + o.RangeSource
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", o.Name, w, cell(src), cell(o.Doc))
+	}
+	b.WriteString("\n### Where the work runs\n\nEvery op runs in the registering task unless the op or its phase says otherwise (`sim.Op.In`, `sim.Phase.In`; an op's own context wins over its phase's). `perf stat CMD` counts the task's cycles; `perf stat -a` counts every context's.\n\n")
+	b.WriteString("| op or phase | runs in | the kernel source that puts it there |\n|:---|:---|:---|\n")
+	phs := sim.Phases()
+	sort.Slice(phs, func(i, j int) bool { return phs[i].Name < phs[j].Name })
+	for _, p := range phs {
+		if p.Context != sim.Task {
+			fmt.Fprintf(&b, "| phase `%s` | %s | %s |\n", p.Name, p.Context, cell(p.ContextWhy))
+		}
+	}
+	for _, o := range ops {
+		if o.Context != sim.Task {
+			fmt.Fprintf(&b, "| op `%s` | %s | %s |\n", o.Name, o.Context, cell(o.ContextWhy))
+		}
+	}
+	b.WriteString("\n### Waits\n\nOps that put their context to sleep (time, not cycles: a report shows the task's waits apart from its cycles).\n\n")
+	b.WriteString("| op | typical | range | source |\n|:---|---:|:---|:---|\n")
+	waits := 0
+	for _, o := range ops {
+		if w := o.Wait; w.Typical != 0 || w.Hi != 0 {
+			waits++
+			fmt.Fprintf(&b, "| `%s` | %v | %v-%v | %s |\n", o.Name, w.Typical, w.Lo, w.Hi, cell(w.Source))
+		}
+	}
+	if waits == 0 {
+		b.WriteString("| (none registered) | | | |\n")
 	}
 	checkGenerated(t, "cost-model.md", b.String())
 }
