@@ -91,6 +91,7 @@ type SweepPoint struct {
 	N          int               `json:"n"`
 	Ops        uint64            `json:"ops"`
 	EstCycles  int64             `json:"est_cycles"`
+	TaskCycles int64             `json:"task_est_cycles"`
 	WallNS     int64             `json:"wall_ns"`
 	Registered int               `json:"registered"`
 	Rejected   map[string]int    `json:"rejected"`
@@ -132,7 +133,7 @@ func NewSweep(reps []*ManyReport) (*Sweep, error) {
 		}
 		sw.Ns = append(sw.Ns, rep.N)
 		for i, r := range rep.Runs {
-			p := SweepPoint{N: rep.N, Ops: r.TotalOps, EstCycles: Cycles(r.EstCycles), WallNS: r.WallNS, Registered: r.Registered,
+			p := SweepPoint{N: rep.N, Ops: r.TotalOps, EstCycles: Cycles(r.EstCycles), TaskCycles: Cycles(r.TaskCycles), WallNS: r.WallNS, Registered: r.Registered,
 				Rejected: r.Rejected, Digest: r.Digest, PhaseOps: map[string]uint64{}, PhaseCyc: map[string]int64{}}
 			for _, ph := range r.Phases {
 				p.PhaseOps[ph.Name], p.PhaseCyc[ph.Name] = ph.Ops, Cycles(ph.EstCycles)

@@ -77,18 +77,20 @@ func SweepTable(w io.Writer, s *scenarios.Sweep) error {
 	labels = append(labels, "exponent")
 	var units []unit
 	for _, run := range s.Runs {
-		var c, pp col
-		c.head, pp.head = "cycles", "per probe"
+		var tc, c, pp col
+		tc.head, c.head, pp.head = "task", "system", "per probe"
 		for _, p := range run.Points {
+			tc.cells = append(tc.cells, group(uint64(p.TaskCycles)))
 			c.cells = append(c.cells, group(uint64(p.EstCycles)))
 			pp.cells = append(pp.cells, strconv.FormatFloat(float64(p.EstCycles)/float64(p.N), 'f', 0, 64))
 		}
 		f := run.Fits["total"]
+		tc.cells = append(tc.cells, "")
 		c.cells = append(c.cells, strconv.FormatFloat(f.Slope, 'f', 2, 64))
 		pp.cells = append(pp.cells, "")
-		units = append(units, unit{name: run.Name, cols: []col{c, pp}})
+		units = append(units, unit{name: run.Name, cols: []col{tc, c, pp}})
 	}
-	renderGrouped(w, "estimated cycles (exponent: log-log slope of cycles against N)", "N", labels, units)
+	renderGrouped(w, "estimated cycles: the task's and every context's (exponent: log-log slope)", "N", labels, units)
 	for _, run := range s.Runs {
 		fmt.Fprintln(w)
 		f := run.Fits["total"]
