@@ -40,7 +40,14 @@ func listOps(tw *tabwriter.Writer) error {
 		default:
 			by = "uncovered: documented weight used"
 		}
-		fmt.Fprintf(tw, "  %s\t%g\t%g\t%g\t%s\t%s\n", o.Name, o.Cycles, hot.Weight(op), cold.Weight(op), by, o.Rationale)
+		why := o.Rationale
+		if o.RangeSource != "" {
+			why += fmt.Sprintf(" [range %g-%g]", o.Lo, o.Hi)
+		}
+		if o.Context != sim.Task {
+			why += " [runs in " + o.Context.String() + "]"
+		}
+		fmt.Fprintf(tw, "  %s\t%g\t%g\t%g\t%s\t%s\n", o.Name, o.Cycles, hot.Weight(op), cold.Weight(op), by, why)
 	}
 	fmt.Fprintf(tw, "\n  hot/cold: %s; %s\n", hot.Describe(), cold.Describe())
 	fmt.Fprintln(tw, "  run kallsyms uses hot by default, run many cold; --cost-regime documented uses the documented column")
@@ -116,6 +123,9 @@ func runList(args []string, stdout, stderr io.Writer) error {
 	docs := map[string]string{}
 	for _, p := range sim.Phases() {
 		docs[p.Name] = p.Doc
+		if p.Context != sim.Task {
+			docs[p.Name] += " [runs in " + p.Context.String() + ": not in perf stat CMD's count]"
+		}
 	}
 	for _, name := range scenarios.PhaseNames() {
 		fmt.Fprintf(tw, "  %s\t%s\n", name, docs[name])
