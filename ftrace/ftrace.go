@@ -122,16 +122,17 @@ var (
 		"one entry kfree'd by free_ftrace_hash (the old filter hash, in its RCU callback; or the removed entry)")
 	OpReplaceCheck = sim.NewOp("ftrace.replace.check", wReplaceCheck, rReplaceCheck,
 		"one ftrace_test_record (ftrace_check_record) in one of x86 ftrace_replace_code's two passes over every record")
-	OpReplaceSite = sim.NewOp("ftrace.replace.site", wReplaceSite, rReplaceSite,
-		"one call site changed by ftrace_replace_code: ftrace_verify_code (pass 1) + text_poke_queue and ftrace_update_record (pass 2)")
-	OpTextPokeBatch = sim.NewOp("ftrace.text_poke.batch", wPokeBatch, rPokeBatch,
-		"one text_poke_finish that flushes queued sites: text_poke_bp_batch (int3, three sync-core IPI rounds)")
+	OpReplaceSite = pokes(3, 200).of(sim.NewOp("ftrace.replace.site", wReplaceSite, rReplaceSite,
+		"one call site changed by ftrace_replace_code: ftrace_verify_code (pass 1) + text_poke_queue and ftrace_update_record (pass 2)"))
+	OpTextPokeBatch = syncs(pokeBatchSyncs).of(sim.NewOp("ftrace.text_poke.batch", wPokeBatch, rPokeBatch,
+		"one text_poke_finish that flushes queued sites: text_poke_bp_batch (int3, three sync-core IPI rounds)"))
 	OpOpsRegister = sim.NewOp("ftrace.ops.register", wOpsRegister, rOpsRegister,
-		"constant work of one ftrace_startup outside the record and hash walks: add_ftrace_ops, the ops trampoline (created once, then re-pointed with text_poke_bp), update_ftrace_function")
-	OpOpsUnregister = sim.NewOp("ftrace.ops.unregister", wOpsUnregister, rOpsUnregister,
-		"constant work of one ftrace_shutdown outside the record and hash walks: remove_ftrace_ops, update_ftrace_function")
-	OpUpdateTraceFunc = sim.NewOp("ftrace.update_trace_func", wUpdateTraceFunc, rUpdateTraceFunc,
-		"FTRACE_UPDATE_TRACE_FUNC in ftrace_modify_all_code: two ftrace_update_ftrace_func calls (4 text_poke_bp) and an smp_call_function sync")
+		"constant work of one ftrace_startup outside the record and hash walks: add_ftrace_ops, the ops trampoline (created once, then re-pointed with text_poke_bp), update_ftrace_function").
+		Range(10000, 60000, rOpsRegisterRange)
+	OpOpsUnregister = pokes(3, 0).plus(syncs(opsUnregisterSyncs)).of(sim.NewOp("ftrace.ops.unregister", wOpsUnregister, rOpsUnregister,
+		"constant work of one ftrace_shutdown outside the record and hash walks: remove_ftrace_ops, update_ftrace_function"))
+	OpUpdateTraceFunc = pokes(12, 0).plus(syncs(updateTraceFuncSyncs)).of(sim.NewOp("ftrace.update_trace_func", wUpdateTraceFunc, rUpdateTraceFunc,
+		"FTRACE_UPDATE_TRACE_FUNC in ftrace_modify_all_code: two ftrace_update_ftrace_func calls (4 text_poke_bp) and an smp_call_function sync"))
 )
 
 // FaultHashAlloc makes the hash allocation in ftrace_set_hash fail
@@ -170,7 +171,15 @@ type Ftrace struct {
 	foreign     map[uint64]bool // records owned by another IPMODIFY ops
 
 	recMemo *sim.Memo[uint64, *Record] // single-address lookup_rec answers (nil: walk every time)
+
+	// CPUs is num_online_cpus(): every text_poke_sync round of a code
+	// update IPIs them (alternative.SyncCPUs). New sets DefaultCPUs; the
+	// machine sets the configured count.
+	CPUs int
 }
+
+// DefaultCPUs is the online CPU count New assumes, kprobes.DefaultConfig's.
+const DefaultCPUs = 8
 
 type recRef struct {
 	pg  int32
@@ -190,7 +199,7 @@ func New(k *image.Kernel, ksyms kallsyms.Resolver, f *sim.Faults) (*Ftrace, erro
 	if ksyms == nil {
 		return nil, fmt.Errorf("ftrace: a kallsyms resolver is required")
 	}
-	ft := &Ftrace{k: k, ksyms: ksyms, f: f, ibt: k.Config.IBT, foreign: map[uint64]bool{}, g: factsFor(k.Config.Gen)}
+	ft := &Ftrace{k: k, ksyms: ksyms, f: f, ibt: k.Config.IBT, foreign: map[uint64]bool{}, g: factsFor(k.Config.Gen), CPUs: DefaultCPUs}
 	ft.recMemo = newRecMemo() // WalkRecords drops it
 	ft.kprobeOps = &Ops{Name: "kprobe_ftrace_ops", ft: ft}
 	ft.ipmodifyOps = &Ops{Name: "kprobe_ipmodify_ops", IPModify: true, ft: ft}

@@ -1,6 +1,7 @@
 package ftrace
 
 import (
+	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/sim"
 )
@@ -159,6 +160,7 @@ func (ft *Ftrace) replaceCode(c *sim.Counters, dirty []uint64) {
 	c.Add(OpReplaceSite, uint64(sites))
 	if sites > 0 {
 		c.Inc(OpTextPokeBatch)
+		alternative.SyncCPUs(c, pokeBatchSyncs, ft.CPUs)
 	}
 }
 
@@ -428,6 +430,7 @@ func (ft *Ftrace) RegisterFunction(c *sim.Counters, o *Ops) error {
 		if err != nil {
 			o.enabled = false
 			c.Inc(OpOpsUnregister) // rollback: __unregister_ftrace_function
+			alternative.SyncCPUs(c, opsUnregisterSyncs, ft.CPUs)
 			return err
 		}
 	}
@@ -456,6 +459,7 @@ func (ft *Ftrace) finishUpdate(c *sim.Counters, h *filterHash, before int) {
 	funcChanged := traceFunc(ft.opsCount()) != before
 	if funcChanged {
 		c.Inc(OpUpdateTraceFunc)
+		alternative.SyncCPUs(c, updateTraceFuncSyncs, ft.CPUs)
 	}
 	if update || funcChanged {
 		if update {
@@ -477,6 +481,7 @@ func (ft *Ftrace) UnregisterFunction(c *sim.Counters, o *Ops) error {
 	}
 	before := traceFunc(ft.opsCount())
 	c.Inc(OpOpsUnregister)
+	alternative.SyncCPUs(c, opsUnregisterSyncs, ft.CPUs)
 	if o.IPModify && h.count > 0 {
 		// ftrace_hash_ipmodify_disable: old the filter, new EMPTY_HASH
 		// (an empty filter is NULL: -EINVAL, ignored, no walk).

@@ -90,7 +90,7 @@ func NewShared(k *image.Kernel, ksyms kallsyms.Resolver, f *sim.Faults, src any)
 
 // clone copies a freshly booted ftrace (no ops armed) for another kernel.
 func (ft *Ftrace) clone(ksyms kallsyms.Resolver, f *sim.Faults) *Ftrace {
-	c := &Ftrace{k: ft.k, ksyms: ksyms, f: f, ibt: ft.ibt, foreign: map[uint64]bool{},
+	c := &Ftrace{k: ft.k, ksyms: ksyms, f: f, ibt: ft.ibt, foreign: map[uint64]bool{}, CPUs: ft.CPUs,
 		ver: ft.ver, flat: cloneCap(ft.flat), nonDis: ft.nonDis, initFreed: ft.initFreed,
 		g: ft.g, NoReplay: ft.NoReplay}
 	c.recMemo = newRecMemo() // WalkRecords drops it

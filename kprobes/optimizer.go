@@ -277,7 +277,7 @@ func (kp *Kprobes) RunOptimizer() {
 	for i := len(keep) - 1; i >= 0; i-- {
 		kp.freeing = append(kp.freeing, keep[i])
 	}
-	c.Inc(opSyncRCU) // synchronize_rcu_tasks
+	c.Inc(opSyncRCUTasks)
 
 	// do_optimize_kprobes
 	if !kp.Reg.AllDisarmed && kp.Cfg.AllowOptimization && len(kp.optimizing) > 0 {

@@ -1,6 +1,7 @@
 package kprobes
 
 import (
+	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/x86"
 )
@@ -467,6 +468,5 @@ func (kp *Kprobes) textPoke(n int) {
 //
 // Models arch/x86/kernel/alternative.c:text_poke_sync (6.1; later text_poke_sync_each_cpu).
 func (kp *Kprobes) textPokeSync() {
-	kp.C.Inc(opSync)
-	kp.C.Add(opSyncCPU, uint64(kp.Cfg.CPUs))
+	alternative.TextPokeSync(kp.C, kp.Cfg.CPUs)
 }

@@ -294,6 +294,9 @@ func New(k *image.Kernel, cfg Config) (*Machine, error) {
 	if err != nil {
 		return nil, err
 	}
+	if w.Ftrace != nil {
+		w.Ftrace.CPUs = cfg.Kprobes.CPUs // one machine: every text_poke_sync IPIs the same CPUs
+	}
 	cfg.Kprobes.Sim = kprobes.SimOptions{Walk: cfg.Walk, WrapTree: cfg.WrapTree}
 	kp, err := kprobes.New(w.Deps, cfg.Kprobes, cfg.Switches, cfg.Counters)
 	if err != nil {

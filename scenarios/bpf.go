@@ -31,7 +31,8 @@ const CyclesPerMS = 2.6e6
 type BPFOptions struct {
 	// Kconfig overrides ("FPROBE=y"); nil keeps what the image says.
 	Kconfig map[string]bool
-	// PossibleCPUs is num_possible_cpus() (rethook node preallocation).
+	// PossibleCPUs is num_possible_cpus() (rethook node preallocation),
+	// and num_online_cpus() too: every text_poke_sync IPIs them.
 	PossibleCPUs int
 	// Jobs is how many independent runs (switch sets, forms, variants)
 	// run at once (0: GOMAXPROCS; 1: one after another). Each boots its
@@ -94,7 +95,9 @@ type bpfRun struct {
 // bootBPF boots a run's kernel (machine.Boot: the wiring, kprobes, late
 // init) and puts the BPF layers on it.
 func bootBPF(k *image.Kernel, sw sim.Switches, o BPFOptions, c *sim.Counters) (*bpfRun, string, error) {
-	m, err := machine.Boot(k, machine.Config{Switches: sw, Counters: c, Kprobes: kprobes.DefaultConfig()})
+	kc := kprobes.DefaultConfig()
+	kc.CPUs = o.PossibleCPUs // no hotplug: every possible CPU is online, and each text_poke_sync IPIs them
+	m, err := machine.Boot(k, machine.Config{Switches: sw, Counters: c, Kprobes: kc})
 	if err != nil {
 		return nil, "", err
 	}

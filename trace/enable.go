@@ -2,6 +2,7 @@ package trace
 
 import (
 	"fmt"
+	"github.com/kpsim/kpsim/alternative"
 
 	"github.com/kpsim/kpsim/errno"
 )
@@ -27,10 +28,7 @@ func (t *Tracing) tracepointToggle() {
 	c := t.counters()
 	c.Add(opTPReg, schedTracepoints)
 	c.Add(opTextPoke, 3*schedTracepoints)
-	c.Add(opPokeSync, 3*schedTracepoints)
-	if op, ok := lookupOp("text_poke.sync.cpu"); ok {
-		c.Add(op, uint64(3*schedTracepoints*t.d.KP.Cfg.CPUs))
-	}
+	alternative.SyncRounds(c, 3*schedTracepoints, t.d.KP.Cfg.CPUs)
 }
 
 // ftraceEventEnableDisable models kernel/trace/trace_events.c:__ftrace_event_enable_disable

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"fmt"
+	"github.com/kpsim/kpsim/alternative"
 
 	"github.com/kpsim/kpsim/sim"
 )
@@ -113,8 +114,7 @@ var (
 var (
 	opKmalloc  = mustOp("kmalloc")
 	opSyncRCU  = mustOp("synchronize_rcu")
-	opTextPoke = mustOp("text_poke")
-	opPokeSync = mustOp("text_poke.sync")
+	opTextPoke = alternative.OpTextPoke
 )
 
 func mustOp(name string) sim.Op {
@@ -136,4 +136,3 @@ var (
 	FaultPerfAlloc        = sim.NewFaultPoint("perf.trace_event.alloc", "perf_trace_event_reg: an alloc_percpu (the event's hlist heads, or a perf_trace_buf of the first perf user) fails: -ENOMEM, the local trace_kprobe is destroyed")
 )
 
-func lookupOp(name string) (sim.Op, bool) { return sim.LookupOp(name) }
