@@ -37,7 +37,6 @@ type bpfFlags struct {
 // default, as their --cost-regime help says.
 const bpfRegimeWhy = "each attach touches distinct items once (kallsyms_lookup_name of distinct names, ftrace_location of distinct addresses, each tracefs or /proc/kallsyms line read once), none repeated as test_kallsyms_perf repeats its names; ftrace_lookup_symbols' whole-table walk is a stream, priced the same in hot and cold (kallsyms.stream.tok)"
 
-
 // newBPFFlagSet is the flag set of BPF command c with the shared flags.
 func newBPFFlagSet(c string, args []string, stdout io.Writer) (*flag.FlagSet, *bpfFlags) {
 	fs := newFlagSet(c, stdout)
