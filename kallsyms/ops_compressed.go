@@ -13,6 +13,8 @@ var (
 		"get_symbol_offset: decode one kallsyms_names record header and jump over the record")
 	OpTok = sim.NewOp("kallsyms.tok", wTok, rTok,
 		"decode one token byte: kallsyms_token_index load + walk of the token string")
+	OpStreamTok = sim.NewOp("kallsyms.stream.tok", wStreamTok, rStreamTok,
+		"decode one token byte in kallsyms_on_each_symbol's whole-table walk: records in table order, each one's offset returned by the previous kallsyms_expand_symbol (a stream, not a random record)")
 	OpChrOut = sim.NewOp("kallsyms.chr_out", wChrOut, rChrOut,
 		"kallsyms_expand_symbol: write one expanded character into the name buffer")
 	OpChrCmp = sim.NewOp("kallsyms.chr_cmp", wChrCmp, rChrCmp,

@@ -15,7 +15,7 @@ func TestTallyFieldsMatchOps(t *testing.T) {
 	want := map[string]sim.Op{
 		"hop": OpHop, "tok": OpTok, "chrOut": OpChrOut, "chrCmp": OpChrCmp, "ld3": OpLd3, "ld4": OpLd4,
 		"addr": OpAddr, "cmp": OpCmp, "visit": OpVisit, "bytes": OpBytes, "addrProbe": OpAddrProbe,
-		"aliasStep": OpAliasStep, "modSym": OpModSym, "modLookup": OpModLookup,
+		"aliasStep": OpAliasStep, "modSym": OpModSym, "modLookup": OpModLookup, "streamTok": OpStreamTok,
 	}
 	rt := reflect.TypeOf(tally{})
 	if rt.NumField() != len(want) {

@@ -108,3 +108,53 @@ func TestModuleOnEachSymbol(t *testing.T) {
 		t.Errorf("module lines %q", buf.String())
 	}
 }
+
+// TestOnEachSymbolStreams: kallsyms_on_each_symbol's tokens are counted as
+// kallsyms.stream.tok (a whole-table walk in table order), none as
+// kallsyms.tok: every record's tokens once, every record visited and its
+// characters stored once, as before the streaming op; a lookup by name
+// (kallsyms_lookup_name) still counts kallsyms.tok.
+func TestOnEachSymbolStreams(t *testing.T) {
+	tab := synthTables(t)
+	c, err := NewCompressed(tab, Baseline, CompressedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The tokens and characters of every record, from the table itself.
+	var toks, chars uint64
+	for off, i := 0, 0; i < tab.NumSyms; i++ {
+		l := int(tab.Names[off])
+		off++
+		if l&0x80 != 0 {
+			l = l&0x7F | int(tab.Names[off])<<7
+			off++
+		}
+		toks += uint64(l)
+		off += l
+	}
+	for _, s := range tab.Syms {
+		chars += uint64(len(s.Name))
+	}
+	cn := sim.NewCounters(false)
+	visited := 0
+	c.OnEachSymbol(cn, func([]byte, uint64) int { visited++; return 0 })
+	if visited != tab.NumSyms || cn.Total(OpVisit) != uint64(tab.NumSyms) {
+		t.Errorf("visited %d records (kallsyms.visit %d), want %d", visited, cn.Total(OpVisit), tab.NumSyms)
+	}
+	if got := cn.Total(OpStreamTok); got != toks {
+		t.Errorf("kallsyms.stream.tok = %d, want every record's tokens, %d", got, toks)
+	}
+	if got := cn.Total(OpTok); got != 0 {
+		t.Errorf("kallsyms.tok = %d in a whole-table walk, want 0 (its tokens are streamed)", got)
+	}
+	if got := cn.Total(OpChrOut); got != chars {
+		t.Errorf("kallsyms.chr_out = %d, want every name's characters, %d", got, chars)
+	}
+	cn = sim.NewCounters(false)
+	if _, ok := c.LookupName(cn, tab.Syms[len(tab.Syms)/2].Name); !ok {
+		t.Fatal("LookupName missed a table symbol")
+	}
+	if cn.Total(OpTok) == 0 || cn.Total(OpStreamTok) != 0 {
+		t.Errorf("kallsyms_lookup_name: kallsyms.tok %d, kallsyms.stream.tok %d; want its tokens as kallsyms.tok", cn.Total(OpTok), cn.Total(OpStreamTok))
+	}
+}

@@ -32,6 +32,10 @@ type CrossoverReport struct {
 	Crossover  map[string]float64 `json:"crossover_k"` // per variant: K above which the walk is cheaper
 	PerLookup  map[string]float64 `json:"lookup_est_cycles_per_name"`
 	PerVisit   map[string]float64 `json:"walk_est_cycles_per_symbol"`
+
+	// Weights and Costs name the weights, as BPFReport's.
+	Weights string   `json:"weights"`
+	Costs   CostInfo `json:"costs"`
 }
 
 func variantSwitches(v kallsyms.Variant) (sim.Switches, bool) {
@@ -101,7 +105,7 @@ func RunCrossover(k *image.Kernel, ks []int, variants []kallsyms.Variant, costs 
 	if len(ks) == 0 {
 		return nil, fmt.Errorf("no K given")
 	}
-	rep := &CrossoverReport{Kernel: k.Name, Release: k.Config.Version, Generation: k.Config.Gen.Effective().String(), Crossover: map[string]float64{}, PerLookup: map[string]float64{}, PerVisit: map[string]float64{}}
+	rep := &CrossoverReport{Kernel: k.Name, Release: k.Config.Version, Generation: k.Config.Gen.Effective().String(), Weights: costs.Describe(), Crossover: map[string]float64{}, PerLookup: map[string]float64{}, PerVisit: map[string]float64{}}
 	type variantResult struct {
 		symbols int
 		pts     []CrossoverRow

@@ -158,6 +158,9 @@ type CostInfo struct {
 	Regime    string `json:"regime,omitempty"`
 }
 
+// Line is the report header's line: "costs:   " and the one-line form.
+func (c CostInfo) Line() string { return "costs:   " + c.String() }
+
 // String is the one-line form.
 func (c CostInfo) String() string {
 	if c.File == "" {
@@ -259,7 +262,7 @@ func (m *Meta) Lines() []string {
 	return []string{
 		"version: " + m.Kpsim.String(),
 		"kernel:  " + m.Kernel.String(),
-		"costs:   " + m.Costs.String(),
+		m.Costs.Line(),
 		"faults:  " + faults,
 		"cpu:     weights assume " + m.CPU + "; wall time on " + m.Host,
 	}

@@ -59,8 +59,13 @@ type BPFReport struct {
 	Generation string             `json:"generation"`
 	Facts      []image.ConfigFact `json:"config_facts,omitempty"`
 	Model      map[string]string  `json:"model"`
-	Params     map[string]any     `json:"params"`
-	Runs       []*BPFRunReport    `json:"runs"`
+	// Weights names the cost table the runs were priced with
+	// (sim.CostTable.Describe, as run many's); Costs the cost file, if
+	// any (the caller fills it).
+	Weights string          `json:"weights"`
+	Costs   CostInfo        `json:"costs"`
+	Params  map[string]any  `json:"params"`
+	Runs    []*BPFRunReport `json:"runs"`
 }
 
 func (o *SessionOptions) model(why string, k *image.Kernel) map[string]string {
@@ -84,7 +89,7 @@ func RunSession(k *image.Kernel, o SessionOptions, costs *sim.CostTable) (*BPFRe
 	if o.Programs <= 0 {
 		return nil, fmt.Errorf("--programs must be positive, got %d", o.Programs)
 	}
-	rep := &BPFReport{Scenario: "session", Kernel: k.Name, Release: k.Config.Version, Generation: k.Config.Gen.Effective().String(), Facts: k.Config.Facts,
+	rep := &BPFReport{Scenario: "session", Kernel: k.Name, Release: k.Config.Version, Generation: k.Config.Gen.Effective().String(), Facts: k.Config.Facts, Weights: costs.Describe(),
 		Params: map[string]any{"programs": o.Programs, "pairs": o.Pairs, "possible_cpus": o.BPF.PossibleCPUs}}
 	runs := o.Runs
 	if o.Pairs {
@@ -233,7 +238,7 @@ func RunMulti(k *image.Kernel, o SessionOptions, costs *sim.CostTable) (*BPFRepo
 	if o.Functions < 0 || o.Functions > bpf.MaxKprobeMultiCnt*4 {
 		return nil, fmt.Errorf("--functions %d out of range", o.Functions)
 	}
-	rep := &BPFReport{Scenario: "multi", Kernel: k.Name, Release: k.Config.Version, Generation: k.Config.Gen.Effective().String(), Facts: k.Config.Facts, Params: map[string]any{"pattern": o.Pattern, "functions": o.Functions}}
+	rep := &BPFReport{Scenario: "multi", Kernel: k.Name, Release: k.Config.Version, Generation: k.Config.Gen.Effective().String(), Facts: k.Config.Facts, Weights: costs.Describe(), Params: map[string]any{"pattern": o.Pattern, "functions": o.Functions}}
 	type job struct {
 		spec RunSpec
 		form string

@@ -49,15 +49,23 @@ func reportMeta(fs *flag.FlagSet, imf *imageFlags, k *image.Kernel, costs *sim.C
 	if err != nil {
 		return nil, usagef("--kernel: %v", err)
 	}
-	m.Costs = costInfo(costs, costFile)
+	if m.Costs, err = costsInfo(costs, costFile); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// costsInfo is costInfo with the cost file's SHA-256.
+func costsInfo(costs *sim.CostTable, costFile string) (scenarios.CostInfo, error) {
+	ci := costInfo(costs, costFile)
 	if costFile != "" {
 		sum, err := scenarios.FileSHA256(costFile)
 		if err != nil {
-			return nil, usagef("--costs: %v", err)
+			return ci, usagef("--costs: %v", err)
 		}
-		m.Costs.SHA256 = sum
+		ci.SHA256 = sum
 	}
-	return m, nil
+	return ci, nil
 }
 
 // costInfo names the weights: the table's description (the regime, or
@@ -95,11 +103,9 @@ func kallsymsMeta(fs *flag.FlagSet, imf *imageFlags, k *image.Kernel, costs *sim
 	if err != nil {
 		return nil, usagef("--symbols: %v", err)
 	}
-	ci := costInfo(costs, costFile)
-	if costFile != "" {
-		if ci.SHA256, err = scenarios.FileSHA256(costFile); err != nil {
-			return nil, usagef("--costs: %v", err)
-		}
+	ci, err := costsInfo(costs, costFile)
+	if err != nil {
+		return nil, err
 	}
 	return &scenarios.Meta{Kpsim: scenarios.BuildVersion(), CPU: costCPU(costs), Host: scenarios.HostCPU(), Costs: ci,
 		Kernel:  scenarios.KernelInfo{Source: "symbols", Name: symbols, Path: symbols, SHA256: sum, Modules: []string{}, Generation: symbolsGen(imf).String()},

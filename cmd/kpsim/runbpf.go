@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -22,16 +23,26 @@ type bpfFlags struct {
 	patches patchList
 	format  string
 	out     string
-	costs   string
+	cf      *costFlags
+	cmd     string
 	jobs    int
 	jobsSet func() bool
 	sink    *atomicFile
+	// costInfo names the cost file of the weights start loaded (the
+	// reports' costs field).
+	costInfo scenarios.CostInfo
 }
+
+// bpfRegimeWhy is why the BPF commands price with the cold weights by
+// default, as their --cost-regime help says.
+const bpfRegimeWhy = "each attach touches distinct items once (kallsyms_lookup_name of distinct names, ftrace_location of distinct addresses, each tracefs or /proc/kallsyms line read once), none repeated as test_kallsyms_perf repeats its names; ftrace_lookup_symbols' whole-table walk is a stream, priced the same in hot and cold (kallsyms.stream.tok)"
 
 // newBPFFlagSet is the flag set of BPF command c with the shared flags.
 func newBPFFlagSet(c string, args []string, stdout io.Writer) (*flag.FlagSet, *bpfFlags) {
 	fs := newFlagSet(c, stdout)
-	return fs, addBPFFlags(fs, args)
+	f := addBPFFlags(fs, args)
+	f.cmd = c
+	return fs, f
 }
 
 func addBPFFlags(fs *flag.FlagSet, args []string) *bpfFlags {
@@ -40,11 +51,11 @@ func addBPFFlags(fs *flag.FlagSet, args []string) *bpfFlags {
 	// --kconfig is the image flags' (one set of config overrides); the
 	// BPF layer reads FPROBE from it.
 	f.imf.kconfigReaders = append(f.imf.kconfigReaders, "CONFIG_FPROBE")
-	fs.IntVar(&f.cpus, "possible-cpus", 8, "num_possible_cpus() (fprobe rethook node preallocation)")
+	fs.IntVar(&f.cpus, "possible-cpus", 8, "num_possible_cpus() (fprobe rethook node preallocation), also the online CPUs every text_poke_sync IPIs (no hotplug)")
 	fs.Var(&f.patches, "patches", "a run: none or comma-separated switches; repeatable")
 	fs.StringVar(&f.format, "format", "table", "output: table or json")
 	fs.StringVar(&f.out, "out", "", "write the report to this file (written whole or not at all)")
-	fs.StringVar(&f.costs, "costs", "", "cost-weight overrides, one 'OP CYCLES' per line")
+	f.cf = addCostFlags(fs, "cold", bpfRegimeWhy)
 	fs.IntVar(&f.jobs, "jobs", 0, "independent runs (switch sets, forms, kallsyms variants) to run at once (default: all cores; 1: one after another); the report is the same for every value")
 	f.jobsSet = func() bool {
 		set := false
@@ -54,7 +65,7 @@ func addBPFFlags(fs *flag.FlagSet, args []string) *bpfFlags {
 	return f
 }
 
-func (f *bpfFlags) options(defaults []string) (scenarios.BPFOptions, []scenarios.RunSpec, *sim.CostTable, error) {
+func (f *bpfFlags) options(defaults []string, stderr io.Writer) (scenarios.BPFOptions, []scenarios.RunSpec, *sim.CostTable, error) {
 	o := scenarios.DefaultBPFOptions()
 	if _, err := f.bpfGen(); err != nil {
 		return o, nil, nil, err
@@ -76,11 +87,12 @@ func (f *bpfFlags) options(defaults []string) (scenarios.BPFOptions, []scenarios
 	default:
 		return o, nil, nil, usagef("--format: want table or json, got %q", f.format)
 	}
-	costs := sim.DefaultCosts()
-	if f.costs != "" {
-		if costs, err = sim.LoadCosts(f.costs); err != nil {
-			return o, nil, nil, usagef("--costs: %s", err.Error())
-		}
+	costs, err := f.cf.load(stderr, f.cmd)
+	if err != nil {
+		return o, nil, nil, err
+	}
+	if f.costInfo, err = costsInfo(costs, *f.cf.file); err != nil {
+		return o, nil, nil, err
 	}
 	ps := []string(f.patches)
 	if len(ps) == 0 {
@@ -135,8 +147,8 @@ func (f *bpfFlags) checkGen(k *image.Kernel) error {
 // start is every BPF command's preamble: the runs and weights, --out
 // checked before any work, and the kernel loaded. The caller defers
 // f.closeOut (also on error).
-func (f *bpfFlags) start(defaults []string) (scenarios.BPFOptions, []scenarios.RunSpec, *sim.CostTable, *image.Kernel, error) {
-	o, specs, costs, err := f.options(defaults)
+func (f *bpfFlags) start(defaults []string, stderr io.Writer) (scenarios.BPFOptions, []scenarios.RunSpec, *sim.CostTable, *image.Kernel, error) {
+	o, specs, costs, err := f.options(defaults, stderr)
 	if err != nil {
 		return o, nil, nil, nil, err
 	}
@@ -162,8 +174,8 @@ type bpfRun func(o scenarios.BPFOptions, specs []scenarios.RunSpec, costs *sim.C
 
 // report is every BPF command's body: start, the scenario run, and the
 // report it returns emitted.
-func (f *bpfFlags) report(stdout io.Writer, defaults []string, run bpfRun) error {
-	o, specs, costs, k, err := f.start(defaults)
+func (f *bpfFlags) report(stdout, stderr io.Writer, defaults []string, run bpfRun) error {
+	o, specs, costs, k, err := f.start(defaults, stderr)
 	defer f.closeOut()
 	if err != nil {
 		return err
@@ -207,8 +219,11 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 	if *programs <= 0 || *programs > 1<<20 {
 		return usagef("--programs: want 1..%d, got %d", 1<<20, *programs)
 	}
-	return f.report(stdout, sessionDefaultRuns, func(o scenarios.BPFOptions, specs []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (any, func(io.Writer) error, error) {
+	return f.report(stdout, stderr, sessionDefaultRuns, func(o scenarios.BPFOptions, specs []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (any, func(io.Writer) error, error) {
 		rep, err := scenarios.RunSession(k, scenarios.SessionOptions{BPF: o, Programs: *programs, Pairs: *pairs, Runs: specs}, costs)
+		if rep != nil {
+			rep.Costs = f.costInfo
+		}
 		return rep, func(w io.Writer) error { return report.BPFTable(w, rep) }, err
 	})
 }
@@ -230,8 +245,11 @@ func runMultiScenario(args []string, stdout, stderr io.Writer) error {
 	if *k0 < 0 || *k0 > bpf.MaxKprobeMultiCnt {
 		return usagef("--k: want 0..%d (MAX_KPROBE_MULTI_CNT), got %d", bpf.MaxKprobeMultiCnt, *k0)
 	}
-	return f.report(stdout, []string{"none", "libbpf-exact-syms,ftrace-single-lookup"}, func(o scenarios.BPFOptions, specs []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (any, func(io.Writer) error, error) {
+	return f.report(stdout, stderr, []string{"none", "libbpf-exact-syms,ftrace-single-lookup"}, func(o scenarios.BPFOptions, specs []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (any, func(io.Writer) error, error) {
 		rep, err := scenarios.RunMulti(k, scenarios.SessionOptions{BPF: o, Pattern: *pattern, Functions: *k0, Runs: specs}, costs)
+		if rep != nil {
+			rep.Costs = f.costInfo
+		}
 		return rep, func(w io.Writer) error { return report.BPFTable(w, rep) }, err
 	})
 }
@@ -285,11 +303,12 @@ func runCrossover(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return f.report(stdout, []string{"none"}, func(_ scenarios.BPFOptions, _ []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (any, func(io.Writer) error, error) {
+	return f.report(stdout, stderr, []string{"none"}, func(_ scenarios.BPFOptions, _ []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (any, func(io.Writer) error, error) {
 		rep, err := scenarios.RunCrossover(k, ks, vs, costs, f.jobs)
 		if err != nil {
 			return nil, nil, usagef("%s", err.Error())
 		}
+		rep.Costs = f.costInfo
 		return rep, func(w io.Writer) error { return report.CrossoverTable(w, rep) }, nil
 	})
 }
@@ -308,8 +327,24 @@ func runTracingMulti(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return f.report(stdout, []string{"none"}, func(_ scenarios.BPFOptions, _ []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (any, func(io.Writer) error, error) {
+	return f.report(stdout, stderr, []string{"none"}, func(_ scenarios.BPFOptions, _ []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (any, func(io.Writer) error, error) {
 		rows, err := scenarios.RunTracingMulti(k, *k0, vs, costs, f.jobs)
-		return rows, func(w io.Writer) error { return report.TracingMultiTable(w, scenarios.KernelLabel(k), rows) }, err
+		rep := tracingMultiReport{Weights: costs.Describe(), Costs: f.costInfo, Rows: rows}
+		return rep, func(w io.Writer) error {
+			if err := report.TracingMultiTable(w, scenarios.KernelLabel(k), rows); err != nil {
+				return err
+			}
+			fmt.Fprintln(w)
+			report.WriteWeights(w, rep.Costs, rep.Weights)
+			return nil
+		}, err
 	})
+}
+
+// tracingMultiReport is run tracing-multi's JSON report: its rows and the
+// weights that priced them, named as the other BPF reports name them.
+type tracingMultiReport struct {
+	Weights string                      `json:"weights"`
+	Costs   scenarios.CostInfo          `json:"costs"`
+	Rows    []scenarios.TracingMultiRow `json:"rows"`
 }

@@ -19,6 +19,7 @@ func BPFTable(w io.Writer, rep *scenarios.BPFReport) error {
 		fmt.Fprintf(w, " %-9s %s\n", k+":", rep.Model[k])
 	}
 	fmt.Fprintf(w, " params:   %v\n", rep.Params)
+	WriteWeights(w, rep.Costs, rep.Weights)
 	fmt.Fprintf(w, " cycles at the weights' reference clock; ms = cycles / 2.6e6\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "stage\t")
@@ -88,6 +89,7 @@ func BPFTable(w io.Writer, rep *scenarios.BPFReport) error {
 // CrossoverTable prints the crossover table and the crossover K per variant.
 func CrossoverTable(w io.Writer, rep *scenarios.CrossoverReport) error {
 	fmt.Fprintf(w, " kpsim run crossover on %s (%d kallsyms symbols)\n", label(rep.Kernel, rep.Release, rep.Generation), rep.Symbols)
+	WriteWeights(w, rep.Costs, rep.Weights)
 	fmt.Fprintf(w, " lookups = K × (kallsyms_lookup_name + ftrace_location); walk = ftrace_lookup_symbols(K sorted names); ms = cycles / 2.6e6\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "variant\tK\tlookups cycles\tms\twalk cycles\tms\tvisited\twinner\t")

@@ -42,7 +42,7 @@ func Table(w io.Writer, r *scenarios.ManyReport) error {
 		fmt.Fprintf(w, " kernel: %s\n", r.Kernel)
 	}
 	if r.Weights != "" {
-		writeWrapped(w, " weights: "+r.Weights, "          ")
+		writeWeightsLine(w, r.Weights)
 	}
 	if r.CPU != "" {
 		fmt.Fprintf(w, " boot CPU: %s (the CPU the kernel text was boot-patched for)\n", r.CPU)

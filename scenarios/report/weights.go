@@ -9,6 +9,21 @@ import (
 	"github.com/kpsim/kpsim/scenarios"
 )
 
+// writeWeightsLine is the header line naming the weights a report was
+// priced with (sim.CostTable.Describe: the regime or cost file, and where
+// and when it was calibrated).
+func writeWeightsLine(w io.Writer, weights string) {
+	writeWrapped(w, " weights: "+weights, "          ")
+}
+
+// WriteWeights names the weights of a report that has no Meta block (the
+// BPF reports) as run many's header does: the cost file line
+// (scenarios.CostInfo.Line) and the weights line.
+func WriteWeights(w io.Writer, costs scenarios.CostInfo, weights string) {
+	writeWrapped(w, " "+costs.Line(), "          ")
+	writeWeightsLine(w, weights)
+}
+
 // comparedRun is the run a report's headline compares with the first: the
 // series run when there is one, else the last.
 func comparedRun(r *scenarios.ManyReport) *scenarios.RunResult {

@@ -137,6 +137,14 @@ func TestQuickCalibrationIsACostFile(t *testing.T) {
 	if res.Measures["hot"]["hlist_visit"].Params == "" || res.Measures["cold"][GoDecodeBench].Samples == 0 {
 		t.Errorf("missing results: %+v", res.Measures["hot"]["hlist_visit"])
 	}
+	// ks_stream_tok walks the whole table in order in both regimes (a
+	// stream is one access pattern): every record's tokens, the same
+	// table-derived figures in hot and cold.
+	hot, cold := res.Measures["hot"]["ks_stream_tok"], res.Measures["cold"]["ks_stream_tok"]
+	tokens := func(p string) string { return p[:strings.Index(p, ";")] }
+	if hot.Samples == 0 || cold.Samples == 0 || !strings.Contains(hot.Params, "whole table in order, syms=3000 ") || !strings.Contains(hot.Params, ";") || tokens(hot.Params) != tokens(cold.Params) {
+		t.Errorf("ks_stream_tok: hot %+v, cold %+v: want the whole 3000-record table walked alike in both regimes", hot, cold)
+	}
 }
 
 func TestNoCompiler(t *testing.T) {

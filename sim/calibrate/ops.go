@@ -92,6 +92,7 @@ var measured = map[string]binding{
 	"kallsyms.alias.step": {"ks_alias_step", ""},
 	"kallsyms.hop":        {"ks_hop", ""},
 	"kallsyms.tok":        {"ks_tok", ""},
+	"kallsyms.stream.tok": {"ks_stream_tok", ""},
 	"kallsyms.chr_out":    {"ks_chr_out", ""},
 	"kallsyms.chr_cmp":    {"ks_chr_cmp", ""},
 	"kallsyms.ld3":        {"ks_ld3", ""},
