@@ -35,11 +35,19 @@ bench:
 
 # Every fuzz target for FUZZTIME each. The targets are found in the test
 # sources (a package's fuzz targets are its test files' top-level func
-# FuzzX), so only packages that have one build a test binary.
+# FuzzX), so only packages that have one build a test binary, and each
+# such package builds it once (go test -c -fuzz instruments it) for all
+# its targets; the binary keeps go test's corpus cache
+# (GOCACHE/fuzz/IMPORTPATH) and runs in the package directory, as go test
+# does.
 fuzz:
-	@set -e; for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+	@set -e; bin=$$(mktemp -d); trap 'rm -rf "$$bin"' EXIT; cache=$$($(GO) env GOCACHE)/fuzz; \
+	for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+	  pkg=$$($(GO) list -f '{{.ImportPath}}' $$dir); \
+	  $(GO) test -c -fuzz=. -o "$$bin/fuzz.test" $$dir; \
 	  for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$dir/*_test.go | sort -u); do \
-	    echo "fuzz $$dir $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$dir; \
+	    echo "fuzz $$dir $$t"; \
+	    (cd $$dir && "$$bin/fuzz.test" -test.run '^$$' -test.fuzz "^$$t$$" -test.fuzztime $(FUZZTIME) -test.fuzzcachedir "$$cache/$$pkg"); \
 	  done; \
 	done
 
