@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"io"
 	"strconv"
@@ -296,20 +297,27 @@ func runCrossover(args []string, stdout, stderr io.Writer) error {
 
 func runTracingMulti(args []string, stdout, stderr io.Writer) error {
 	fs, f := newBPFFlagSet("run tracing-multi", args, stdout)
-	k0 := fs.Int("k", 0, "K functions (0 = every traceable function)")
+	k0 := fs.Int("k", 0, "K functions (0 = every uniquely named traceable function; more than the image has attaches them all)")
+	nrArgs := fs.Int("nr-args", scenarios.TracingMultiNrArgs, "arguments of every function (8 bytes each; the image has no BTF): the trampoline's size and JIT work")
 	variants := fs.String("variants", "", "kallsyms variants (default: all)")
 	if err := f.imf.parse(args, stdout); err != nil {
 		return err
 	}
-	if *k0 < 0 || *k0 > bpf.MaxKprobeMultiCnt {
-		return usagef("--k: want 0..%d, got %d", bpf.MaxKprobeMultiCnt, *k0)
+	if *k0 < 0 || *k0 > bpf.MaxTracingMultiCnt {
+		return usagef("--k: want 0..%d (MAX_TRACING_MULTI_CNT), got %d", bpf.MaxTracingMultiCnt, *k0)
+	}
+	if *nrArgs < 0 || *nrArgs > 6 {
+		return usagef("--nr-args: want 0..6 (register arguments), got %d", *nrArgs)
 	}
 	vs, err := parseVariantList(*variants)
 	if err != nil {
 		return err
 	}
 	return f.report(stdout, []string{"none"}, func(_ scenarios.BPFOptions, _ []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (any, func(io.Writer) error, error) {
-		rows, err := scenarios.RunTracingMulti(k, *k0, vs, costs, f.jobs)
-		return rows, func(w io.Writer) error { return report.TracingMultiTable(w, scenarios.KernelLabel(k), rows) }, err
+		rep, err := scenarios.RunTracingMulti(k, *k0, *nrArgs, vs, costs, f.jobs)
+		if errors.Is(err, scenarios.ErrNoTracingMulti) {
+			return nil, nil, usagef("run tracing-multi: %s", err.Error())
+		}
+		return rep, func(w io.Writer) error { return report.TracingMultiTable(w, rep) }, err
 	})
 }
