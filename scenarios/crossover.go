@@ -34,7 +34,25 @@ type CrossoverReport struct {
 	Crossover  map[string]float64 `json:"crossover_k"` // per variant: K above which the walk is cheaper
 	PerLookup  map[string]float64 `json:"lookup_est_cycles_per_name"`
 	PerVisit   map[string]float64 `json:"walk_est_cycles_per_symbol"`
+	// Includes, NotModelled and Excluded say what the two totals (lookups
+	// and walk) cover: the resolution step only.
+	Includes    []string `json:"total_includes"`
+	NotModelled []string `json:"not_modelled"`
+	Excluded    []string `json:"excluded"`
 }
+
+// Crossover's scope: the two ways of resolving K names, nothing else.
+var (
+	CrossoverIncludes = []string{
+		"lookups: per name kallsyms_lookup_name (the variant's search and name expansion) and the ftrace_location check of its address",
+		"walk: one ftrace_lookup_symbols over K names already sorted: kallsyms_on_each_symbol's expansion of every symbol, the bsearch of each in the request, ftrace_location per match",
+	}
+	CrossoverExcluded = []string{
+		"the sort_r of the K names the walk needs (bpf_kprobe_multi_link_attach sorts them first: in run multi's link_create)",
+		"everything else an attach does (copy_user_syms, allocations, fprobe or trampoline registration, text pokes): run multi and run tracing-multi price whole attaches",
+		"module symbols (K counts vmlinux functions only)",
+	}
+)
 
 func variantSwitches(v kallsyms.Variant) (sim.Switches, bool) {
 	var sw sim.Switches
@@ -103,7 +121,8 @@ func RunCrossover(k *image.Kernel, ks []int, variants []kallsyms.Variant, costs 
 	if len(ks) == 0 {
 		return nil, fmt.Errorf("no K given")
 	}
-	rep := &CrossoverReport{Kernel: k.Name, Release: k.Config.Version, Generation: k.Config.Gen.Effective().String(), Crossover: map[string]float64{}, PerLookup: map[string]float64{}, PerVisit: map[string]float64{}}
+	rep := &CrossoverReport{Kernel: k.Name, Release: k.Config.Version, Generation: k.Config.Gen.Effective().String(), Crossover: map[string]float64{}, PerLookup: map[string]float64{}, PerVisit: map[string]float64{},
+		Includes: CrossoverIncludes, NotModelled: []string{}, Excluded: CrossoverExcluded}
 	type variantResult struct {
 		symbols int
 		pts     []CrossoverRow

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/kpsim/kpsim/bpf"
@@ -55,5 +56,54 @@ func TestTracingMultiTotals(t *testing.T) {
 		if r.Trampolines != r.K || r.Sites != r.K || r.JITInsns != 2*r.K*bpf.TrampolineInsns(3) {
 			t.Errorf("K=%d: trampolines %d, sites %d, JIT insns %d", K, r.Trampolines, r.Sites, r.JITInsns)
 		}
+	}
+}
+
+// TestTotalScope: run session and run multi say what their totals
+// include and lack: the text-poke batch flushes past the first only when
+// a registration patches more sites than one batch holds, the fgraph
+// subops only for 7.3's session links, pairs only with --pairs.
+func TestTotalScope(t *testing.T) {
+	has := func(l []string, s string) bool {
+		for _, x := range l {
+			if strings.Contains(x, s) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, tc := range []struct {
+		scenario             string
+		gen                  image.Generation
+		pairs                bool
+		sites                int
+		batches, subops, per bool
+	}{
+		{"session", image.Gen61, false, 1, false, false, false},
+		{"session", image.Gen73, true, 1, false, true, true},
+		{"multi", image.Gen73, false, 256, false, false, false},
+		{"multi", image.Gen612, false, 257, true, false, false},
+	} {
+		inc, nm, ex := TotalScope(tc.scenario, tc.gen, tc.pairs, tc.sites)
+		if len(inc) == 0 || len(ex) == 0 || has(nm, "batch flushes") != tc.batches || has(nm, "subops") != tc.subops || has(inc, "pairs:") != tc.per {
+			t.Errorf("%+v: includes %q, not modelled %q", tc, inc, nm)
+		}
+	}
+	// The reports carry them (JSON and table read the same fields).
+	k := fixture.Generate(t, smallImage(11))
+	k.Config.Gen = image.Gen73
+	rep, err := RunMulti(k, SessionOptions{BPF: DefaultBPFOptions(), Functions: 300, Runs: []RunSpec{{Name: "none"}}}, sim.DefaultCosts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Includes) == 0 || !has(rep.NotModelled, "(300 sites here)") {
+		t.Errorf("run multi K=300: includes %q, not modelled %q", rep.Includes, rep.NotModelled)
+	}
+	cr, err := RunCrossover(k, []int{10}, []kallsyms.Variant{kallsyms.AllVariants()[0]}, sim.DefaultCosts(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cr.Includes) != 2 || !has(cr.Excluded, "sort_r") {
+		t.Errorf("crossover: includes %q, excluded %q", cr.Includes, cr.Excluded)
 	}
 }

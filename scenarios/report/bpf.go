@@ -20,6 +20,7 @@ func BPFTable(w io.Writer, rep *scenarios.BPFReport) error {
 		fmt.Fprintf(w, " %-9s %s\n", k+":", rep.Model[k])
 	}
 	fmt.Fprintf(w, " params:   %v\n", rep.Params)
+	scopeLines(w, rep.Includes, rep.NotModelled, rep.Excluded)
 	fmt.Fprintf(w, " cycles at the weights' reference clock; ms = cycles / 2.6e6\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "stage\t")
@@ -89,7 +90,9 @@ func BPFTable(w io.Writer, rep *scenarios.BPFReport) error {
 // CrossoverTable prints the crossover table and the crossover K per variant.
 func CrossoverTable(w io.Writer, rep *scenarios.CrossoverReport) error {
 	fmt.Fprintf(w, " kpsim run crossover on %s (%d kallsyms symbols)\n", label(rep.Kernel, rep.Release, rep.Generation), rep.Symbols)
-	fmt.Fprintf(w, " lookups = K × (kallsyms_lookup_name + ftrace_location); walk = ftrace_lookup_symbols(K sorted names); ms = cycles / 2.6e6\n\n")
+	fmt.Fprintf(w, " lookups = K × (kallsyms_lookup_name + ftrace_location); walk = ftrace_lookup_symbols(K sorted names); ms = cycles / 2.6e6\n")
+	scopeLines(w, rep.Includes, rep.NotModelled, rep.Excluded)
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "variant\tK\tlookups cycles\tms\twalk cycles\tms\tvisited\twinner\t")
 	for _, r := range rep.Rows {
@@ -162,6 +165,18 @@ func TracingMultiTable(w io.Writer, rep *scenarios.TracingMultiReport) error {
 			r.Trampolines, r.JITInsns, r.ImageBytes, r.Packs, r.TextCopies, r.Sites, r.Batches)
 	}
 	return nil
+}
+
+// scopeLines prints what a report's totals include, what they lack of
+// the path (not modelled) and what is outside them by scope.
+func scopeLines(w io.Writer, includes, notModelled, excluded []string) {
+	fmt.Fprintf(w, " total includes: %s\n", strings.Join(includes, "; "))
+	nm := "none"
+	if len(notModelled) > 0 {
+		nm = strings.Join(notModelled, "; ")
+	}
+	fmt.Fprintf(w, " not modelled: %s\n", nm)
+	fmt.Fprintf(w, " excluded by scope: %s\n", strings.Join(excluded, "; "))
 }
 
 // label names the kernel of a report: its name, release and generation.

@@ -142,6 +142,25 @@ func TestJSONShape(t *testing.T) {
 	}
 }
 
+// TestScopeLines: run session / run multi and run crossover tables say
+// what their totals include, lack and leave out.
+func TestScopeLines(t *testing.T) {
+	var b strings.Builder
+	rep := &scenarios.BPFReport{Scenario: "multi", Kernel: "synthetic", Includes: []string{"inc1", "inc2"}, NotModelled: []string{"nm1"}, Excluded: []string{"ex1"}}
+	if err := report.BPFTable(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	cr := &scenarios.CrossoverReport{Kernel: "synthetic", Includes: []string{"inc1", "inc2"}, Excluded: []string{"ex1"}}
+	if err := report.CrossoverTable(&b, cr); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{" total includes: inc1; inc2\n not modelled: nm1\n excluded by scope: ex1\n", " total includes: inc1; inc2\n not modelled: none\n excluded by scope: ex1\n"} {
+		if !strings.Contains(b.String(), w) {
+			t.Errorf("no %q in:\n%s", w, b.String())
+		}
+	}
+}
+
 // TestTracingMultiTableShare: run tracing-multi's table and JSON give the
 // kallsyms share only over a complete total; with a component not
 // modelled they name it and print no share.
