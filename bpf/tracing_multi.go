@@ -54,7 +54,9 @@ var (
 	OpBTFTypeByID = sim.NewOp("btf.type_by_id", wBTFTypeByID, rBTFTypeByID,
 		"one btf_type_by_id or btf_name_by_offset in vmlinux BTF (an index into the types array or the string section)")
 	OpBTFSetProbe = sim.NewOp("btf.id_set.probe", wBTFSetProbe, rBTFSetProbe,
-		"one bsearch step of btf_id_set_contains over a small BTF_SET (btf_id_deny)")
+		"one bsearch step of btf_id_set_contains (btf_id_deny) or btf_id_set8_contains (a hook's kfunc set)")
+	OpBTFParamSuffix = sim.NewOp("btf.param_suffix", wBTFParamSuffix, rBTFParamSuffix,
+		"one btf_param_match_suffix past the name load: strlen of the parameter name and a strncmp of the suffix")
 	OpTrampConst = sim.NewOp("bpf.trampoline.const", wTrampConst, rTrampConst,
 		"one O(1) bookkeeping step of the trampoline code (hlist_add_head, refcount set or inc, list init, field stores, an atomic charge, cond_resched)")
 	OpTrampChain = sim.NewOp("bpf.trampoline.chain", wTrampChain, rTrampChain,
@@ -295,19 +297,36 @@ func (tm *TracingMulti) multiAttach(c *sim.Counters, ids []uint32, byID map[uint
 	return nil
 }
 
+// btfKfuncHookMax is kernel/bpf/btf.c:BTF_KFUNC_HOOK_MAX (14 hooks);
+// btfKfuncSetProbes the bsearch probes of one hook's kfunc set at its
+// bound, BTF_KFUNC_SET_MAX_CNT = 256 ids: the image has no BTF kfunc
+// sets, so every hook is counted as a full set (an upper bound).
+const (
+	btfKfuncHookMax   = 14
+	btfKfuncSetProbes = 9
+)
+
 // checkAttachBTFIDMulti models kernel/bpf/verifier.c:
 // bpf_check_attach_btf_id_multi for a non-sleepable fentry.multi program
-// on vmlinux BTF: btf_id_set_contains(&btf_id_deny), btf_type_by_id and
-// btf_name_by_offset, btf_attach_func_proto (the FUNC's FUNC_PROTO),
-// btf_distill_func_proto (__get_type_size of the return type and of each
-// argument: one type lookup each — the synthetic BTF has no modifier or
-// typedef chains), kallsyms_lookup_name(tname), ftrace_location(addr).
+// on vmlinux BTF: btf_id_set_contains(&btf_id_deny); btf_type_by_id and
+// btf_name_by_offset; btf_attach_func_proto (the FUNC and its name again,
+// btf_kfunc_check_flag(KF_IMPLICIT_ARGS): one btf_kfunc_id_set_contains per
+// hook, then the FUNC_PROTO); btf_distill_func_proto (__get_type_size of
+// the return type and of each argument — btf_type_by_id of type 0 and of
+// the type; the synthetic BTF has no modifier or typedef chains to follow
+// — and per argument __get_arg_fmodel_flags' three
+// btf_param_match_suffix, which read the parameter's name);
+// kallsyms_lookup_name(tname); ftrace_location(addr).
 func (tm *TracingMulti) checkAttachBTFIDMulti(c *sim.Counters, f TracingMultiFunc) (uint64, error) {
 	c.Enter(PhaseTMBTF)
 	c.Add(OpBTFSetProbe, uint64(bits.Len(btfIDDenyLen)))
-	c.Add(OpBTFTypeByID, 2)                  // btf_type_by_id, btf_name_by_offset
-	c.Add(OpBTFTypeByID, 2)                  // btf_attach_func_proto: the FUNC, its FUNC_PROTO
-	c.Add(OpBTFTypeByID, uint64(1+f.NrArgs)) // __get_type_size: return type, each argument
+	c.Add(OpBTFTypeByID, 2)                                 // btf_type_by_id, btf_name_by_offset
+	c.Add(OpBTFTypeByID, 2)                                 // btf_attach_func_proto: the FUNC, its name
+	c.Add(OpBTFSetProbe, btfKfuncHookMax*btfKfuncSetProbes) // btf_kfunc_check_flag
+	c.Add(OpBTFTypeByID, 1)                                 // the FUNC_PROTO
+	c.Add(OpBTFTypeByID, uint64(2*(1+f.NrArgs)))            // __get_type_size: return type, each argument
+	c.Add(OpBTFTypeByID, uint64(f.NrArgs))                  // the parameter's name
+	c.Add(OpBTFParamSuffix, uint64(3*f.NrArgs))             // btf_param_match_suffix
 	c.Enter(PhaseTMKallsyms)
 	addr, ok := tm.Syms.LookupName(c, f.Name)
 	c.Enter(PhaseTMBTF)
@@ -341,20 +360,26 @@ func (tm *TracingMulti) trampolineGet(c *sim.Counters, key, addr uint64) uint64 
 
 // TrampolineInsns is the instruction count of x86
 // __arch_prepare_bpf_trampoline for one fentry program, no cookie, flags
-// BPF_TRAMP_F_RESTORE_REGS, nargs 8-byte arguments: endbr, push rbp, mov
-// rbp,rsp, sub rsp, save rbx, func_meta (mov imm + store), save_args (one
-// store per argument), invoke_bpf_prog (cookie mov + store, mov prog, lea
-// run_ctx, call enter, mov rbx,rax, test, the je slot, lea ctx, call prog,
-// mov prog, mov rsi,rbx, lea run_ctx, call exit: 14), restore_regs (one
-// load per argument), restore rbx, leave, ret.
-func TrampolineInsns(nargs int) int { return 3 + 1 + 1 + 2 + nargs + 14 + nargs + 1 + 2 }
+// BPF_TRAMP_F_RESTORE_REGS, nargs 8-byte arguments, no call-depth
+// tracking: push rbp, mov rbp,rsp, sub rsp, the rbx store, func_meta
+// (emit_store_stack_imm64: mov + store), save_args (one store per
+// argument), invoke_bpf_prog (the 5-byte skip nop, cookie mov + store,
+// mov prog, lea run_ctx, call enter, mov rbx,rax, test, the je slot, lea
+// ctx, call prog, mov prog, mov rsi,rbx, lea run_ctx, call exit: 15),
+// restore_regs (one load per argument), the rbx load, leave, and
+// emit_return's jmp to the return thunk (cpu_wants_rethunk: the AMD
+// reference machine's retbleed/SRSO mitigation).
+func TrampolineInsns(nargs int) int { return 2 + 1 + 1 + 2 + nargs + 15 + nargs + 1 + 1 + 1 }
 
-// TrampolineBytes is the image size arch_bpf_trampoline_size returns
-// for the same trampoline: the bytes of those instructions (endbr 4, push
-// 1, mov 3, sub 4, mov 4, func_meta 5 + 4, invoke_bpf_prog 67, leave 1,
-// ret + int3 2, 4 per argument store and load) plus BPF_INSN_SAFETY.
+// TrampolineBytes is the size arch_bpf_trampoline_size returns for the
+// same trampoline: those instructions' bytes (push 1, mov 3, sub imm8 4,
+// rbx store 4, func_meta mov eax,imm32 5 + store 4, invoke_bpf_prog 69 —
+// nop 5, xor edi,edi 2, store 4, movabs 10, lea 4, call 5, mov 3, test 3,
+// nop 2, lea 4, call 5, movabs 10, mov 3, lea 4, call 5 —, rbx load 4,
+// leave 1, jmp thunk 5, 4 per argument store and load, every stack offset
+// an imm8) plus BPF_INSN_SAFETY.
 func TrampolineBytes(nargs int) int {
-	return 4 + 1 + 3 + 4 + 4 + 9 + 4*nargs + 67 + 4*nargs + 4 + 1 + 2 + bpfInsnSafety
+	return 1 + 3 + 4 + 4 + 9 + 4*nargs + 69 + 4*nargs + 4 + 1 + 5 + bpfInsnSafety
 }
 
 // trampolineUpdate models kernel/bpf/trampoline.c:bpf_trampoline_update

@@ -93,8 +93,9 @@ func TestTracingMultiCounts(t *testing.T) {
 			op   sim.Op
 			want uint64
 		}{
-			{bpf.PhaseTMBTF, bpf.OpBTFTypeByID, K * uint64(5+tc.nargs)},
-			{bpf.PhaseTMBTF, bpf.OpBTFSetProbe, 3 * K},
+			{bpf.PhaseTMBTF, bpf.OpBTFTypeByID, K * uint64(7+3*tc.nargs)},
+			{bpf.PhaseTMBTF, bpf.OpBTFSetProbe, (3 + 14*9) * K},
+			{bpf.PhaseTMBTF, bpf.OpBTFParamSuffix, K * uint64(3*tc.nargs)},
 			{bpf.PhaseTMBTF, ftrace.OpLocationCall, K},
 			{bpf.PhaseTMTrampoline, ftrace.OpLocationCall, 2 * K},
 			{bpf.PhaseTMTrampoline, bpf.OpMutex, 2 * K},

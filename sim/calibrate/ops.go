@@ -255,6 +255,7 @@ var documented = map[string]string{
 	// existing ops its rationale names.
 	"btf.type_by_id":         "a dependent load into vmlinux BTF (kernel memory): an L3 latency",
 	"btf.id_set.probe":       "a bsearch step over a small kernel BTF_SET, L1-hot",
+	"btf.param_suffix":       "strlen + strncmp of a BTF parameter name (kernel memory)",
 	"bpf.trampoline.const":   "O(1) stores and atomics on a just-allocated kernel object",
 	"bpf.trampoline.chain":   "a dependent load of a kmalloc'd struct bpf_trampoline: an L3 latency",
 	"bpf.mutex":              "an uncontended kernel mutex_lock/unlock pair: two lock cmpxchg",
