@@ -240,9 +240,12 @@ type TracingMultiReport struct {
 	// Includes lists what the total includes, NotModelled what it lacks
 	// of the kernel's attach (empty: the total is complete), Excluded
 	// what is outside it by scope.
-	Includes    []string          `json:"total_includes"`
-	NotModelled []string          `json:"not_modelled"`
-	Excluded    []string          `json:"excluded"`
+	Includes    []string `json:"total_includes"`
+	NotModelled []string `json:"not_modelled"`
+	Excluded    []string `json:"excluded"`
+	// Assumptions are what the model takes where the image says nothing
+	// (it has no BTF) or the kernel's state is chosen.
+	Assumptions []string          `json:"assumptions"`
 	Rows        []TracingMultiRow `json:"rows"`
 }
 
@@ -283,6 +286,18 @@ var TracingMultiExcluded = []string{
 	"deferred work after the syscall returns: RCU callbacks, vfree purges",
 }
 
+// TracingMultiAssumptions are run tracing-multi's choices where the
+// image is silent.
+func TracingMultiAssumptions(nrArgs int) []string {
+	return []string{
+		fmt.Sprintf("synthetic BTF (the image has none): BTF ids in address order, %d 8-byte arguments per function, no modifier or typedef chains", nrArgs),
+		"btf_kfunc_check_flag: each of the 14 hooks a full 256-id kfunc set (an upper bound: the image has no kfunc sets)",
+		"a fresh kernel: no other trampoline, direct call or ftrace ops; the program's own JIT image in the only pack",
+		"x86-64 with the return thunk (retbleed/SRSO), no call-depth tracking, one NUMA node (2 MiB packs)",
+		"the share is kallsyms_lookup_name's: ftrace_location's kallsyms_lookup_size_offset (in BTF checks and trampoline) is not in it",
+	}
+}
+
 // ErrNoTracingMulti is run tracing-multi on a generation without tracing
 // multi links.
 var ErrNoTracingMulti = errors.New("no tracing multi link in this generation")
@@ -310,7 +325,7 @@ func RunTracingMulti(k *image.Kernel, K, nrArgs int, variants []kallsyms.Variant
 		return nil, fmt.Errorf("nr_args %d: the model covers 0..6 register arguments", nrArgs)
 	}
 	rep := &TracingMultiReport{Kernel: k.Name, Release: k.Config.Version, Generation: gen.String(), KRequested: K, NrArgs: nrArgs,
-		Includes: TracingMultiIncludes, NotModelled: []string{}, Excluded: TracingMultiExcluded}
+		Includes: TracingMultiIncludes, NotModelled: []string{}, Excluded: TracingMultiExcluded, Assumptions: TracingMultiAssumptions(nrArgs)}
 	out := make([]TracingMultiRow, len(variants))
 	err := forEachVariant(k, variants, jobs, func(vi int, v kallsyms.Variant, syms *kallsyms.Compressed, ft *ftrace.Ftrace) error {
 		// BTF has one FUNC per function body: of symbols sharing an

@@ -128,7 +128,7 @@ func TracingMultiTable(w io.Writer, rep *scenarios.TracingMultiReport) error {
 	if rep.KRequested > rep.K {
 		fmt.Fprintf(w, " (--k %d: the image has %d uniquely named traceable functions)", rep.KRequested, rep.K)
 	}
-	fmt.Fprintf(w, ", %d 8-byte args each (synthetic BTF)\n", rep.NrArgs)
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, " total includes: %s\n", strings.Join(rep.Includes, "; "))
 	if rep.Complete() {
 		fmt.Fprintf(w, " not modelled: none — the total is the kernel's whole attach\n")
@@ -136,6 +136,9 @@ func TracingMultiTable(w io.Writer, rep *scenarios.TracingMultiReport) error {
 		fmt.Fprintf(w, " not modelled: %s — the total is partial, so no kallsyms share is given\n", strings.Join(rep.NotModelled, "; "))
 	}
 	fmt.Fprintf(w, " excluded by scope: %s\n", strings.Join(rep.Excluded, "; "))
+	if len(rep.Assumptions) > 0 {
+		fmt.Fprintf(w, " assumptions: %s\n", strings.Join(rep.Assumptions, "; "))
+	}
 	fmt.Fprintf(w, " cycles per function by component (link: once per attach, over K); ms = cycles / 2.6e6\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "variant\t")
