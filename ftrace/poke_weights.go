@@ -29,9 +29,10 @@ const (
 	wUpdateTraceFunc = 67000
 	rUpdateTraceFunc = "composed: 4 text_poke_bp (4 x (3 x 1500 + 3 x 3800)) + one IPI round (3800)"
 	// register_ftrace_function_nolock(direct_ops)'s constant part:
-	// ftrace.ops.register's list and function updates without its
-	// trampoline allocation (direct_ops sets ops->trampoline =
-	// FTRACE_REGS_ADDR, so arch_ftrace_update_trampoline returns at once).
-	wDirectRegister = wOpsRegister - 30000
-	rDirectRegister = "composed: ftrace.ops.register (40k) less its trampoline allocation and set_memory_ro/x (~30k): add_ftrace_ops and update_ftrace_function (~10k)"
+	// add_ftrace_ops and __register_ftrace_function's bookkeeping. No
+	// trampoline is allocated (direct_ops sets ops->trampoline =
+	// FTRACE_REGS_ADDR, so arch_ftrace_update_trampoline returns at once)
+	// and the trace function's patching is ftrace.update_trace_func.
+	wDirectRegister = 500
+	rDirectRegister = "hardware fact: add_ftrace_ops under ftrace_lock (an uncontended mutex, two RCU list pointer stores, the ops flags) and ftrace_update_trampoline's early return, ~500 cycles; no trampoline allocation, no patching (counted apart)"
 )

@@ -268,5 +268,5 @@ var documented = map[string]string{
 	"bpf.ksym.node":          "an rb-tree node load in latch_tree_insert: an L3 latency",
 	"bpf.text_copy":          "text_poke_copy's __text_poke: the same privileged work as text_poke",
 	"mm.page.zero":           "clear_page_erms of a vmalloc'd page (kernel rep stosb)",
-	"ftrace.direct.register": "ftrace.ops.register less its trampoline allocation (direct_ops has one)",
+	"ftrace.direct.register": "add_ftrace_ops under ftrace_lock: kernel list and mutex work (direct_ops brings its trampoline)",
 }
