@@ -319,7 +319,7 @@ const TracingMultiNrArgs = 3
 func RunTracingMulti(k *image.Kernel, K, nrArgs int, variants []kallsyms.Variant, costs *sim.CostTable, jobs int) (*TracingMultiReport, error) {
 	gen := k.Config.Gen.Effective()
 	if gen != image.Gen73 {
-		return nil, fmt.Errorf("%w: generation %s (%s): BPF_TRACE_FENTRY_MULTI and bpf_tracing_multi_attach are 7.3's; link_create refuses the attach type", ErrNoTracingMulti, gen, image.ReleaseLine(k.Config.Version, gen.String()))
+		return nil, fmt.Errorf("%w: %s has no BPF_TRACE_FENTRY_MULTI (bpf_tracing_multi_attach is 7.3's; link_create refuses the attach type)", ErrNoTracingMulti, image.ReleaseLine(k.Config.Version, gen.String()))
 	}
 	if nrArgs < 0 || nrArgs > 6 {
 		return nil, fmt.Errorf("nr_args %d: the model covers 0..6 register arguments", nrArgs)
