@@ -147,7 +147,8 @@ func checkRecord(r *Record) bool {
 // replaceCode models arch/x86/kernel/ftrace.c:ftrace_replace_code(enable):
 // two for_ftrace_rec_iter passes over every record, ftrace_test_record on
 // each (pass 1 verifies the changed sites, pass 2 queues their text_poke),
-// then text_poke_finish. Only the records in dirty can have changed state
+// then text_poke_finish, with a text_poke_bp_batch every TextPokeArrayMax
+// queued sites. Only the records in dirty can have changed state
 // since the last pass, so only they are re-checked by the simulator.
 func (ft *Ftrace) replaceCode(c *sim.Counters, dirty []uint64) {
 	c.Add(OpReplaceCheck, uint64(2*len(ft.flat)))
@@ -158,9 +159,13 @@ func (ft *Ftrace) replaceCode(c *sim.Counters, dirty []uint64) {
 		}
 	}
 	c.Add(OpReplaceSite, uint64(sites))
-	if sites > 0 {
-		c.Inc(OpTextPokeBatch)
-		alternative.SyncCPUs(c, pokeBatchSyncs, ft.CPUs)
+	// text_poke_queue flushes the vector when it is full (text_poke_flush:
+	// tp_vec_nr == TP_VEC_MAX), text_poke_finish the rest: one
+	// text_poke_bp_batch per TextPokeArrayMax sites (the records are in
+	// address order, so tp_order_fail never flushes early).
+	if batches := (sites + TextPokeArrayMax - 1) / TextPokeArrayMax; batches > 0 {
+		c.Add(OpTextPokeBatch, uint64(batches))
+		alternative.SyncCPUs(c, pokeBatchSyncs*batches, ft.CPUs)
 	}
 }
 

@@ -39,6 +39,13 @@ const (
 	// text_poke_bp in all) and an smp_call_function sync.
 	wUpdateTraceFunc = 4*3*alternative.TextPokeCycles + updateTraceFuncSyncs*alternative.SyncCycles
 	rUpdateTraceFunc = "composed: 4 text_poke_bp (4 x (3 x 1300 + 3 sync rounds x 5000)) + one IPI round (5000); the 13 rounds' per-CPU parts are counted as text_poke.sync.cpu and text_poke.sync.handler"
+	// register_ftrace_function_nolock(direct_ops)'s constant part:
+	// add_ftrace_ops and __register_ftrace_function's bookkeeping. No
+	// trampoline is allocated (direct_ops sets ops->trampoline =
+	// FTRACE_REGS_ADDR, so arch_ftrace_update_trampoline returns at once)
+	// and the trace function's patching is ftrace.update_trace_func.
+	wDirectRegister = 500
+	rDirectRegister = "hardware fact: add_ftrace_ops under ftrace_lock (an uncontended mutex, two RCU list pointer stores, the ops flags) and ftrace_update_trampoline's early return, ~500 cycles; no trampoline allocation, no patching (counted apart)"
 
 	// The parts of a trampoline allocation (sources in docs/cost-model.md).
 	vmallocPage = 1500                                                             // alloc share of a 0.97 µs vmalloc+vfree pair

@@ -17,6 +17,9 @@ var PhaseOrder = []string{
 	"other",
 	// BPF kprobe.multi and libbpf's user-space side.
 	"bpf.link_create", "bpf.resolve", "bpf.fprobe",
+	// BPF tracing multi (7.3), in attach order.
+	"tracing_multi.link", "tracing_multi.kallsyms", "tracing_multi.btf", "tracing_multi.trampoline",
+	"tracing_multi.jit", "tracing_multi.image", "tracing_multi.ftrace", "tracing_multi.text_poke",
 	"libbpf.parse", "libbpf.read.kallsyms", "libbpf.read.filter_functions", "libbpf.perf.attach",
 	"rht_deferred_worker",
 	// register_kprobe in call order, enable/disable, teardown.

@@ -62,10 +62,44 @@ type BPFReport struct {
 	// Weights names the cost table the runs were priced with
 	// (sim.CostTable.Describe, as run many's); Costs the cost file, if
 	// any (the caller fills it).
-	Weights string          `json:"weights"`
-	Costs   CostInfo        `json:"costs"`
-	Params  map[string]any  `json:"params"`
-	Runs    []*BPFRunReport `json:"runs"`
+	Weights string         `json:"weights"`
+	Costs   CostInfo       `json:"costs"`
+	Params  map[string]any `json:"params"`
+	// Includes lists what each run's est_cycles sums, NotModelled what
+	// the kernel and libbpf do on that path that the sum lacks, Excluded
+	// what is outside it by scope (TotalScope).
+	Includes    []string        `json:"total_includes"`
+	NotModelled []string        `json:"not_modelled"`
+	Excluded    []string        `json:"excluded"`
+	Runs        []*BPFRunReport `json:"runs"`
+}
+
+// TotalScope says what a run session / run multi total includes and what
+// it lacks, for the scenario ("session" or "multi"), the kernel's
+// generation and whether the --pairs run is there.
+func TotalScope(scenario string, gen image.Generation, pairs bool) (includes, notModelled, excluded []string) {
+	includes = []string{
+		"libbpf 1.8 in user space: SEC() parsing, glob_match, the pattern path's file reads (fscanf, qsort, bsearch) or the exact-name path",
+		"the kernel side of each file libbpf reads: /proc/kallsyms (s_show) and available_filter_functions[_addrs] (t_show)",
+		"bpf(BPF_LINK_CREATE) → bpf_kprobe_multi_link_attach: copy_user_syms, sort_r, allocations, bpf_link_prime, get_modules_for_addrs (6.12+)",
+		"symbol resolution: ftrace_lookup_symbols (the kallsyms walk, or 7.3's single-name fast path)",
+		"register_fprobe_ips: ftrace_set_filter_ips, rethook/objpool nodes or 7.3's shared fprobe ops, register_ftrace_function's record walks, ftrace_replace_code and its text pokes (a text_poke_bp_batch every 256 sites)",
+	}
+	if pairs {
+		includes = append(includes, "pairs: perf_event_open on the kprobe PMU (register_kprobe's pipeline) and bpf_perf_link_attach, twice per function")
+	}
+	// kallsyms.Compressed.ProcKallsyms has no BPF, ftrace-trampoline or
+	// kprobe-insn-page symbols (the image has none to give).
+	notModelled = []string{"the /proc/kallsyms lines of BPF, ftrace-trampoline and kprobe-insn-page symbols (get_ksymbol_bpf and friends) when libbpf reads it"}
+	if scenario == "session" && gen.Effective() == image.Gen73 {
+		notModelled = append(notModelled, "7.3's ftrace_startup_subops on the fgraph manager ops (the session links' fprobe_graph_ops): counted as one ftrace_startup")
+	}
+	excluded = []string{
+		"the BPF object's open, load and verification (bpf_prog_load) before the attach",
+		"boot (the kernel's boot phase is not in the total)",
+		"deferred work after the syscalls return: RCU callbacks, link release",
+	}
+	return includes, notModelled, excluded
 }
 
 func (o *SessionOptions) model(why string, k *image.Kernel) map[string]string {
@@ -205,6 +239,7 @@ func (rep *BPFReport) finish(o SessionOptions, k *image.Kernel, whys []string, o
 	if len(whys) > 0 {
 		rep.Model = o.model(whys[0], k)
 	}
+	rep.Includes, rep.NotModelled, rep.Excluded = TotalScope(rep.Scenario, k.Config.Gen, o.Pairs)
 	if len(out) > 0 {
 		rep.Runs = out
 	}

@@ -135,4 +135,3 @@ var (
 	FaultEventIndexAlloc  = sim.NewFaultPoint("trace.event_index.alloc", "trace-event-index: the kvcalloc of a table fails: at late init no index is built (find_trace_kprobe and find_trace_event_call walk the lists, as upstream); when a table grows, it keeps its size")
 	FaultPerfAlloc        = sim.NewFaultPoint("perf.trace_event.alloc", "perf_trace_event_reg: an alloc_percpu (the event's hlist heads, or a perf_trace_buf of the first perf user) fails: -ENOMEM, the local trace_kprobe is destroyed")
 )
-

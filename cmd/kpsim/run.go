@@ -38,7 +38,7 @@ var scenarioTable = []scenario{
 	{"many", "the batch kprobe sample: N generated functions, one kprobe each, register_kprobes then unregister_kprobes", runMany},
 	{"multi", "one kprobe.multi link over K functions (pattern and syms forms)", runMultiScenario},
 	{"session", "P kprobe.session programs by exact name, one link each, via libbpf; --pairs adds the classic kprobe + kretprobe perf events", runSession},
-	{"tracing-multi", "fentry/fexit multi attach by BTF id: one kallsyms_lookup_name per function, per kallsyms variant, beside the ftrace registration", runTracingMulti},
+	{"tracing-multi", "fentry.multi attach by BTF id (7.3): every per-function component (kallsyms, BTF, trampoline, JIT, image, ftrace direct, text pokes) and the kallsyms share of the whole, per kallsyms variant", runTracingMulti},
 }
 
 func runRun(args []string, stdout, stderr io.Writer) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -315,36 +316,38 @@ func runCrossover(args []string, stdout, stderr io.Writer) error {
 
 func runTracingMulti(args []string, stdout, stderr io.Writer) error {
 	fs, f := newBPFFlagSet("run tracing-multi", args, stdout)
-	k0 := fs.Int("k", 0, "K functions (0 = every traceable function)")
+	k0 := fs.Int("k", 0, "K functions (0 = every uniquely named traceable function; more than the image has attaches them all)")
+	nrArgs := fs.Int("nr-args", scenarios.TracingMultiNrArgs, "arguments of every function (8 bytes each; the image has no BTF): the trampoline's size and JIT work")
 	variants := fs.String("variants", "", "kallsyms variants (default: all)")
 	if err := f.imf.parse(args, stdout); err != nil {
 		return err
 	}
-	if *k0 < 0 || *k0 > bpf.MaxKprobeMultiCnt {
-		return usagef("--k: want 0..%d, got %d", bpf.MaxKprobeMultiCnt, *k0)
+	if *k0 < 0 || *k0 > bpf.MaxTracingMultiCnt {
+		return usagef("--k: want 0..%d (MAX_TRACING_MULTI_CNT), got %d", bpf.MaxTracingMultiCnt, *k0)
+	}
+	if *nrArgs < 0 || *nrArgs > 6 {
+		return usagef("--nr-args: want 0..6 (register arguments), got %d", *nrArgs)
 	}
 	vs, err := parseVariantList(*variants)
 	if err != nil {
 		return err
 	}
 	return f.report(stdout, stderr, []string{"none"}, func(_ scenarios.BPFOptions, _ []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (any, func(io.Writer) error, error) {
-		rows, err := scenarios.RunTracingMulti(k, *k0, vs, costs, f.jobs)
-		rep := tracingMultiReport{Weights: costs.Describe(), Costs: f.costInfo, Rows: rows}
+		rep, err := scenarios.RunTracingMulti(k, *k0, *nrArgs, vs, costs, f.jobs)
+		if errors.Is(err, scenarios.ErrNoTracingMulti) {
+			return nil, nil, usagef("run tracing-multi: %s", err.Error())
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		rep.Weights, rep.Costs = costs.Describe(), f.costInfo
 		return rep, func(w io.Writer) error {
-			if err := report.TracingMultiTable(w, scenarios.KernelLabel(k), rows); err != nil {
+			if err := report.TracingMultiTable(w, rep); err != nil {
 				return err
 			}
 			fmt.Fprintln(w)
 			report.WriteWeights(w, rep.Costs, rep.Weights)
 			return nil
-		}, err
+		}, nil
 	})
-}
-
-// tracingMultiReport is run tracing-multi's JSON report: its rows and the
-// weights that priced them, named as the other BPF reports name them.
-type tracingMultiReport struct {
-	Weights string                      `json:"weights"`
-	Costs   scenarios.CostInfo          `json:"costs"`
-	Rows    []scenarios.TracingMultiRow `json:"rows"`
 }

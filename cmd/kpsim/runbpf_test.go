@@ -33,6 +33,9 @@ func TestRunBPFBadInput(t *testing.T) {
 		{[]string{"run", "multi", "--pattern", ""}, "empty pattern"},
 		{[]string{"run", "multi", "--k", "-1"}, "--k"},
 		{[]string{"run", "tracing-multi", "--variants", "nope"}, "--variants"},
+		// 6.1 has no tracing multi link: refused, naming the generation.
+		{[]string{"run", "tracing-multi", "--k", "3"}, "generation 6.1"},
+		{[]string{"run", "tracing-multi", "--nr-args", "7"}, "--nr-args"},
 		{[]string{"run", "session", "--out", "/nonexistent/dir/x.json"}, "--out"},
 		{[]string{"run", "crossover", "--format", "csv"}, "--format"},
 		// The cost flags of run many, on every BPF command.
@@ -46,6 +49,18 @@ func TestRunBPFBadInput(t *testing.T) {
 		_, errs, code := runKpsim(args...)
 		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line naming %s", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+// run tracing-multi on 7.3: every component per function, the kallsyms
+// share over the complete total, what the total includes.
+func TestRunTracingMulti73(t *testing.T) {
+	args := append([]string{"run", "tracing-multi", "--k", "5", "--variants", "baseline", "--kernel-version", "7.3"}, smallSizes...)
+	out := mustKpsim(t, args...)
+	for _, w := range []string{"total includes:", "not modelled: none", "trampoline JIT", "text pokes", "kallsyms share", "%", "trampolines 5"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("no %q in:\n%s", w, out)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -20,6 +21,7 @@ func BPFTable(w io.Writer, rep *scenarios.BPFReport) error {
 	}
 	fmt.Fprintf(w, " params:   %v\n", rep.Params)
 	WriteWeights(w, rep.Costs, rep.Weights)
+	scopeLines(w, rep.Includes, rep.NotModelled, rep.Excluded)
 	fmt.Fprintf(w, " cycles at the weights' reference clock; ms = cycles / 2.6e6\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "stage\t")
@@ -91,6 +93,9 @@ func CrossoverTable(w io.Writer, rep *scenarios.CrossoverReport) error {
 	fmt.Fprintf(w, " kpsim run crossover on %s (%d kallsyms symbols)\n", label(rep.Kernel, rep.Release, rep.Generation), rep.Symbols)
 	WriteWeights(w, rep.Costs, rep.Weights)
 	fmt.Fprintf(w, " lookups = K × (kallsyms_lookup_name + ftrace_location); walk = ftrace_lookup_symbols(K sorted names); ms = cycles / 2.6e6\n\n")
+	fmt.Fprintf(w, " lookups = K × (kallsyms_lookup_name + ftrace_location); walk = ftrace_lookup_symbols(K sorted names); ms = cycles / 2.6e6\n")
+	scopeLines(w, rep.Includes, rep.NotModelled, rep.Excluded)
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "variant\tK\tlookups cycles\tms\twalk cycles\tms\tvisited\twinner\t")
 	for _, r := range rep.Rows {
@@ -118,16 +123,66 @@ func CrossoverTable(w io.Writer, rep *scenarios.CrossoverReport) error {
 	return nil
 }
 
-// TracingMultiTable prints run tracing-multi's table.
-func TracingMultiTable(w io.Writer, kernel string, rows []scenarios.TracingMultiRow) error {
-	fmt.Fprintf(w, " kpsim run tracing-multi on %s: K kallsyms_lookup_name + one ftrace filter/registration (trampolines, BTF not modelled)\n\n", kernel)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "variant\tK\tkallsyms cycles\tms\tftrace cycles\tms\tkallsyms share\t")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.2f\t%s\t%.2f\t%.1f%%\t\n", r.Variant, r.K, group(uint64(r.KallsymsCyc)), r.KallsymsCyc/scenarios.CyclesPerMS,
-			group(uint64(r.FtraceCyc)), r.FtraceCyc/scenarios.CyclesPerMS, 100*r.Share)
+// TracingMultiTable prints run tracing-multi's table: per kallsyms
+// variant, the cycles per function of each component, the total, and the
+// kallsyms share — only when the report's total is complete.
+func TracingMultiTable(w io.Writer, rep *scenarios.TracingMultiReport) error {
+	fmt.Fprintf(w, " kpsim run tracing-multi on %s: one fentry.multi link over K = %d functions", label(rep.Kernel, rep.Release, rep.Generation), rep.K)
+	if rep.KRequested > rep.K {
+		fmt.Fprintf(w, " (--k %d: the image has %d uniquely named traceable functions)", rep.KRequested, rep.K)
 	}
-	return tw.Flush()
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, " total includes: %s\n", strings.Join(rep.Includes, "; "))
+	if rep.Complete() {
+		fmt.Fprintf(w, " not modelled: none — the total is the kernel's whole attach\n")
+	} else {
+		fmt.Fprintf(w, " not modelled: %s — the total is partial, so no kallsyms share is given\n", strings.Join(rep.NotModelled, "; "))
+	}
+	fmt.Fprintf(w, " excluded by scope: %s\n", strings.Join(rep.Excluded, "; "))
+	if len(rep.Assumptions) > 0 {
+		fmt.Fprintf(w, " assumptions: %s\n", strings.Join(rep.Assumptions, "; "))
+	}
+	fmt.Fprintf(w, " cycles per function by component (link: once per attach, over K); ms = cycles / 2.6e6\n\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "variant\t")
+	if len(rep.Rows) > 0 {
+		for _, c := range rep.Rows[0].Components {
+			fmt.Fprintf(tw, "%s\t", c.Name)
+		}
+	}
+	fmt.Fprintln(tw, "total/function\ttotal ms\tkallsyms share\t")
+	for _, r := range rep.Rows {
+		fmt.Fprintf(tw, "%s\t", r.Variant)
+		for _, c := range r.Components {
+			fmt.Fprintf(tw, "%s\t", group(uint64(c.PerFunc+0.5)))
+		}
+		share := "—"
+		if r.Share != nil {
+			share = fmt.Sprintf("%.1f%%", 100**r.Share)
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%s\t\n", group(uint64(r.PerFunc+0.5)), r.TotalCyc/scenarios.CyclesPerMS, share)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(rep.Rows) > 0 {
+		r := rep.Rows[0]
+		fmt.Fprintf(w, "\n trampolines %d, JIT insns %d (two passes), image %d bytes, new 2 MiB prog packs %d, text_poke_copy %d, call sites poked %d in %d batches\n",
+			r.Trampolines, r.JITInsns, r.ImageBytes, r.Packs, r.TextCopies, r.Sites, r.Batches)
+	}
+	return nil
+}
+
+// scopeLines prints what a report's totals include, what they lack of
+// the path (not modelled) and what is outside them by scope.
+func scopeLines(w io.Writer, includes, notModelled, excluded []string) {
+	fmt.Fprintf(w, " total includes: %s\n", strings.Join(includes, "; "))
+	nm := "none"
+	if len(notModelled) > 0 {
+		nm = strings.Join(notModelled, "; ")
+	}
+	fmt.Fprintf(w, " not modelled: %s\n", nm)
+	fmt.Fprintf(w, " excluded by scope: %s\n", strings.Join(excluded, "; "))
 }
 
 // label names the kernel of a report: its name, release and generation.

@@ -142,18 +142,75 @@ func TestJSONShape(t *testing.T) {
 	}
 }
 
-// A table of run tracing-multi's rows, as kpsim run tracing-multi prints
-// them; every renderer takes a writer and the report it writes.
-func ExampleTracingMultiTable() {
-	rows := []scenarios.TracingMultiRow{
-		{Variant: "baseline", K: 1000, KallsymsCyc: 26e6, FtraceCyc: 2.6e6, Share: 26 / 28.6},
-		{Variant: "offset-index", K: 1000, KallsymsCyc: 2.6e6, FtraceCyc: 2.6e6, Share: 0.5},
+// TestScopeLines: run session / run multi and run crossover tables say
+// what their totals include, lack and leave out.
+func TestScopeLines(t *testing.T) {
+	var b strings.Builder
+	rep := &scenarios.BPFReport{Scenario: "multi", Kernel: "synthetic", Includes: []string{"inc1", "inc2"}, NotModelled: []string{"nm1"}, Excluded: []string{"ex1"}}
+	if err := report.BPFTable(&b, rep); err != nil {
+		t.Fatal(err)
 	}
-	report.TracingMultiTable(os.Stdout, "synthetic", rows)
-	// Output:
-	//  kpsim run tracing-multi on synthetic: K kallsyms_lookup_name + one ftrace filter/registration (trampolines, BTF not modelled)
-	//
-	//        variant     K  kallsyms cycles     ms  ftrace cycles    ms  kallsyms share
-	//       baseline  1000       26,000,000  10.00      2,600,000  1.00           90.9%
-	//   offset-index  1000        2,600,000   1.00      2,600,000  1.00           50.0%
+	cr := &scenarios.CrossoverReport{Kernel: "synthetic", Includes: []string{"inc1", "inc2"}, Excluded: []string{"ex1"}}
+	if err := report.CrossoverTable(&b, cr); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{" total includes: inc1; inc2\n not modelled: nm1\n excluded by scope: ex1\n", " total includes: inc1; inc2\n not modelled: none\n excluded by scope: ex1\n"} {
+		if !strings.Contains(b.String(), w) {
+			t.Errorf("no %q in:\n%s", w, b.String())
+		}
+	}
+}
+
+// TestTracingMultiTableShare: run tracing-multi's table and JSON give the
+// kallsyms share only over a complete total; with a component not
+// modelled they name it and print no share.
+func TestTracingMultiTableShare(t *testing.T) {
+	share := 0.25
+	row := func(withShare bool) scenarios.TracingMultiRow {
+		r := scenarios.TracingMultiRow{Variant: "baseline", K: 4, TotalCyc: 400, PerFunc: 100, KallsymsCyc: 100,
+			Components: []scenarios.TracingMultiComponent{
+				{Name: "kallsyms_lookup_name", Cycles: 100, PerFunc: 25},
+				{Name: "trampoline JIT", Cycles: 300, PerFunc: 75},
+			}}
+		if withShare {
+			r.Share = &share
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name        string
+		notModelled []string
+		share       bool
+		want, never []string
+	}{
+		{"complete", nil, true, []string{"not modelled: none", "25.0%", "total includes: a; b"}, nil},
+		{"partial", []string{"the JIT"}, false, []string{"not modelled: the JIT", "no kallsyms share"}, []string{"25.0%"}},
+	} {
+		rep := &scenarios.TracingMultiReport{Kernel: "synthetic", Generation: "7.3", K: 4, NrArgs: 3,
+			Includes: []string{"a", "b"}, NotModelled: tc.notModelled, Rows: []scenarios.TracingMultiRow{row(tc.share)}}
+		var b strings.Builder
+		if err := report.TracingMultiTable(&b, rep); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("%s: table lacks %q:\n%s", tc.name, w, b.String())
+			}
+		}
+		for _, w := range tc.never {
+			if strings.Contains(b.String(), w) {
+				t.Errorf("%s: table has %q:\n%s", tc.name, w, b.String())
+			}
+		}
+		js, err := json.Marshal(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(js), `"kallsyms_share"`); got != tc.share {
+			t.Errorf("%s: JSON kallsyms_share present %v, want %v: %s", tc.name, got, tc.share, js)
+		}
+		if !strings.Contains(string(js), `"total_includes"`) || !strings.Contains(string(js), `"not_modelled"`) {
+			t.Errorf("%s: JSON lacks total_includes/not_modelled: %s", tc.name, js)
+		}
+	}
 }

@@ -252,4 +252,24 @@ var documented = map[string]string{
 	"tracepoint.register":             "the tracepoint mutex, kmalloc and RCU publication",
 	"ring_buffer.reset_cpu":           "per-CPU ring-buffer state and its synchronisation",
 	"perf.percpu.list_init":           "a store into every CPU's per-CPU area",
+	// The tracing multi attach (bpf/tracing_multi.go, ftrace/direct.go,
+	// 7.3): kernel-side BTF, trampoline, JIT, execmem and text-patching
+	// work; each weight composed from documented latencies or from the
+	// existing ops its rationale names.
+	"btf.type_by_id":         "a dependent load into vmlinux BTF (kernel memory): an L3 latency",
+	"btf.id_set.probe":       "a bsearch step over a small kernel BTF_SET, L1-hot",
+	"btf.param_suffix":       "strlen + strncmp of a BTF parameter name (kernel memory)",
+	"bpf.trampoline.const":   "O(1) stores and atomics on a just-allocated kernel object",
+	"bpf.trampoline.chain":   "a dependent load of a kmalloc'd struct bpf_trampoline: an L3 latency",
+	"bpf.mutex":              "an uncontended kernel mutex_lock/unlock pair: two lock cmpxchg",
+	"bpf.jit.insn":           "one emit_* helper of the x86 BPF JIT (kernel code): a few stores and branches",
+	"bpf.jit.scratch_page":   "execmem_alloc/execmem_free of one page: vmalloc area, page and PTE (composed with mm.vmalloc.page)",
+	"bpf.prog_pack.word":     "find_next_zero_bit over a kernel bitmap word, streamed",
+	"bpf.prog_pack.new":      "alloc_new_pack: a 2 MiB execmem allocation, fill and set_memory_rox (as execmem.cache.populate)",
+	"percpu_ref.init":        "percpu_ref_init's alloc_percpu (as percpu.alloc)",
+	"bpf.ksym.name":          "snprintf of a trampoline ksym name (kernel vsnprintf)",
+	"bpf.ksym.node":          "an rb-tree node load in latch_tree_insert: an L3 latency",
+	"bpf.text_copy":          "text_poke_copy's __text_poke: the same privileged work as text_poke",
+	"mm.page.zero":           "clear_page_erms of a vmalloc'd page (kernel rep stosb)",
+	"ftrace.direct.register": "add_ftrace_ops under ftrace_lock: kernel list and mutex work (direct_ops brings its trampoline)",
 }
