@@ -171,7 +171,7 @@ func TestRunBPFNamesWeights(t *testing.T) {
 		{"session", append([]string{"run", "session", "--programs", "2", "--patches", "none"}, small612...)},
 		{"multi", append([]string{"run", "multi", "--k", "3", "--patches", "none"}, small...)},
 		{"crossover", append([]string{"run", "crossover", "--k", "1,10", "--variants", "baseline"}, small...)},
-		{"tracing-multi", append([]string{"run", "tracing-multi", "--k", "10", "--variants", "baseline"}, small...)},
+		{"tracing-multi", append([]string{"run", "tracing-multi", "--k", "10", "--variants", "baseline", "--kernel-version", "7.3"}, smallSizes...)},
 	} {
 		table := mustKpsim(t, append(tc.args, "--cost-regime", "hot")...)
 		if !strings.Contains(table, " weights: built-in hot profile (hot regime, calibrated on") || !strings.Contains(table, " costs:   no cost file") {
