@@ -20,7 +20,9 @@
 // probe through enable_kprobe, and only then is an optprobe queued for the
 // optimizer. Deleting (-:GRP/EVENT) walks the dyn_event list and the
 // instance's event files three times and waits for one grace period per
-// probe. The perf kprobe PMU (perf_event_open with the kprobe PMU type)
+// probe; a line that deleted an event ever enabled then resets the
+// instance's array and max buffers (tracing_reset_all_online_cpus: four
+// grace periods, every CPU buffer twice). The perf kprobe PMU (perf_event_open with the kprobe PMU type)
 // creates a local trace_kprobe without any list or tracefs work and arms it
 // inside the open.
 //

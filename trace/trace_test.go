@@ -308,10 +308,11 @@ func TestEnableQueuesOptimization(t *testing.T) {
 	if _, err := tr.WriteKprobeEvents("-:" + ev.Group + "/" + ev.Name); err != nil {
 		t.Fatal(err)
 	}
-	// unregister_kprobe's grace period and tracing_reset_online_cpus' (the
-	// event had been enabled).
-	if got := m.C.Total(rcu) - r0; got != 2 {
-		t.Fatalf("delete: %d grace periods, want 2", got)
+	// unregister_kprobe's grace period and tracing_reset_all_online_cpus'
+	// four (the event had been enabled: tracing_reset_online_cpus and
+	// ring_buffer_reset_online_cpus, on the array and the max buffer).
+	if got := m.C.Total(rcu) - r0; got != 5 {
+		t.Fatalf("delete: %d grace periods, want 5", got)
 	}
 	if p.Registered() || tr.NumEvents() != 0 {
 		t.Fatal("the probe or the event survived deletion")
