@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/kpsim/kpsim/errno"
+	"github.com/kpsim/kpsim/ftrace"
 	"github.com/kpsim/kpsim/image/synth"
 )
 
@@ -47,6 +49,37 @@ func TestDeleteOnceEnabledResetsBothBuffers(t *testing.T) {
 			if got := counts[op(t, "ring_buffer.reset_cpu")]; got != wantReset {
 				t.Errorf("%v enabled=%v: %d CPU buffer resets, want %d", g, enabled, got, wantReset)
 			}
+		}
+	}
+}
+
+// TestPerfOpenArmFailureNoTracepointSync: when arming fails inside
+// perf_event_open (kprobe_register(TRACE_REG_PERF_REGISTER) → enable_kprobe
+// → arm_kprobe_ftrace's ftrace_set_filter_ip -ENOMEM), perf_trace_event_reg
+// takes its "fail:" path (buffers and list freed, no
+// tracepoint_synchronize_unregister) and perf_kprobe_init destroys the
+// local trace_kprobe: unregister_kprobe's one grace period, nothing else.
+// The alloc_percpu / free_percpu pairs balance as on a successful open and
+// close.
+func TestPerfOpenArmFailureNoTracepointSync(t *testing.T) {
+	for _, g := range gens {
+		_, m, tr := genMachine(t, g, nil)
+		fn := synth.ProbeTargetName(2) // traced: armed through ftrace at +0
+		m.Faults.Set(ftrace.FaultHashAlloc, 0)
+		snap := m.C.Snapshot()
+		pe, err := tr.PerfKprobeOpen(fn, 0, false)
+		if pe != nil || errnoOf(err) != errno.ENOMEM {
+			t.Fatalf("%v: perf open with a failing arm: %v, want ENOMEM", g, err)
+		}
+		counts := m.C.Since(snap)
+		if got := counts[op(t, "synchronize_rcu")]; got != 1 {
+			t.Errorf("%v: %d grace periods, want 1 (unregister_kprobe's)", g, got)
+		}
+		if got := counts[op(t, "percpu.alloc")]; got != 2*(1+1+4) {
+			t.Errorf("%v: %d alloc_percpu/free_percpu, want %d", g, got, 2*(1+1+4))
+		}
+		if m.KP.Reg.Len() != 0 {
+			t.Fatalf("%v: %d kprobes left", g, m.KP.Reg.Len())
 		}
 	}
 }
