@@ -33,6 +33,14 @@
 // head match), gen.go holds the facts and the second model functions, and
 // New chooses them once from the image's generation.
 //
+// Static events. ftrace_events, tr->events and tr->systems start with the
+// static trace events of vmlinux and of every loaded module
+// (event_trace_enable, trace_module_add_events): the image's
+// _ftrace_events tables (image.Kernel.TraceEvents, image.Module.TraceEvents)
+// or, when it has none, Debian 6.1's vmlinux table (debian61_events.txt)
+// and SyntheticModuleEvents per module. A kprobe event named like one of
+// them is -EEXIST; one in a static event's system joins that system.
+//
 // Every walk is counted as the kernel walks it; the simulator answers the
 // walks from maintained counts (the lists' lengths and each entry's
 // position), which give the same numbers as walking them.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/ftrace"
+	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"
 )
 
@@ -80,6 +81,67 @@ func TestPerfOpenArmFailureNoTracepointSync(t *testing.T) {
 		}
 		if m.KP.Reg.Len() != 0 {
 			t.Fatalf("%v: %d kprobes left", g, m.KP.Reg.Len())
+		}
+	}
+}
+
+// TestKprobeEventOnStaticEvent: p:sched/sched_switch is refused -EEXIST
+// (trace_probe_register_event_call: find_trace_event_call finds vmlinux's
+// static sched/sched_switch), in every generation; nothing is left.
+func TestKprobeEventOnStaticEvent(t *testing.T) {
+	for _, g := range gens {
+		_, m, tr := genMachine(t, g, nil)
+		code, o, _ := write(t, m, tr, "p:sched/sched_switch "+synth.ProbeTargetName(1))
+		if code != errno.EEXIST {
+			t.Errorf("%v: p:sched/sched_switch: %v (%s), want EEXIST", g, code, o.Reason)
+		}
+		if tr.NumEvents() != 0 || m.KP.Reg.Len() != 0 {
+			t.Errorf("%v: %d events, %d kprobes left", g, tr.NumEvents(), m.KP.Reg.Len())
+		}
+	}
+}
+
+// TestKprobeEventInStaticSystem: p:sched/mine joins the static system
+// sched (event_subsystem_dir finds it on tr->systems): only the event's
+// directory is made (6.1: 1 + 6 tracefs entries; 6.12, 7.3: one
+// eventfs_inode), no group directory.
+func TestKprobeEventInStaticSystem(t *testing.T) {
+	for _, g := range gens {
+		_, m, tr := genMachine(t, g, nil)
+		code, o, counts := write(t, m, tr, "p:sched/mine "+synth.ProbeTargetName(1))
+		if code != 0 {
+			t.Fatalf("%v: %v (%s)", g, code, o.Reason)
+		}
+		dentries, eis := uint64(7), uint64(0)
+		if g != image.Gen61 {
+			dentries, eis = 0, 1
+		}
+		if counts[op(t, "tracefs.create")] != dentries || counts[op(t, "eventfs.create_dir")] != eis {
+			t.Errorf("%v: %d tracefs entries, %d eventfs_inodes made, want %d and %d", g,
+				counts[op(t, "tracefs.create")], counts[op(t, "eventfs.create_dir")], dentries, eis)
+		}
+	}
+}
+
+// TestModuleEventsCounted: the small image's two synthetic modules bring
+// 7 trace events each (trace.SyntheticModuleEvents) to ftrace_events
+// beside vmlinux's 1,506 (Debian 6.1's _ftrace_events), so
+// find_trace_event_call walks 1,520 entries for a new event.
+func TestModuleEventsCounted(t *testing.T) {
+	for _, g := range gens {
+		k, m, tr := genMachine(t, g, nil)
+		if len(k.Modules) != 2 {
+			t.Fatalf("small image has %d modules", len(k.Modules))
+		}
+		if tr.NumTraceEvents() != 1520 {
+			t.Errorf("%v: %d trace events, want 1506 + 2 x 7", g, tr.NumTraceEvents())
+		}
+		code, o, counts := write(t, m, tr, "p:newgrp/ev "+synth.ProbeTargetName(1))
+		if code != 0 {
+			t.Fatalf("%v: %v (%s)", g, code, o.Reason)
+		}
+		if got := counts[op(t, "trace.ftrace_events.visit")]; got != 1520 {
+			t.Errorf("%v: find_trace_event_call visited %d, want 1520", g, got)
 		}
 	}
 }

@@ -137,8 +137,8 @@ func TestWalksGrowWithEvents(t *testing.T) {
 	m, tr := boot(t, k, 0)
 	dyn, ev, files := fixture.Op(t, "trace.dyn_event.visit"), fixture.Op(t, "trace.ftrace_events.visit"), fixture.Op(t, "trace.tr_events.visit")
 	ts := trace.ConfigFor(k).StaticEvents
-	if ts != trace.DebianStaticEvents {
-		t.Fatalf("synthetic image: %d static events, want Debian's %d", ts, trace.DebianStaticEvents)
+	if want := trace.DebianStaticEvents + trace.SyntheticModuleEvents*len(k.Modules); ts != want {
+		t.Fatalf("synthetic image: %d static events, want Debian's vmlinux and %d per module: %d", ts, trace.SyntheticModuleEvents, want)
 	}
 	const E = 40
 	for i := 0; i < E; i++ {
