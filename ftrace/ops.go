@@ -3,7 +3,6 @@ package ftrace
 import (
 	"github.com/kpsim/kpsim/errno"
 	"github.com/kpsim/kpsim/sim"
-	"github.com/kpsim/kpsim/x86"
 )
 
 // Errno is the kernel error code these paths return (package errno).
@@ -149,20 +148,16 @@ func checkRecord(r *Record) bool {
 // each (pass 1 verifies the changed sites, pass 2 queues their text_poke),
 // then text_poke_finish. Only the records in dirty can have changed state
 // since the last pass, so only they are re-checked by the simulator.
-// Each queued site's text_poke_loc_init (arch/x86/kernel/alternative.c;
-// 7.3: __smp_text_poke_batch_add) runs insn_decode_kernel on the new
-// call or nop once, counted as x86.decode.insn beside the site, as
-// optprobes count the decode of their JMP32.
 func (ft *Ftrace) replaceCode(c *sim.Counters, dirty []uint64) {
 	c.Add(OpReplaceCheck, uint64(2*len(ft.flat)))
 	sites := 0
 	for _, ip := range dirty {
 		if p, ok := ft.posOf(ip); ok && checkRecord(ft.rec(int(p))) {
 			sites++
+			textPokeLocInit(c) // pass 2's text_poke_queue of the site
 		}
 	}
 	c.Add(OpReplaceSite, uint64(sites))
-	c.Add(x86.OpDecode, uint64(sites)) // text_poke_loc_init
 	if sites > 0 {
 		c.Inc(OpTextPokeBatch)
 	}
