@@ -61,8 +61,8 @@ func (s StaticSegment) len() int {
 
 // staticSegments returns the static events of k: vmlinux's (the image's
 // table, else its __event_* / str__*__trace_system_name symbols counted,
-// else Debian 6.1's), then every formed module's in load order (its
-// table, else SyntheticModuleEvents in one system).
+// else Debian 6.1's), then every formed module not going, in load order
+// (its table, else SyntheticModuleEvents in one system).
 func staticSegments(k *image.Kernel) []StaticSegment {
 	vml := StaticSegment{Owner: "vmlinux", Events: k.TraceEvents}
 	if vml.Events == nil {
@@ -80,7 +80,9 @@ func staticSegments(k *image.Kernel) []StaticSegment {
 	}
 	segs := []StaticSegment{vml}
 	for _, m := range k.Modules {
-		if m.State == image.ModuleUnformed {
+		// trace_module_notify adds a module's events at
+		// MODULE_STATE_COMING and removes them at MODULE_STATE_GOING.
+		if m.State == image.ModuleUnformed || m.State == image.ModuleGoing {
 			continue
 		}
 		seg := StaticSegment{Owner: m.Name, Events: m.TraceEvents}

@@ -228,3 +228,16 @@ func TestDebian61EventsMatchRealKernel(t *testing.T) {
 		t.Fatal("ConfigFor does not use the image's _ftrace_events")
 	}
 }
+
+// TestGoingModuleEventsGone: trace_module_notify removes a module's events
+// at MODULE_STATE_GOING (trace_module_remove_events), so a going module's
+// events are on no list.
+func TestGoingModuleEventsGone(t *testing.T) {
+	for _, g := range staticGens {
+		k, tr := staticBoot(t, g, false, func(k *image.Kernel) { k.Modules[0].State = image.ModuleGoing })
+		want := DebianStaticEvents + SyntheticModuleEvents*(len(k.Modules)-1)
+		if tr.NumTraceEvents() != want {
+			t.Errorf("%v: %d trace events with module 0 going, want %d", g, tr.NumTraceEvents(), want)
+		}
+	}
+}
