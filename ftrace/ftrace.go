@@ -122,7 +122,7 @@ var (
 		"one entry kfree'd by free_ftrace_hash (the old filter hash, in its RCU callback; or the removed entry)")
 	OpReplaceCheck = sim.NewOp("ftrace.replace.check", wReplaceCheck, rReplaceCheck,
 		"one ftrace_test_record (ftrace_check_record) in one of x86 ftrace_replace_code's two passes over every record")
-	OpReplaceSite = pokes(3, 200).of(sim.NewOp("ftrace.replace.site", wReplaceSite, rReplaceSite,
+	OpReplaceSite = pokes(3, 110).of(sim.NewOp("ftrace.replace.site", wReplaceSite, rReplaceSite,
 		"one call site changed by ftrace_replace_code: ftrace_verify_code (pass 1) + text_poke_queue and ftrace_update_record (pass 2)"))
 	OpTextPokeBatch = syncs(pokeBatchSyncs).of(sim.NewOp("ftrace.text_poke.batch", wPokeBatch, rPokeBatch,
 		"one text_poke_finish that flushes queued sites: text_poke_bp_batch (int3, three sync-core IPI rounds)"))

@@ -156,6 +156,7 @@ func (ft *Ftrace) replaceCode(c *sim.Counters, dirty []uint64) {
 	for _, ip := range dirty {
 		if p, ok := ft.posOf(ip); ok && checkRecord(ft.rec(int(p))) {
 			sites++
+			textPokeLocInit(c) // pass 2's text_poke_queue of the site
 		}
 	}
 	c.Add(OpReplaceSite, uint64(sites))

@@ -16,9 +16,11 @@ import (
 const (
 	// ftrace_verify_code (a 5-byte no-fault read) + text_poke_queue, and
 	// the three text_poke writes text_poke_bp_batch makes per site (int3,
-	// tail, head).
-	wReplaceSite = 3*alternative.TextPokeCycles + 200
-	rReplaceSite = "composed: 3 text_poke per site in text_poke_bp_batch (3 x 1300) + verify/queue (~200)"
+	// tail, head), less text_poke_loc_init's insn_decode_kernel, which
+	// was in the ~200 and is counted apart as x86.decode.insn (90 cycles,
+	// x86/ops.go).
+	wReplaceSite = 3*alternative.TextPokeCycles + 110
+	rReplaceSite = "composed: 3 text_poke per site in text_poke_bp_batch (3 x 1300) + verify/queue (~200, less the 90-cycle insn_decode_kernel of text_poke_loc_init, counted as x86.decode.insn)"
 	// text_poke_bp_batch's three sync-core IPI rounds, their fixed part.
 	wPokeBatch = pokeBatchSyncs * alternative.SyncCycles
 	rPokeBatch = "composed: 3 sync-core IPI rounds x 5000 (each round's per-CPU parts are counted as text_poke.sync.cpu and text_poke.sync.handler)"

@@ -19,7 +19,7 @@ import (
 // kernelFormat changes whenever the layout does. The cache also keys every
 // entry by the kpsim build, so a changed struct never reads an old entry;
 // the version guards files handed around by other means.
-const kernelFormat = 2
+const kernelFormat = 3
 
 // kernelMagic starts every encoded kernel.
 const kernelMagic = "KPSIMK"
@@ -48,6 +48,7 @@ func EncodeKernel(k *Kernel) []byte {
 	e.u64s(k.ReturnSites)
 	e.u64s(k.PVOps)
 	e.strs(k.Notes)
+	e.traceEvents(k.TraceEvents)
 
 	// header, string table, body
 	out := make([]byte, 0, len(kernelMagic)+16+len(e.strData)+4*len(e.strOff)+len(e.b))
@@ -124,6 +125,7 @@ func DecodeKernel(b []byte) (k *Kernel, err error) {
 	k.ReturnSites = d.u64s()
 	k.PVOps = d.u64s()
 	k.Notes = d.strList()
+	k.TraceEvents = d.traceEvents()
 	if len(d.b) != 0 {
 		return nil, fmt.Errorf("encoded kernel: %d trailing bytes", len(d.b))
 	}
@@ -293,6 +295,16 @@ func (e *encoder) module(m *Module) {
 	e.u64s(m.Blacklist)
 	e.u64s(m.McountLocs)
 	e.ranges(m.Ranges)
+	e.traceEvents(m.TraceEvents)
+}
+
+// traceEvents writes a _ftrace_events table (nil kept apart from empty).
+func (e *encoder) traceEvents(l []TraceEvent) {
+	e.nilLen(l == nil, len(l))
+	for _, t := range l {
+		e.str(t.System)
+		e.str(t.Name)
+	}
 }
 
 func b2(a, b bool) byte {
@@ -534,7 +546,20 @@ func (d *decoder) module() *Module {
 	m.Blacklist = d.u64s()
 	m.McountLocs = d.u64s()
 	m.Ranges = d.ranges()
+	m.TraceEvents = d.traceEvents()
 	return m
+}
+
+func (d *decoder) traceEvents() []TraceEvent {
+	n := d.count(2)
+	if n < 0 {
+		return nil
+	}
+	out := make([]TraceEvent, n)
+	for i := range out {
+		out[i] = TraceEvent{System: d.str(), Name: d.str()}
+	}
+	return out
 }
 
 func le64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }

@@ -50,8 +50,8 @@ func TestKernelFieldsEncoded(t *testing.T) {
 	for _, c := range []struct {
 		v any
 		n int
-	}{{image.Kernel{}, 15}, {image.Module{}, 12}, {image.Region{}, 5}, {image.Symbol{}, 5}, {image.Config{}, 13},
-		{image.JumpEntry{}, 5}, {image.StaticCallSite{}, 4}, {image.BugEntry{}, 4}, {image.ExEntry{}, 2}, {image.Range{}, 3}} {
+	}{{image.Kernel{}, 16}, {image.Module{}, 13}, {image.Region{}, 5}, {image.Symbol{}, 5}, {image.Config{}, 13},
+		{image.JumpEntry{}, 5}, {image.StaticCallSite{}, 4}, {image.BugEntry{}, 4}, {image.ExEntry{}, 2}, {image.Range{}, 3}, {image.TraceEvent{}, 2}} {
 		n := 0
 		for _, f := range reflect.VisibleFields(reflect.TypeOf(c.v)) {
 			if f.IsExported() {
@@ -67,7 +67,8 @@ func TestKernelFieldsEncoded(t *testing.T) {
 // FuzzDecodeKernel: corrupt or truncated input is an error, never a panic.
 func FuzzDecodeKernel(f *testing.F) {
 	b := image.EncodeKernel(&image.Kernel{Name: "k", Regions: []*image.Region{{Name: ".text", Start: 0x1000, Bytes: []byte{0xc3}}},
-		Symbols: []image.Symbol{{Name: "f", Addr: 0x1000, Size: 1, Type: 'T'}}, Modules: []*image.Module{{Name: "m"}}, Notes: []string{"n"}})
+		Symbols: []image.Symbol{{Name: "f", Addr: 0x1000, Size: 1, Type: 'T'}}, Modules: []*image.Module{{Name: "m", TraceEvents: []image.TraceEvent{}}}, Notes: []string{"n"},
+		TraceEvents: []image.TraceEvent{{System: "s", Name: "e"}}})
 	f.Add(b)
 	f.Add(b[:len(b)-3])
 	f.Fuzz(func(t *testing.T, b []byte) {

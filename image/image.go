@@ -205,6 +205,13 @@ func (s ModuleState) String() string {
 	return [...]string{"live", "coming", "going", "unformed"}[s]
 }
 
+// TraceEvent is one static trace event: an entry of a _ftrace_events
+// section (struct trace_event_call *), named as find_trace_event_call
+// compares it: class->system and trace_event_name (call->tp->name for a
+// TRACE_EVENT, call->name otherwise). An empty System and Name is an
+// event known only to exist.
+type TraceEvent struct{ System, Name string }
+
 // Module is one loaded module with its own tables.
 type Module struct {
 	Name            string
@@ -218,6 +225,12 @@ type Module struct {
 	ExTable         []ExEntry
 	Blacklist       []uint64 // the module's _kprobe_blacklist table
 	McountLocs      []uint64
+	// TraceEvents are the module's _ftrace_events entries
+	// (mod->trace_events, find_module_sections), in section order, which
+	// trace_module_add_events puts on ftrace_events and tr->events; nil
+	// when the module does not say (a synthetic module: the tracing layer
+	// takes a documented default, trace.ConfigFor).
+	TraceEvents []TraceEvent
 	// Ranges are the module's own section ranges add_module_kprobe_blacklist
 	// walks: RangeKprobesText (.kprobes.text) and RangeNoinstrText
 	// (.noinstr.text), when the module has them (find_module_sections).
@@ -264,6 +277,13 @@ type Kernel struct {
 	Ranges          []Range          // section ranges (entry text, kprobes text, thunks, ...)
 	McountLocs      []uint64         // __mcount_loc: __fentry__ call sites, sorted
 	Modules         []*Module        // load order (oldest first)
+
+	// TraceEvents are vmlinux's _ftrace_events entries
+	// (__start_ftrace_events .. __stop_ftrace_events), in section order,
+	// which event_trace_enable puts on ftrace_events at boot; nil when
+	// the image does not say (synthetic images: the tracing layer takes
+	// Debian 6.1's, trace.ConfigFor).
+	TraceEvents []TraceEvent
 
 	// ReturnSites are the return-thunk jumps objtool listed in
 	// .return_sites (real images; the generator emits patched returns).

@@ -172,6 +172,7 @@ func TestReadelfCounts(t *testing.T) {
 			{".parainstructions", ParaSiteSize, m.Counts.ParaSites, m.Counts.ParaSites},
 			{".altinstructions", AltInstrSize, m.Counts.AltInstrs, m.Counts.AltInstrs},
 			{".return_sites", SiteSize, m.Counts.ReturnSites, m.Counts.ReturnSites},
+			{"_ftrace_events", 8, len(mod.TraceEvents), len(mod.TraceEvents)},
 		} {
 			want := int(sz[c.sec] / c.size)
 			if c.count != want || c.have != want {
@@ -191,6 +192,15 @@ func TestReadelfCounts(t *testing.T) {
 		got := [5]int{m.Counts.JumpEntries, m.Counts.StaticCallSites, m.Counts.BugEntries, m.Counts.McountLocs, m.Counts.ExEntries}
 		if got != want {
 			t.Errorf("%s: counts %v, reference %v", name, got, want)
+		}
+	}
+	// Trace events: every entry of _ftrace_events named (kvm's 109, xfs's
+	// 579, ext4's 113), e.g. kvm/kvm_exit and xfs/xfs_iomap_found.
+	for name, want := range map[string]image.TraceEvent{"kvm": {System: "kvm", Name: "kvm_exit"}, "xfs": {System: "xfs", Name: "xfs_iomap_found"}} {
+		m, _ := l.Lookup(name)
+		evs := m.Module.TraceEvents
+		if !slices.Contains(evs, want) || slices.ContainsFunc(evs, func(e image.TraceEvent) bool { return e.System == "" || e.Name == "" }) {
+			t.Errorf("%s: trace events %v lack %v or have an unnamed one", name, evs[:min(len(evs), 5)], want)
 		}
 	}
 	// Core kallsyms (readelf's symtab counts include entry 0, which

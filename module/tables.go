@@ -167,6 +167,8 @@ func (l *Loader) readTables(o *object, mem *Memory, m *image.Module, c *Counts) 
 		}
 	}
 
+	m.TraceEvents = o.traceEvents(mem)
+
 	for _, t := range []struct {
 		name string
 		size int
@@ -214,4 +216,48 @@ func cutPrefix(s, p string) (string, bool) {
 		return s[len(p):], true
 	}
 	return "", false
+}
+
+// traceEvents reads the relocated _ftrace_events section (mod->trace_events,
+// find_module_sections: section_objs of sizeof(struct trace_event_call *)):
+// each entry's call, its class->system and its name (tp->name when the
+// name/tp union points into the module's __tracepoints section, as every
+// TRACE_EVENT's does, else the name itself). struct trace_event_call
+// begins with a list_head, the class and the union in 6.1.192, 6.12.117
+// and 7.3; a class with its system string. A module without the section
+// has no events (an empty, non-nil list); an entry that cannot be read is
+// kept unnamed.
+func (o *object) traceEvents(mem *Memory) []image.TraceEvent {
+	out := []image.TraceEvent{}
+	i := o.find("_ftrace_events")
+	if i == 0 {
+		return out
+	}
+	s := o.secs[i]
+	b := mem.at(s.addr, int(s.size))
+	var tpLo, tpHi uint64
+	if j := o.find("__tracepoints"); j != 0 {
+		tpLo, tpHi = o.secs[j].addr, o.secs[j].addr+o.secs[j].size
+	}
+	ptr := func(a uint64) uint64 {
+		if p := mem.at(a, 8); p != nil {
+			return binary.LittleEndian.Uint64(p)
+		}
+		return 0
+	}
+	for off := 0; off+8 <= len(b); off += 8 {
+		call := binary.LittleEndian.Uint64(b[off:])
+		var ev image.TraceEvent
+		if class := ptr(call + 16); class != 0 {
+			ev.System, _ = mem.cstring(ptr(class))
+		}
+		if n := ptr(call + 24); n != 0 {
+			if n >= tpLo && n < tpHi {
+				n = ptr(n) // tp->name
+			}
+			ev.Name, _ = mem.cstring(n)
+		}
+		out = append(out, ev)
+	}
+	return out
 }

@@ -20,7 +20,9 @@
 // probe through enable_kprobe, and only then is an optprobe queued for the
 // optimizer. Deleting (-:GRP/EVENT) walks the dyn_event list and the
 // instance's event files three times and waits for one grace period per
-// probe. The perf kprobe PMU (perf_event_open with the kprobe PMU type)
+// probe; a line that deleted an event ever enabled then resets the
+// instance's array and max buffers (tracing_reset_all_online_cpus: four
+// grace periods, every CPU buffer twice). The perf kprobe PMU (perf_event_open with the kprobe PMU type)
 // creates a local trace_kprobe without any list or tracefs work and arms it
 // inside the open.
 //
@@ -30,6 +32,14 @@
 // IDA of event ids, 7.3's heap buffers, perf's strndup_user, the delete
 // head match), gen.go holds the facts and the second model functions, and
 // New chooses them once from the image's generation.
+//
+// Static events. ftrace_events, tr->events and tr->systems start with the
+// static trace events of vmlinux and of every loaded module
+// (event_trace_enable, trace_module_add_events): the image's
+// _ftrace_events tables (image.Kernel.TraceEvents, image.Module.TraceEvents)
+// or, when it has none, Debian 6.1's vmlinux table (debian61_events.txt)
+// and SyntheticModuleEvents per module. A kprobe event named like one of
+// them is -EEXIST; one in a static event's system joins that system.
 //
 // Every walk is counted as the kernel walks it; the simulator answers the
 // walks from maintained counts (the lists' lengths and each entry's

@@ -44,9 +44,14 @@ func (t *Tracing) forEachTraceKprobe() iter.Seq[*TraceKprobe] {
 // findTraceEventCall models kernel/trace/trace_probe.c:find_trace_event_call
 // (every call here has a system and a name). It is the plain walk; New
 // chooses it, the counted shortcut or the trace-event-index form once
-// (lookup.go).
+// (lookup.go). A static event found is returned as staticCall.
 func (t *Tracing) findTraceEventCall(system, eventName string) *Event {
-	for call := range t.forEachTraceEventCall() {
+	c := t.counters()
+	// list_for_each_entry over ftrace_events, from its head: the dynamic
+	// events (newest first) were added after the static ones.
+	for e := t.callList.Front(); e != nil; e = e.Next() {
+		c.Inc(opEvVisit)
+		call := e.Value.(*Event)
 		if t.strcmp(system, call.Group) != 0 {
 			continue
 		}
@@ -55,34 +60,27 @@ func (t *Tracing) findTraceEventCall(system, eventName string) *Event {
 		}
 		return call
 	}
-	return nil
+	var found *Event
+	forEachStatic(t.cfg.Static, func(call image.TraceEvent) bool {
+		c.Inc(opEvVisit)
+		// An unnamed static event is compared (its system, unknown to
+		// kpsim, is no written group) and never matches.
+		if t.strcmp(system, call.System) != 0 || call.System == "" {
+			return true
+		}
+		if t.strcmp(eventName, call.Name) != 0 {
+			return true
+		}
+		found = staticCall
+		return false
+	})
+	return found
 }
 
-// staticCall stands for every static trace event on ftrace_events: kpsim
-// knows their count, not their systems or names, so each is compared
-// under a placeholder no written system equals.
+// staticCall stands for a static trace event found on ftrace_events
+// (vmlinux's or a module's): kpsim keeps their systems and names, not
+// their trace_event_calls.
 var staticCall = &Event{Group: staticGroup, Name: staticGroup}
-
-// forEachTraceEventCall is find_trace_event_call's list_for_each_entry over
-// ftrace_events: from its head, newest first, so the dynamic events come
-// before the static ones registered at boot.
-func (t *Tracing) forEachTraceEventCall() iter.Seq[*Event] {
-	return func(yield func(*Event) bool) {
-		c := t.counters()
-		for e := t.callList.Front(); e != nil; e = e.Next() {
-			c.Inc(opEvVisit)
-			if !yield(e.Value.(*Event)) {
-				return
-			}
-		}
-		for range t.cfg.StaticEvents {
-			c.Inc(opEvVisit)
-			if !yield(staticCall) {
-				return
-			}
-		}
-	}
-}
 
 // strcmp is one counted compare of event, group or system names.
 func (t *Tracing) strcmp(a, b string) int {
@@ -381,11 +379,14 @@ func (t *Tracing) withinNotraceFunc(tk *TraceKprobe) bool {
 func (t *Tracing) registerKprobeEvent(ev *Event) *probeErr {
 	c := t.counters()
 	c.Enter(PhaseLookup)
-	// A new event is a miss unless a static or other dynamic event of this
-	// system and name exists (kpsim does not know the static events'
-	// systems; the only dynamic events on ftrace_events are kprobe events,
-	// which find_trace_kprobe found first).
+	// A new event is a miss unless a static event of vmlinux or a loaded
+	// module has this system and name (sched/sched_switch): the only
+	// dynamic events on ftrace_events are kprobe events, which
+	// find_trace_kprobe found first. register_trace_kprobe returns
+	// -EEXIST (and logs EVENT_EXIST, which kpsim's create, like every
+	// -EEXIST, does not put in error_log).
 	if t.lookup.findTraceEventCall(ev.Group, ev.Name) != nil {
+		t.note("find_trace_event_call", ev.Group+"/"+ev.Name, "found: a static trace event of this system and name")
 		return refuse(errno.EEXIST, "trace_probe_register_event_call", "find_trace_event_call: a trace event of this system and name exists")
 	}
 	// As upstream's trail under every switch set (see registerTraceKprobe).

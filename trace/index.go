@@ -183,8 +183,19 @@ func (t *Tracing) LateInit(c *sim.Counters) {
 		dyn:   newNameTable(indexSizeFor(len(live))),
 	}
 	c.Add(opIdxBucketInit, uint64(x.calls.size()+x.dyn.size()))
-	for i := 0; i < t.cfg.StaticEvents; i++ {
-		x.calls.insert(c, staticGroup, strconv.Itoa(i), nil)
+	// The static events, in the order they were registered (vmlinux's
+	// section, then each module's), under their system and name; an
+	// unnamed one under a placeholder no written group equals.
+	i := 0
+	for _, seg := range t.cfg.Static {
+		for j := range seg.len() {
+			g, n := staticGroup, strconv.Itoa(i)
+			if seg.Events != nil && seg.Events[j].System != "" {
+				g, n = seg.Events[j].System, seg.Events[j].Name
+			}
+			x.calls.insert(c, g, n, nil)
+			i++
+		}
 	}
 	for _, ev := range live {
 		x.calls.insert(c, ev.Group, ev.Name, ev)
@@ -274,7 +285,7 @@ func (t *Tracing) checkIndex() error {
 					return fmt.Errorf("trace: event index %s: %q/%q in bucket %d, hash %#x", tc.name, nd.group, nd.name, b, nd.hash)
 				}
 				if nd.ev == nil {
-					if tc.tb != t.idx.calls || nd.group != staticGroup {
+					if tc.tb != t.idx.calls {
 						return fmt.Errorf("trace: event index %s: node %q/%q without an event", tc.name, nd.group, nd.name)
 					}
 					continue

@@ -153,10 +153,7 @@ func sameLookups(t fataler, tr *Tracing, groups, names []string) {
 			}
 			ev, found := tr.findTraceEventCallIndexed(g, n)
 			want := tr.LookupEvent(g, n)
-			static := false
-			if i, err := strconv.Atoi(n); err == nil && g == staticGroup && i >= 0 && i < tr.cfg.StaticEvents {
-				static = true // a static event's placeholder: on ftrace_events, no kprobe event
-			}
+			static := isStatic(tr, g, n) // on ftrace_events, no kprobe event
 			if found != (want != nil || static) || ev != want {
 				t.Fatalf("find_trace_event_call(%s/%s): indexed %v (found %v), live %v", g, n, ev, found, want)
 			}
@@ -199,9 +196,12 @@ func TestEventIndexEquivalence(t *testing.T) {
 		{"p:bulk/e0 " + tg(7), 0}, // a deleted name again
 		{"-:bulk/", 0},            // the whole group
 		{"-:g3/c\n-:kprobes/p_" + tg(4) + "_0", 0},
+		{"p:sched/sched_switch " + tg(8), errno.EEXIST}, // a static event of vmlinux
+		{"p:sched/a " + tg(8), 0},                       // in the static group sched
+		{"-:sched/a", 0},
 	}
-	groups := []string{"g1", "g2", "g3", "kprobes", "bulk", "nogroup", staticGroup}
-	names := []string{"a", "b", "c", "e0", "e1", "e59", "p_" + tg(4) + "_0", "missing", "0", "1506"}
+	groups := []string{"g1", "g2", "g3", "kprobes", "bulk", "nogroup", "sched", staticGroup}
+	names := []string{"a", "b", "c", "e0", "e1", "e59", "p_" + tg(4) + "_0", "missing", "sched_switch", "0", "1506"}
 	trs := make([]*Tracing, len(forms))
 	for i, f := range forms {
 		_, trs[i] = bootForm(t, k, f)
@@ -278,12 +278,17 @@ func TestEventIndexCounts(t *testing.T) {
 	mLin, lin := bootForm(t, k, forms[0])
 	mIdx, idx := bootForm(t, k, forms[1])
 	ts := idx.cfg.StaticEvents
-	if ts != DebianStaticEvents {
-		t.Fatalf("synthetic image: %d static events, want Debian's %d", ts, DebianStaticEvents)
+	if want := DebianStaticEvents + SyntheticModuleEvents*len(k.Modules); ts != want {
+		t.Fatalf("synthetic image: %d static events, want Debian's vmlinux and %d per module: %d", ts, SyntheticModuleEvents, want)
 	}
 	late := func(op sim.Op) uint64 { return mIdx.C.Get(machine.PhaseLateInit, op) }
+	// Debian's vmlinux events under their system and name, the synthetic
+	// modules' under the placeholder.
 	hashed := uint64(0)
-	for i := range ts {
+	for _, e := range debian61Events() {
+		hashed += uint64(len(e.System) + len(e.Name))
+	}
+	for i := DebianStaticEvents; i < ts; i++ {
 		hashed += uint64(len(staticGroup) + len(strconv.Itoa(i)))
 	}
 	if idx.idx.calls.size() != 2048 || idx.idx.dyn.size() != indexMinSize ||
@@ -366,8 +371,8 @@ func TestEventIndexCounts(t *testing.T) {
 // The groups, names and symbols the rapid tests write kprobe events with:
 // shared names across groups, and one symbol that does not exist.
 var (
-	eventGroups = []string{"g1", "g2", "kprobes"}
-	eventNames  = []string{"a", "b", "c", "d"}
+	eventGroups = []string{"g1", "g2", "kprobes", "sched"} // sched: a static system
+	eventNames  = []string{"a", "b", "c", "d", "sched_switch"}
 	eventSyms   = []string{synth.ProbeTargetName(0), synth.ProbeTargetName(1), synth.ProbeTargetName(2), synth.ProbeTargetName(3), "no_such_function_kpsim"}
 )
 
@@ -403,4 +408,23 @@ func drawEventWrite(rt *rapid.T, maxLines int, burst *int) string {
 		}
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// isStatic reports whether g/n is a static event as the index holds it:
+// under its system and name, or an unnamed one's placeholder.
+func isStatic(tr *Tracing, g, n string) bool {
+	i := 0
+	for _, seg := range tr.cfg.Static {
+		for j := range seg.len() {
+			if seg.Events != nil && seg.Events[j].System != "" {
+				if seg.Events[j].System == g && seg.Events[j].Name == n {
+					return true
+				}
+			} else if g == staticGroup && n == strconv.Itoa(i) {
+				return true
+			}
+			i++
+		}
+	}
+	return false
 }

@@ -61,11 +61,18 @@ func (t *Tracing) CheckInvariants() error {
 	}
 	sys := 0
 	for _, s := range t.systems {
-		if isStaticSystem(s) {
+		if isPlaceholderSystem(s) {
 			continue
 		}
-		if s.nEvents != groups[s.name] {
-			return fmt.Errorf("trace: subsystem %s counts %d events, %d are live", s.name, s.nEvents, groups[s.name])
+		static := t.staticPerSys[s.name] // a static system's own events stay
+		if s.nEvents != static+groups[s.name] {
+			return fmt.Errorf("trace: subsystem %s counts %d events, %d static and %d live", s.name, s.nEvents, static, groups[s.name])
+		}
+		if groups[s.name] == 0 {
+			if static == 0 {
+				return fmt.Errorf("trace: subsystem %s has no event", s.name)
+			}
+			continue
 		}
 		sys++
 	}
@@ -141,13 +148,16 @@ func (t *Tracing) CheckTeardown() error {
 // directory (false after a tracefs.dir fault).
 func (e *Event) HasDir() bool { return e.hasDir }
 
-// isStaticSystem: the boot-time subsystems New adds for the static events.
-func isStaticSystem(s *subsystem) bool { return len(s.name) > 0 && s.name[0] == 0 }
+// isPlaceholderSystem: a boot-time subsystem New adds for unnamed static
+// events.
+func isPlaceholderSystem(s *subsystem) bool { return len(s.name) > 0 && s.name[0] == 0 }
 
+// dynSystems counts the subsystems made for dynamic events (the static
+// ones stay for good).
 func (t *Tracing) dynSystems() int {
 	n := 0
 	for _, s := range t.systems {
-		if !isStaticSystem(s) {
+		if !isPlaceholderSystem(s) && t.staticPerSys[s.name] == 0 {
 			n++
 		}
 	}

@@ -61,11 +61,13 @@ func (s countedLookup) findTraceKprobe(event, group string) *TraceKprobe {
 
 // findTraceEventCall: a miss visits all T trace events, compares each
 // one's system and, for the dynamic events of this system, the name. A
-// hit (which event creation never meets: find_trace_kprobe found the
-// event first) is left to the walk.
+// dynamic hit (which event creation never meets: find_trace_kprobe found
+// the event first) and any group named like a static system (its static
+// events' names are compared too, and one may match) are left to the
+// walk.
 func (s countedLookup) findTraceEventCall(system, eventName string) *Event {
 	t := s.t
-	if e := t.events[eventKey{system, eventName}]; e != nil && e.callNode != nil {
+	if e := t.events[eventKey{system, eventName}]; (e != nil && e.callNode != nil) || t.staticPerSys[system] > 0 {
 		return t.findTraceEventCall(system, eventName)
 	}
 	c := t.counters()

@@ -96,7 +96,7 @@ var (
 	opIDR       = sim.NewOp("perf.pmu.idr_find", wIDR, rIDR, "perf_init_event: idr_find of the PMU type")
 	opConst     = sim.NewOp("trace.check.const", wConstT, rConstT, "one O(1) check (lockdown, flags, capability, id counter)")
 	opCPUList   = sim.NewOp("perf.percpu.list_init", wCPUList, rCPUList, "one possible CPU's hlist head initialised (perf_trace_event_reg)")
-	opRBReset   = sim.NewOp("ring_buffer.reset_cpu", wRBReset, rRBReset, "one CPU buffer reset by tracing_reset_online_cpus")
+	opRBReset   = sim.NewOp("ring_buffer.reset_cpu", wRBReset, rRBReset, "one CPU buffer reset (reset_disabled_cpu_buffer) by ring_buffer_reset_online_cpus, for each of the instance's array and max (snapshot) buffers")
 )
 
 // Counted operations of trace-event-index.

@@ -61,16 +61,32 @@ func (t *Tracing) PerfKprobeOpen(fn string, addrOrOffset uint64, retprobe bool) 
 		c.Add(opKmalloc, 2) // the perf event freed
 		return nil, perr
 	}
-	t.perfTotalRef++
 	t.note("perf_trace_event_reg", "", "kprobe_register(TRACE_REG_PERF_REGISTER): the probe is armed inside the open")
 	if perr := t.enableTraceKprobe(ev, false); perr != nil {
-		t.perfTraceEventUnreg()
+		t.perfTraceEventRegFail()
 		t.destroyLocalTraceKprobe(tk)
 		c.Add(opKmalloc, 2)
 		perr.reason.Check = "perf_trace_event_reg: " + perr.reason.Check
 		return nil, perr
 	}
+	t.perfTotalRef++ // total_ref_count++: only once the probe is armed
 	return &PerfEvent{TK: tk}, nil
+}
+
+// perfTraceEventRegFail models the "fail:" tail of
+// kernel/trace/trace_event_perf.c:perf_trace_event_reg when
+// class->reg(TRACE_REG_PERF_REGISTER) fails (6.1.192, 6.12.117, 7.3): the
+// perf_trace_buf buffers are freed if no perf trace event is live
+// (total_ref_count was never raised for this one) and the event's per-CPU
+// list with its last reference. There is no
+// tracepoint_synchronize_unregister on this path: that wait is
+// perf_trace_event_unreg's, for an event that was registered.
+func (t *Tracing) perfTraceEventRegFail() {
+	c := t.counters()
+	if t.perfTotalRef == 0 {
+		c.Add(opPercpu, perfNrContexts)
+	}
+	c.Inc(opPercpu)
 }
 
 // perfKprobeInitFunc models the name copy of

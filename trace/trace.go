@@ -2,9 +2,7 @@ package trace
 
 import (
 	"container/list"
-	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/kpsim/kpsim/ftrace"
 	"github.com/kpsim/kpsim/image"
@@ -57,14 +55,16 @@ const (
 	schedTracepoints = 3
 )
 
-// Debian 6.1's static trace events and systems, read off the pinned
-// kernel's kallsyms (1,507 __event_* symbols, 95
-// str__*__trace_system_name symbols in linux-image-6.1.0-57-amd64
-// 6.1.192-3): the default when an image carries no such symbols (the
-// synthetic generator does not emit them).
+// Debian 6.1's static trace events and systems: the length of
+// debian61Events (vmlinux's _ftrace_events of linux-image-6.1.0-57-amd64
+// 6.1.192-3) and its distinct systems; the default when an image carries
+// neither the table nor the symbols (the synthetic generator emits
+// neither). The pinned kernel's kallsyms has 1,507 __event_* symbols and
+// 95 str__*__trace_system_name symbols (a system defined in several
+// files has one per file; TRACE_SYSTEM_VAR can differ from the system).
 const (
-	DebianStaticEvents  = 1507
-	DebianStaticSystems = 95
+	DebianStaticEvents  = 1506
+	DebianStaticSystems = 97
 )
 
 // Config is the tracing state a run starts from.
@@ -74,6 +74,10 @@ type Config struct {
 	StaticEvents int
 	// StaticSystems is G_s: their subsystems (tr->systems).
 	StaticSystems int
+	// Static are the same events by section, vmlinux's first, then each
+	// loaded module's in load order (ConfigFor). Nil: StaticEvents
+	// unnamed events in StaticSystems unnamed systems.
+	Static []StaticSegment
 	// OtherDynEvents counts non-kprobe dynamic events (uprobes, synthetic
 	// events) already on dyn_event_list: walked, never matched.
 	OtherDynEvents int
@@ -81,21 +85,17 @@ type Config struct {
 	Lockdown bool
 }
 
-// ConfigFor derives the static event counts from the image's kallsyms
-// (__event_* and str__*__trace_system_name symbols), or Debian 6.1's
-// counts when the image has none.
+// ConfigFor derives the static events from the image: vmlinux's
+// _ftrace_events (image.Kernel.TraceEvents; else its __event_* and
+// str__*__trace_system_name symbols counted; else Debian 6.1's), and
+// every loaded module's (image.Module.TraceEvents; else
+// SyntheticModuleEvents), as trace_module_add_events added them.
 func ConfigFor(k *image.Kernel) Config {
-	cfg := Config{}
-	for _, s := range k.Symbols {
-		switch {
-		case strings.HasPrefix(s.Name, "__event_"):
-			cfg.StaticEvents++
-		case strings.HasPrefix(s.Name, "str__") && strings.HasSuffix(s.Name, "__trace_system_name"):
-			cfg.StaticSystems++
-		}
-	}
-	if cfg.StaticEvents == 0 {
-		cfg.StaticEvents, cfg.StaticSystems = DebianStaticEvents, DebianStaticSystems
+	cfg := Config{Static: staticSegments(k)}
+	sys, _ := staticSystems(cfg.Static)
+	cfg.StaticSystems = len(sys)
+	for _, s := range cfg.Static {
+		cfg.StaticEvents += s.len()
 	}
 	return cfg
 }
@@ -139,7 +139,10 @@ type Tracing struct {
 	callSeq  int
 	perGrp   map[string]int // dynamic events per group
 	systems  []*subsystem   // tr->systems, head first
-	sysSeq   int
+	// staticPerSys: the static events of each named system, the name
+	// compares find_trace_event_call makes past the dynamic events.
+	staticPerSys map[string]int
+	sysSeq       int
 
 	nextType int
 	idaHint  int // register_trace_event's IDA (6.12+): no free id below it
@@ -231,9 +234,11 @@ func New(d Deps, cfg Config) *Tracing {
 		t.useType(t.nextType)
 		t.nextType++
 	}
-	for i := 0; i < cfg.StaticSystems; i++ {
-		t.systems = append(t.systems, &subsystem{name: fmt.Sprintf("\x00static%d", i), nEvents: 1})
+	if cfg.Static == nil {
+		cfg.Static = []StaticSegment{{Owner: "vmlinux", Anon: cfg.StaticEvents, AnonSystems: cfg.StaticSystems}}
+		t.cfg.Static = cfg.Static
 	}
+	t.systems, t.staticPerSys = staticSystems(cfg.Static)
 	return t
 }
 

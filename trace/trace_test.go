@@ -137,8 +137,8 @@ func TestWalksGrowWithEvents(t *testing.T) {
 	m, tr := boot(t, k, 0)
 	dyn, ev, files := fixture.Op(t, "trace.dyn_event.visit"), fixture.Op(t, "trace.ftrace_events.visit"), fixture.Op(t, "trace.tr_events.visit")
 	ts := trace.ConfigFor(k).StaticEvents
-	if ts != trace.DebianStaticEvents {
-		t.Fatalf("synthetic image: %d static events, want Debian's %d", ts, trace.DebianStaticEvents)
+	if want := trace.DebianStaticEvents + trace.SyntheticModuleEvents*len(k.Modules); ts != want {
+		t.Fatalf("synthetic image: %d static events, want Debian's vmlinux and %d per module: %d", ts, trace.SyntheticModuleEvents, want)
 	}
 	const E = 40
 	for i := 0; i < E; i++ {
@@ -308,10 +308,11 @@ func TestEnableQueuesOptimization(t *testing.T) {
 	if _, err := tr.WriteKprobeEvents("-:" + ev.Group + "/" + ev.Name); err != nil {
 		t.Fatal(err)
 	}
-	// unregister_kprobe's grace period and tracing_reset_online_cpus' (the
-	// event had been enabled).
-	if got := m.C.Total(rcu) - r0; got != 2 {
-		t.Fatalf("delete: %d grace periods, want 2", got)
+	// unregister_kprobe's grace period and tracing_reset_all_online_cpus'
+	// four (the event had been enabled: tracing_reset_online_cpus and
+	// ring_buffer_reset_online_cpus, on the array and the max buffer).
+	if got := m.C.Total(rcu) - r0; got != 5 {
+		t.Fatalf("delete: %d grace periods, want 5", got)
 	}
 	if p.Registered() || tr.NumEvents() != 0 {
 		t.Fatal("the probe or the event survived deletion")

@@ -279,14 +279,44 @@ func (t *Tracing) __unregisterTraceKprobe(tk *TraceKprobe) {
 	}
 }
 
-// tracingResetAll models kernel/trace/trace.c:tracing_reset_all_online_cpus for the one
-// instance: if a deleted event had ever been enabled (clear_trace),
-// tracing_reset_online_cpus disables recording, waits for a grace period
-// and resets every CPU's buffer.
+// tracingResetAll models kernel/trace/trace.c:
+// tracing_reset_all_online_cpus_unlocked for the one instance: if a
+// deleted event had ever been enabled (event_remove / probe_remove_event_call
+// set tr->clear_trace), tracing_reset_online_cpus resets the instance's
+// array_buffer and then, under CONFIG_TRACER_MAX_TRACE (6.1.192, 6.12.117;
+// CONFIG_TRACER_SNAPSHOT and snapshot_buffer in 7.3; both =y in Debian's
+// configs), its max_buffer, which allocate_trace_buffers always allocates
+// (one page per CPU unless a boot snapshot was asked for), so it is reset
+// too.
 func (t *Tracing) tracingResetAll(clear bool) {
 	if !clear {
 		return
 	}
+	for range traceBuffersPerInstance {
+		t.tracingResetOnlineCPUs()
+	}
+}
+
+// traceBuffersPerInstance: the buffers tracing_reset_all_online_cpus_unlocked
+// resets per instance: tr->array_buffer and tr->max_buffer (6.1.192,
+// 6.12.117: #ifdef CONFIG_TRACER_MAX_TRACE) / tr->snapshot_buffer (7.3:
+// #ifdef CONFIG_TRACER_SNAPSHOT).
+const traceBuffersPerInstance = 2
+
+// tracingResetOnlineCPUs models kernel/trace/trace.c:tracing_reset_online_cpus
+// of one buffer: ring_buffer_record_disable, synchronize_rcu ("Make sure
+// all commits have finished"), then ring_buffer_reset_online_cpus.
+func (t *Tracing) tracingResetOnlineCPUs() {
+	c := t.counters()
+	c.Inc(opSyncRCU)
+	t.ringBufferResetOnlineCPUs()
+}
+
+// ringBufferResetOnlineCPUs models kernel/trace/ring_buffer.c:
+// ring_buffer_reset_online_cpus (6.1.192, 6.12.117, 7.3): every online
+// CPU buffer's record_disabled raised, a synchronize_rcu of its own, then
+// reset_disabled_cpu_buffer on each CPU buffer.
+func (t *Tracing) ringBufferResetOnlineCPUs() {
 	c := t.counters()
 	c.Inc(opSyncRCU)
 	c.Add(opRBReset, uint64(t.d.KP.Cfg.CPUs))

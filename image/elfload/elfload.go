@@ -137,6 +137,7 @@ func (l *loader) load() (*image.Kernel, error) {
 	l.config()
 	l.ranges()
 	l.returnSites()
+	l.traceEvents()
 	k.Notes = append(k.Notes, "modules are not loaded from real images")
 	if l.opts.CPU != nil {
 		bt, err := l.boot(l.opts)
@@ -600,4 +601,50 @@ func (l *loader) returnSites() {
 		rel := int64(int32(binary.LittleEndian.Uint32(b[i:])))
 		l.k.ReturnSites = append(l.k.ReturnSites, uint64(int64(sec.Addr)+int64(i)+rel))
 	}
+}
+
+// traceEvents reads _ftrace_events: an array of struct trace_event_call
+// pointers. struct trace_event_call begins (6.1.192, 6.12.117, 7.3) with
+// a list_head (16 bytes), the class pointer and the name/tp union; a
+// class begins with its system string; a struct tracepoint with its
+// name. The union holds a tracepoint (TRACE_EVENT_FL_TRACEPOINT: every
+// TRACE_EVENT) when it points at a __tracepoint_* symbol, else the
+// name. An entry whose call cannot be read is kept unnamed.
+func (l *loader) traceEvents() {
+	_, b, ok, err := l.span("__start_ftrace_events", "__stop_ftrace_events")
+	if err != nil || !ok || len(b)%8 != 0 {
+		return
+	}
+	tps := map[uint64]bool{}
+	for _, s := range l.k.Symbols {
+		if strings.HasPrefix(s.Name, "__tracepoint_") {
+			tps[s.Addr] = true
+		}
+	}
+	ptr := func(va uint64) uint64 {
+		if p, ok := l.read(va, 8); ok {
+			return binary.LittleEndian.Uint64(p)
+		}
+		return 0
+	}
+	evs := make([]image.TraceEvent, 0, len(b)/8)
+	for i := 0; i+8 <= len(b); i += 8 {
+		call := binary.LittleEndian.Uint64(b[i:])
+		var ev image.TraceEvent
+		if class := ptr(call + 16); class != 0 {
+			if sys := ptr(class); sys != 0 {
+				ev.System = l.cstring(sys)
+			}
+		}
+		if n := ptr(call + 24); n != 0 {
+			if tps[n] {
+				n = ptr(n) // tp->name
+			}
+			if n != 0 {
+				ev.Name = l.cstring(n)
+			}
+		}
+		evs = append(evs, ev)
+	}
+	l.k.TraceEvents = evs
 }
