@@ -15,9 +15,9 @@ import (
 // from a far smaller base). Counts only: no timing.
 func TestGrowthWithN(t *testing.T) {
 	if testing.Short() {
-		t.Skip("registers 75k probes in two modes")
+		t.Skip("registers 37.5k probes in two modes")
 	}
-	ns := []int{5000, 10000, 20000, 40000}
+	ns := []int{2500, 5000, 10000, 20000}
 	type point struct {
 		visits, scans, decodes uint64
 		ratio                  float64

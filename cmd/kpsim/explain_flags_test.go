@@ -18,7 +18,8 @@ func TestExplainBoolFlagsBeforeTarget(t *testing.T) {
 			t.Errorf("%s: taken as a boolean", a)
 		}
 	}
-	out, errOut, code := runKpsim("explain", "--no-call-padding", "--kernel-version", "7.3", "--n", "3", "kprobe_many_func_1")
+	args := append([]string{"explain", "--no-call-padding", "--kernel-version", "7.3", "--n", "3"}, smallSizes...)
+	out, errOut, code := runKpsim(append(args, "kprobe_many_func_1")...)
 	if code != 0 || !strings.Contains(out, "explain kprobe_many_func_1") {
 		t.Fatalf("exit %d: %s%s", code, out, errOut)
 	}
