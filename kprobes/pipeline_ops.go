@@ -53,12 +53,12 @@ const (
 	// The broadcast is priced as a sync round on the default 8 CPUs; its
 	// handlers on the other CPUs are not counted (the weight is composed).
 	wSlotAlloc      = wKmalloc + wVmallocPage + 2*wSetMemory + 100
-	rSlotAlloc      = "derived: kzalloc (40) + module_alloc of a page (~1500: the alloc share of a 0.97 µs vmalloc+vfree pair, Rezki's test_vmalloc fix_size_alloc_test, LKML 2019-07-01) + set_memory_ro and set_memory_x (each a CPA walk ~400 and a cpa_flush broadcast on 8 CPUs: 5000 + 7 x 300, plus INVLPG ~260) + perf_event_ksymbol (~100) ≈ 17,170"
+	rSlotAlloc      = "derived: kzalloc (40) + module_alloc of a page (~1500: the alloc share of a 0.97 µs vmalloc+vfree pair, Rezki's test_vmalloc fix_size_alloc_test, LKML 2019-07-01) + set_memory_ro and set_memory_x (each a CPA walk ~400 and a cpa_flush broadcast on 8 CPUs: 5000 + 7 x 300, plus INVLPG ~260) + perf_event_ksymbol (~100) ≈ 17,160"
 	rSlotAllocRange = "10000 (fast CPA, fewer CPUs) to 60000 (a large-page split in CPA, ~8000 each, and idle CPUs' wake-up in the broadcasts)"
 	// 6.12's insn page: execmem_alloc (a vmalloc of one page, as
 	// module_alloc) and one set_memory_rox where 6.1 made two calls.
 	wSlotAllocExecmem      = wSlotAlloc - wSetMemory
-	rSlotAllocExecmem      = "derived: kprobe.insn_page.alloc (17,170: a vmalloc and two set_memory_* calls) less one set_memory_* call (7,760), since execmem_alloc + set_memory_rox make one CPA pass and one flush (arch/x86/kernel/kprobes/core.c:alloc_insn_page, 6.12)"
+	rSlotAllocExecmem      = "derived: kprobe.insn_page.alloc (17,160: a vmalloc and two set_memory_* calls) less one set_memory_* call (7,760), since execmem_alloc + set_memory_rox make one CPA pass and one flush (arch/x86/kernel/kprobes/core.c:alloc_insn_page, 6.12)"
 	rSlotAllocExecmemRange = "6000 to 30000: kprobe.insn_page.alloc's range less one set_memory_* call"
 	// One set_memory_* call on a few pages: change_page_attr's walk,
 	// cpa_flush's on_each_cpu broadcast (a sync round on 8 CPUs), INVLPG.
