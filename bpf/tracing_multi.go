@@ -7,6 +7,7 @@ import (
 	"github.com/kpsim/kpsim/ftrace"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/lib"
+	"github.com/kpsim/kpsim/mm"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -440,6 +441,7 @@ func (tm *TracingMulti) progPackAlloc(c *sim.Counters, size int, st *TracingMult
 		}
 	}
 	c.Inc(OpPackNew)
+	mm.SetMemoryCalls(c, 1, tm.Ft.CPUs) // set_memory_rox of the new pack
 	st.Packs++
 	tm.packs = append(tm.packs, bpfProgPack{used: nbits})
 	c.Inc(OpTrampConst)

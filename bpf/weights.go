@@ -45,8 +45,8 @@ const (
 	rJITScratch     = "composed: mm.vmalloc.page (250: the page and its PTE) + alloc_vmap_area's augmented rb-tree search and insert in the module range (~1000: ~20 dependent node loads at L2/L3) + execmem_free's vfree (unmap, lazy purge bookkeeping, ~500)"
 	wPackWord       = 1
 	rPackWord       = "hardware fact: find_next_zero_bit reads the 4 KiB chunk bitmap sequentially, ~1 cycle per 64-bit word (prefetched, L2)"
-	wPackNew        = 140300
-	rPackNew        = "as execmem.cache.populate (kprobes/pipeline_ops.go): a vmalloc (~1500), a 2 MiB fill at ~16 bytes/cycle (~131k), one set_memory_rox (~7760: CPA walk, flush broadcast on 8 CPUs, INVLPG) — the same work alloc_new_pack does"
+	wPackNew        = 138200
+	rPackNew        = "as execmem.cache.populate (kprobes/pipeline_ops.go): a vmalloc (~1500), a 2 MiB fill at ~16 bytes/cycle (~131k), one set_memory_rox (~5660: CPA walk, a flush broadcast's fixed part, INVLPG; its per-CPU parts counted as set_memory.flush.*) — the same work alloc_new_pack does"
 	wPercpuRef      = 400
 	rPercpuRef      = "as percpu.alloc (trace/ops.go): alloc_percpu's pcpu_alloc_mutex, chunk bitmap search and a memset per CPU ≈ 150 ns ≈ 400 cycles; percpu_ref_init's own field stores are noise beside it"
 	wKsymName       = 200

@@ -128,7 +128,7 @@ var (
 		"one text_poke_finish that flushes queued sites: text_poke_bp_batch (int3, three sync-core IPI rounds)"))
 	OpOpsRegister = sim.NewOp("ftrace.ops.register", wOpsRegister, rOpsRegister,
 		"constant work of one ftrace_startup outside the record and hash walks: add_ftrace_ops, the ops trampoline (created once, then re-pointed with text_poke_bp), update_ftrace_function").
-		Range(10000, 60000, rOpsRegisterRange)
+		Range(7000, 50000, rOpsRegisterRange)
 	OpOpsUnregister = pokes(3, 0).plus(syncs(opsUnregisterSyncs)).of(sim.NewOp("ftrace.ops.unregister", wOpsUnregister, rOpsUnregister,
 		"constant work of one ftrace_shutdown outside the record and hash walks: remove_ftrace_ops, update_ftrace_function"))
 	OpUpdateTraceFunc = pokes(12, 0).plus(syncs(updateTraceFuncSyncs)).of(sim.NewOp("ftrace.update_trace_func", wUpdateTraceFunc, rUpdateTraceFunc,

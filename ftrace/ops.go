@@ -3,6 +3,7 @@ package ftrace
 import (
 	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/errno"
+	"github.com/kpsim/kpsim/mm"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -416,6 +417,7 @@ func (ft *Ftrace) RegisterFunction(c *sim.Counters, o *Ops) error {
 	}
 	before := traceFunc(ft.opsCount())
 	c.Inc(OpOpsRegister)
+	mm.SetMemoryCalls(c, 2, ft.CPUs) // the trampoline's set_memory_ro, set_memory_x
 	o.enabled, o.trampoline = true, true
 	if o.IPModify {
 		// ftrace_hash_ipmodify_enable: old EMPTY_HASH, new the filter

@@ -2,6 +2,7 @@ package ftrace
 
 import (
 	"github.com/kpsim/kpsim/alternative"
+	"github.com/kpsim/kpsim/mm"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -28,11 +29,12 @@ const (
 	// trampoline: 6.1's create_trampoline allocates it with module_alloc
 	// and makes it set_memory_ro + set_memory_x, as 6.1's kprobe insn
 	// page (arch/x86/kernel/ftrace.c); each set_memory_* ends in
-	// cpa_flush, one on_each_cpu TLB-flush broadcast, priced as a sync
-	// round on 8 CPUs plus an INVLPG. 7.3 makes one set_memory_rox call.
-	wOpsRegister      = vmallocPage + 2*setMemory8 + 500
-	rOpsRegister      = "composed: module_alloc of the trampoline (~1500: vmalloc+vfree of a page 0.97 µs, Rezki's test_vmalloc, alloc share) + set_memory_ro and set_memory_x (each a CPA walk ~400 and a cpa_flush broadcast on 8 CPUs ≈ 5000 + 7 x 300, plus INVLPG ~260) + add_ftrace_ops (~500)"
-	rOpsRegisterRange = "10000 (fewer CPUs, fast CPA) to 60000 (a large-page split in CPA, ~8000, and idle targets' wake-up)"
+	// cpa_flush, one on_each_cpu TLB-flush broadcast, whose per-CPU parts
+	// are counted apart (mm.SetMemoryCalls). 7.3 makes one set_memory_rox
+	// call.
+	wOpsRegister      = mm.VmallocPageCycles + 2*mm.SetMemoryCycles + 500
+	rOpsRegister      = "composed: module_alloc of the trampoline (~1500: the alloc share of a 0.97 µs vmalloc+vfree pair, Rezki's test_vmalloc) + set_memory_ro and set_memory_x (each a CPA walk ~400, a cpa_flush broadcast's fixed part 5000 and INVLPG ~260; the per-CPU parts counted as set_memory.flush.*) + add_ftrace_ops (~500)"
+	rOpsRegisterRange = "7000 (fast CPA and broadcast) to 50000 (a large-page split in CPA, ~8000 each, and idle targets' wake-up)"
 	// ftrace_shutdown's constant part: remove_ftrace_ops and
 	// update_ftrace_function (one text_poke_bp: 3 pokes + 3 syncs).
 	wOpsUnregister = 3*alternative.TextPokeCycles + opsUnregisterSyncs*alternative.SyncCycles
@@ -48,10 +50,6 @@ const (
 	// and the trace function's patching is ftrace.update_trace_func.
 	wDirectRegister = 500
 	rDirectRegister = "hardware fact: add_ftrace_ops under ftrace_lock (an uncontended mutex, two RCU list pointer stores, the ops flags) and ftrace_update_trampoline's early return, ~500 cycles; no trampoline allocation, no patching (counted apart)"
-
-	// The parts of a trampoline allocation (sources in docs/cost-model.md).
-	vmallocPage = 1500                                                             // alloc share of a 0.97 µs vmalloc+vfree pair
-	setMemory8  = 400 + alternative.SyncCycles + 7*alternative.SyncCPUCycles + 260 // CPA walk, flush broadcast on 8 CPUs, INVLPG
 )
 
 // Sync rounds behind the composed ops: text_poke_bp_batch makes three

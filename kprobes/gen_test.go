@@ -7,6 +7,7 @@ import (
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/kallsyms"
+	"github.com/kpsim/kpsim/mm"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/x86"
 )
@@ -527,13 +528,18 @@ func TestInsnPageSources(t *testing.T) {
 		gen  image.Generation
 		want string
 	}{
-		{image.Gen61, "module_alloc=4 execmem=0 populate=0 carve=0 cache_free=0"},
-		{image.Gen612, "module_alloc=1 execmem=3 populate=0 carve=0 cache_free=0"},
-		{image.Gen73, "module_alloc=0 execmem=0 populate=1 carve=3 cache_free=1"},
+		// set_memory_* calls, each interrupting the 15 other CPUs: 6.1
+		// two per page allocated or freed; 6.12 one per execmem page
+		// (set_memory_rox), two per free; 7.3 one per 2 MiB populate,
+		// three per page given back.
+		{image.Gen61, "module_alloc=4 execmem=0 populate=0 carve=0 cache_free=0 flush=120/120"},
+		{image.Gen612, "module_alloc=1 execmem=3 populate=0 carve=0 cache_free=0 flush=75/75"},
+		{image.Gen73, "module_alloc=0 execmem=0 populate=1 carve=3 cache_free=1 flush=60/60"},
 	} {
 		for _, walk := range []bool{false, true} {
 			ic := newInsnCache("t", 2048, walk) // two slots a page
 			ic.src = genModelFor(genKernel(tc.gen, image.Config{})).insnPages
+			ic.cpus = 16
 			c := sim.NewCounters(false)
 			var slots []uint64
 			for i := 0; i < 3; i++ {
@@ -551,8 +557,9 @@ func TestInsnPageSources(t *testing.T) {
 			if _, ok := ic.getInsnSlot(c, nil, FaultInsnSlot); !ok {
 				t.Fatal("no slot")
 			}
-			got := fmt.Sprintf("module_alloc=%d execmem=%d populate=%d carve=%d cache_free=%d", c.Total(opSlotAlloc),
-				c.Total(opSlotAllocExecmem), c.Total(opExecmemCachePopulate), c.Total(opExecmemCacheAlloc), c.Total(opExecmemCacheFree))
+			got := fmt.Sprintf("module_alloc=%d execmem=%d populate=%d carve=%d cache_free=%d flush=%d/%d", c.Total(opSlotAlloc),
+				c.Total(opSlotAllocExecmem), c.Total(opExecmemCachePopulate), c.Total(opExecmemCacheAlloc), c.Total(opExecmemCacheFree),
+				c.Total(mm.OpFlushCPU), c.Total(mm.OpFlushHandler))
 			if got != tc.want {
 				t.Errorf("%s walk=%v: %s, want %s", tc.gen, walk, got, tc.want)
 			}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/kpsim/kpsim/alternative"
+	"github.com/kpsim/kpsim/mm"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -30,14 +31,13 @@ var (
 
 // Cycle weights of the per-probe work that involves no lookup. The kernel
 // operations behind them cannot be run on this machine (they need ring 0),
-// so each weight is an order of magnitude assembled from documented
-// hardware costs; they are the weights a user is most likely to want to
-// override from a cost file measured with perf on their own hardware.
+// so each weight is derived from documented hardware costs and published
+// kernel measurements (docs/cost-model.md); they are the weights a user is
+// most likely to want to override from a cost file measured with perf on
+// their own hardware. text_poke and text_poke_sync are counted by package
+// alternative, the set_memory_* broadcasts' per-CPU parts by package mm,
+// both shared with ftrace, the tracing layer and BPF.
 const (
-	// text_poke, text_poke_sync and its per-CPU terms are counted by
-	// package alternative (alternative/textpoke.go), shared with ftrace
-	// and the tracing layer; an IPI broadcast's sender cost is its.
-	wSync = alternative.SyncCycles
 	// perf_event_text_poke with no listener: a few loads and a branch.
 	wPerfPoke = 20
 	rPerfPoke = "a handful of L1 loads and a not-taken branch (no perf listener)"
@@ -50,38 +50,36 @@ const (
 	// A new insn page (6.1): kzalloc of the kprobe_insn_page, module_alloc
 	// of one page (a vmalloc), set_memory_ro + set_memory_x (each a CPA
 	// walk and a cpa_flush TLB-flush broadcast) and perf_event_ksymbol.
-	// The broadcast is priced as a sync round on the default 8 CPUs; its
-	// handlers on the other CPUs are not counted (the weight is composed).
+	// Each broadcast's per-CPU parts are counted apart
+	// (mm.SetMemoryCalls over the online CPUs); the weight is the rest.
 	wSlotAlloc      = wKmalloc + wVmallocPage + 2*wSetMemory + 100
-	rSlotAlloc      = "derived: kzalloc (40) + module_alloc of a page (~1500: the alloc share of a 0.97 µs vmalloc+vfree pair, Rezki's test_vmalloc fix_size_alloc_test, LKML 2019-07-01) + set_memory_ro and set_memory_x (each a CPA walk ~400 and a cpa_flush broadcast on 8 CPUs: 5000 + 7 x 300, plus INVLPG ~260) + perf_event_ksymbol (~100) ≈ 17,160"
-	rSlotAllocRange = "10000 (fast CPA, fewer CPUs) to 60000 (a large-page split in CPA, ~8000 each, and idle CPUs' wake-up in the broadcasts)"
+	rSlotAlloc      = "derived: kzalloc (40) + module_alloc of a page (~1500: the alloc share of a 0.97 µs vmalloc+vfree pair, Rezki's test_vmalloc fix_size_alloc_test, LKML 2019-07-01) + set_memory_ro and set_memory_x (each a CPA walk ~400, a cpa_flush broadcast's fixed part 5000 and INVLPG ~260; the broadcasts' per-CPU parts are counted as set_memory.flush.cpu and set_memory.flush.handler) + perf_event_ksymbol (~100) ≈ 12,960"
+	rSlotAllocRange = "7000 (fast CPA and broadcast) to 50000 (a large-page split in CPA, ~8000 each, and idle CPUs' wake-up in the broadcasts)"
 	// 6.12's insn page: execmem_alloc (a vmalloc of one page, as
 	// module_alloc) and one set_memory_rox where 6.1 made two calls.
 	wSlotAllocExecmem      = wSlotAlloc - wSetMemory
-	rSlotAllocExecmem      = "derived: kprobe.insn_page.alloc (17,160: a vmalloc and two set_memory_* calls) less one set_memory_* call (7,760), since execmem_alloc + set_memory_rox make one CPA pass and one flush (arch/x86/kernel/kprobes/core.c:alloc_insn_page, 6.12)"
-	rSlotAllocExecmemRange = "6000 to 30000: kprobe.insn_page.alloc's range less one set_memory_* call"
-	// One set_memory_* call on a few pages: change_page_attr's walk,
-	// cpa_flush's on_each_cpu broadcast (a sync round on 8 CPUs), INVLPG.
-	wSetMemory = 400 + wSync + 7*alternative.SyncCPUCycles + 260
-	// vmalloc of one page: the allocation's share (~60%) of a vmalloc +
-	// vfree pair.
-	wVmallocPage = 1500
+	rSlotAllocExecmem      = "derived: kprobe.insn_page.alloc (12,960: a vmalloc and two set_memory_* calls) less one set_memory_* call (5,660), since execmem_alloc + set_memory_rox make one CPA pass and one flush (arch/x86/kernel/kprobes/core.c:alloc_insn_page, 6.12)"
+	rSlotAllocExecmemRange = "4000 to 25000: kprobe.insn_page.alloc's range less one set_memory_* call"
+	// One set_memory_* call's part that does not depend on the CPU count
+	// (package mm), and a vmalloc'd page.
+	wSetMemory   = mm.SetMemoryCycles
+	wVmallocPage = mm.VmallocPageCycles
 	// 7.3: a page carved from the execmem ROX cache: a maple-tree walk of
 	// free_areas and stores into busy_areas and free_areas, under a mutex.
 	wExecmemCacheAlloc = 6*latL2 + 3*latL3
 	rExecmemCacheAlloc = "no documented source: ~6 dependent maple-node loads (L2, ~14) for the walk and ~3 node stores on cold lines (L3, ~42)"
 	// 7.3: execmem_cache_populate_alloc: vmalloc of 2 MiB (huge mapping),
 	// int3 fill of 2 MiB, one set_memory_rox over 512 pages.
-	// wVmallocPage + pmdSize/16 + wSetMemory = 140,332, rounded to the 4
+	// wVmallocPage + pmdSize/16 + wSetMemory = 138,232, rounded to the 4
 	// significant digits a cost file keeps (a documented weight must
 	// survive the round trip).
-	wExecmemCachePopulate = 140300
-	rExecmemCachePopulate = "derived: a vmalloc (~1500, as kprobe.insn_page.alloc's), a 2 MiB fill at ~16 bytes/cycle of streaming stores (~131k), one set_memory_rox (~7760: CPA walk, flush broadcast on 8 CPUs, INVLPG)"
+	wExecmemCachePopulate = 138200
+	rExecmemCachePopulate = "derived: a vmalloc (~1500, as kprobe.insn_page.alloc's), a 2 MiB fill at ~16 bytes/cycle of streaming stores (~131k), one set_memory_rox (~5660: CPA walk, a flush broadcast's fixed part, INVLPG; its per-CPU parts counted as set_memory.flush.*)"
 	// 7.3: execmem_cache_free of one page: execmem_force_rw (set_memory_nx
 	// + set_memory_rw), an int3 fill of 4 KiB, execmem_restore_rox
 	// (set_memory_rox), a maple store; the clean work is deferred.
 	wExecmemCacheFree = 3*wSetMemory + pageSize/16 + 2*latL3
-	rExecmemCacheFree = "derived: three set_memory_* calls (each a CPA walk ~400, a TLB-flush broadcast on 8 CPUs 5000 + 7 x 300 and INVLPG ~260), a 4 KiB fill at ~16 bytes/cycle, two cold maple-node stores"
+	rExecmemCacheFree = "derived: three set_memory_* calls (each a CPA walk ~400, a TLB-flush broadcast's fixed part 5000 and INVLPG ~260; their per-CPU parts counted as set_memory.flush.*), a 4 KiB fill at ~16 bytes/cycle, two cold maple-node stores"
 	// 6.12+: one objpool per-CPU slot of a kretprobe's rethook:
 	// __vmalloc_node of at least a page and its memset (or the kvfree).
 	wObjpoolSlot = wVmallocPage
@@ -149,9 +147,9 @@ var (
 	opSlotScan  = sim.NewOp("kprobe.insn_slot.scan", wSlotScan, rSlotScan, "one slot_used[] byte checked by __get_insn_slot")
 	opSlotPage  = sim.NewOp("kprobe.insn_slot.page", wSlotPage, rSlotPage, "one kprobe_insn_page visited by __get_insn_slot / __free_insn_slot")
 	opSlotAlloc = sim.NewOp("kprobe.insn_page.alloc", wSlotAlloc, rSlotAlloc, "one new executable insn page").
-			Range(10000, 60000, rSlotAllocRange)
+			Range(7000, 50000, rSlotAllocRange)
 	opSlotAllocExecmem = sim.NewOp("kprobe.insn_page.alloc.execmem", wSlotAllocExecmem, rSlotAllocExecmem, "one new insn page from execmem_alloc + set_memory_rox (6.12)").
-				Range(6000, 30000, rSlotAllocExecmemRange)
+				Range(4000, 25000, rSlotAllocExecmemRange)
 	opExecmemCacheAlloc    = sim.NewOp("execmem.cache.alloc", wExecmemCacheAlloc, rExecmemCacheAlloc, "one insn page carved from the execmem ROX cache (7.3)")
 	opExecmemCachePopulate = sim.NewOp("execmem.cache.populate", wExecmemCachePopulate, rExecmemCachePopulate, "the execmem ROX cache grown by 2 MiB for an insn page (7.3)")
 	opExecmemCacheFree     = sim.NewOp("execmem.cache.free", wExecmemCacheFree, rExecmemCacheFree, "one insn page given back to the execmem ROX cache (7.3)")

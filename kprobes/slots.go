@@ -3,6 +3,7 @@ package kprobes
 import (
 	"slices"
 
+	"github.com/kpsim/kpsim/mm"
 	"github.com/kpsim/kpsim/sim"
 )
 
@@ -20,6 +21,9 @@ type insnCache struct {
 	// src is c->alloc / c->free: where the generation takes insn pages
 	// from (gen.go); nil is 6.1's module_alloc.
 	src pageSource
+	// cpus is num_online_cpus() (Config.CPUs), for the page sources'
+	// TLB-flush broadcasts.
+	cpus int
 }
 
 // slotIndex is the simulator's fast form of the page list (the default;
@@ -72,7 +76,7 @@ func newInsnCache(name string, slotSize int, walk bool) *insnCache {
 		slotSize = 1
 	}
 	// slots_per_page: PAGE_SIZE / insn_size.
-	ic := &insnCache{name: name, slotSize: slotSize, perPage: 4096 / slotSize, nextBase: insnPageBase}
+	ic := &insnCache{name: name, slotSize: slotSize, perPage: 4096 / slotSize, nextBase: insnPageBase, cpus: DefaultConfig().CPUs}
 	if !walk {
 		ic.fast = &slotIndex{bySeq: []*insnPage{nil}}
 	}
@@ -128,7 +132,7 @@ func (ic *insnCache) newInsnPage(c *sim.Counters, faults *sim.Faults, fail sim.F
 		c.Inc(opKmalloc) // the kfree of the page descriptor
 		return nil
 	}
-	ic.source().allocInsnPage(c)
+	ic.source().allocInsnPage(c, ic.cpus)
 	c.Inc(opPerfPoke) // perf_event_ksymbol
 	kip := &insnPage{base: ic.nextBase, used: make([]uint8, ic.perPage), nused: 1, clean: 1}
 	kip.used[0] = slotUsed
@@ -178,7 +182,7 @@ func (ic *insnCache) collectOneSlot(c *sim.Counters, page, s int) bool {
 	if len(ic.pages) > 1 {
 		// list_del_rcu, synchronize_rcu, free the page and descriptor.
 		c.Inc(opSyncRCU)
-		ic.source().freeInsnPage(c)
+		ic.source().freeInsnPage(c, ic.cpus)
 		c.Inc(opKmalloc)
 		ic.pages = append(ic.pages[:page], ic.pages[page+1:]...)
 	}
@@ -308,7 +312,7 @@ func (ic *insnCache) collectOneSlotFast(c *sim.Counters, kip *insnPage, s int) b
 	}
 	if f.pages.n > 1 {
 		c.Inc(opSyncRCU)
-		ic.source().freeInsnPage(c)
+		ic.source().freeInsnPage(c, ic.cpus)
 		c.Inc(opKmalloc)
 		f.pages.leave(kip.seq)
 		f.room.leave(kip.seq)
@@ -358,8 +362,10 @@ func (ic *insnCache) source() pageSource {
 // kprobe_insn_cache.alloc / .free (alloc_insn_page / free_insn_page; the
 // optinsn cache's weak alloc_optinsn_page calls the same).
 type pageSource interface {
-	allocInsnPage(c *sim.Counters)
-	freeInsnPage(c *sim.Counters)
+	// cpus is num_online_cpus(): each set_memory_* call's TLB flush
+	// interrupts the others (mm.SetMemoryCalls).
+	allocInsnPage(c *sim.Counters, cpus int)
+	freeInsnPage(c *sim.Counters, cpus int)
 }
 
 // moduleAllocPages: module_alloc(PAGE_SIZE), set_memory_ro, set_memory_x;
@@ -368,8 +374,17 @@ type pageSource interface {
 // Models arch/x86/kernel/kprobes/core.c:alloc_insn_page (6.1.192).
 type moduleAllocPages struct{}
 
-func (moduleAllocPages) allocInsnPage(c *sim.Counters) { c.Inc(opSlotAlloc) }
-func (moduleAllocPages) freeInsnPage(c *sim.Counters)  { c.Inc(opSlotAlloc) }
+func (moduleAllocPages) allocInsnPage(c *sim.Counters, cpus int) {
+	c.Inc(opSlotAlloc)
+	mm.SetMemoryCalls(c, 2, cpus) // set_memory_ro, set_memory_x
+}
+
+// freeInsnPage is priced as an allocation (kprobe.insn_page.alloc: two
+// set_memory_* calls' worth of page-table work and flushes).
+func (moduleAllocPages) freeInsnPage(c *sim.Counters, cpus int) {
+	c.Inc(opSlotAlloc)
+	mm.SetMemoryCalls(c, 2, cpus)
+}
 
 // execmemPages: execmem_alloc(EXECMEM_KPROBES, PAGE_SIZE) (x86 sets no
 // EXECMEM_KPROBES range in 6.12, so execmem_init_missing copies the
@@ -379,8 +394,12 @@ func (moduleAllocPages) freeInsnPage(c *sim.Counters)  { c.Inc(opSlotAlloc) }
 // Models arch/x86/kernel/kprobes/core.c:alloc_insn_page (6.12.117).
 type execmemPages struct{}
 
-func (execmemPages) allocInsnPage(c *sim.Counters) { c.Inc(opSlotAllocExecmem) }
-func (execmemPages) freeInsnPage(c *sim.Counters)  { c.Inc(opSlotAlloc) }
+func (execmemPages) allocInsnPage(c *sim.Counters, cpus int) {
+	c.Inc(opSlotAllocExecmem)
+	mm.SetMemoryCalls(c, 1, cpus) // set_memory_rox
+}
+
+func (execmemPages) freeInsnPage(c *sim.Counters, cpus int) { moduleAllocPages{}.freeInsnPage(c, cpus) }
 
 // execmemROXCache: 7.3's generic alloc_insn_page = execmem_alloc(
 // EXECMEM_KPROBES), whose x86 range has EXECMEM_ROX_CACHE
@@ -402,16 +421,18 @@ const (
 	pmdSize  = 2 << 20
 )
 
-func (e *execmemROXCache) allocInsnPage(c *sim.Counters) {
+func (e *execmemROXCache) allocInsnPage(c *sim.Counters, cpus int) {
 	if e.free < pageSize {
 		c.Inc(opExecmemCachePopulate)
+		mm.SetMemoryCalls(c, 1, cpus) // set_memory_rox of the 2 MiB
 		e.free += pmdSize
 	}
 	c.Inc(opExecmemCacheAlloc)
 	e.free -= pageSize
 }
 
-func (e *execmemROXCache) freeInsnPage(c *sim.Counters) {
+func (e *execmemROXCache) freeInsnPage(c *sim.Counters, cpus int) {
 	c.Inc(opExecmemCacheFree)
+	mm.SetMemoryCalls(c, 3, cpus) // execmem_force_rw (nx, rw), execmem_restore_rox
 	e.free += pageSize
 }

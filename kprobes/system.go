@@ -151,6 +151,7 @@ func New(d Deps, cfg Config, sw sim.Switches, c *sim.Counters) (*Kprobes, error)
 	kp.insn = x86.For(d.Image.Config.Gen)
 	kp.g = genModelFor(d.Image)
 	kp.insnSlots.src, kp.optSlots.src = kp.g.insnPages, kp.g.insnPages
+	kp.insnSlots.cpus, kp.optSlots.cpus = cfg.CPUs, cfg.CPUs
 	kp.Reg.Faults = func() *sim.Faults { return kp.Faults }
 	if !cfg.Sim.Walk {
 		kp.decodes = newDecodeMemo()

@@ -225,6 +225,8 @@ var documented = map[string]string{
 	"text_poke.sync":                  "text_poke_sync is an IPI broadcast to every online CPU",
 	"text_poke.sync.cpu":              "a call-function entry queued on and acknowledged from another CPU's lines, in ring 0",
 	"text_poke.sync.handler":          "an IPI handler runs in another CPU's interrupt context",
+	"set_memory.flush.cpu":            "a call-function entry queued on and acknowledged from another CPU's lines, in ring 0",
+	"set_memory.flush.handler":        "a TLB-flush IPI handler runs in another CPU's interrupt context",
 	"synchronize_rcu":                 "an RCU grace period is kernel scheduling",
 	"synchronize_rcu_tasks":           "an RCU Tasks grace period is kernel scheduling",
 	"kprobe.insn_page.alloc":          "module_alloc + set_memory_ro/x: page-table changes and TLB-flush IPIs",
