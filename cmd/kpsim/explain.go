@@ -45,7 +45,7 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	traced := fs.Bool("traced", false, "build the probe targets with __fentry__ calls, as run many --traced")
 	patches := fs.String("patches", "none", "the switch set to run under: a preset (none, series, all) or comma-separated switches")
 	post := fs.Bool("post", false, "give the probe a post handler (it is then never optimized)")
-	cpus := fs.Int("cpus", scenarios.DefaultManyOptions().CPUs, "online CPUs (each text_poke_sync IPIs them all)")
+	cpus := fs.Int("cpus", scenarios.DefaultManyOptions().CPUs, "online CPUs: every text_poke_sync and every set_memory_* TLB flush interrupts the others (their per-CPU cycles scale with it)")
 	faults := fs.String("faults", "", "fault injection: POINT or POINT@N, comma-separated (kpsim list shows the points)")
 	var with patchList
 	fs.Var(&with, "with", "register this target first (repeatable, in order, the optimizer run after each): the probe is explained among them")

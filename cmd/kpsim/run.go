@@ -83,7 +83,7 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 	fs.BoolVar(&o.Mixed, "mixed", false, "draw the image probes from every awkward class (mid-function, aggregated, blacklisted, reserved, ftrace, module, inside optimized regions)")
 	single := fs.Bool("single", false, "register with register_kprobe one by one (the same as --via register_kprobe)")
 	fs.IntVar(&o.OptimizeEvery, "optimize-every", o.OptimizeEvery, "run the deferred optimizer after every N registrations (or enables)")
-	fs.IntVar(&o.CPUs, "cpus", o.CPUs, "online CPUs (each text_poke_sync IPIs them all)")
+	fs.IntVar(&o.CPUs, "cpus", o.CPUs, "online CPUs: every text_poke_sync and every set_memory_* TLB flush interrupts the others (their per-CPU cycles scale with it)")
 	targets := fs.String("targets", "generated", "generated (N sample functions added to the image), all-functions (every function), traceable (available_filter_functions, one line per ftrace record), or a FILE of targets (- for stdin): SYM, SYM+OFF, kprobe_events lines, available_filter_functions lines")
 	fs.BoolVar(&o.ByAddress, "by-address", false, "with --targets all-functions: register by address instead of by name")
 	order := fs.String("order", "file", "attach order: file (as listed), sorted (C-locale strcmp) or shuffle (Fisher-Yates with --seed)")
