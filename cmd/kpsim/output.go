@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/google/renameio/v2"
 )
@@ -243,9 +244,16 @@ func installCleanup() {
 				}
 			}
 			signal.Reset(syscall.SIGINT, syscall.SIGTERM)
-			_ = syscall.Kill(os.Getpid(), sig.(syscall.Signal))
+			s := sig.(syscall.Signal)
+			_ = syscall.Kill(os.Getpid(), s)
 			// The default action ends the process; the lock stays held so
-			// no commit renames a file in the meantime.
+			// no commit renames a file in the meantime. A process started
+			// with the signal ignored (a `cmd &` in a script) gets SIG_IGN
+			// back from Reset, and the kill does nothing: end it as the
+			// default action would have, still holding the lock (a commit
+			// blocked on it would otherwise wait forever).
+			time.Sleep(50 * time.Millisecond)
+			os.Exit(128 + int(s))
 		}()
 	})
 }

@@ -283,6 +283,53 @@ func TestOutputSignalRemovesTemp(t *testing.T) {
 	}
 }
 
+// TestOutputSignalIgnoredAtStart: started with SIGINT ignored (a `cmd &`
+// in a script), kpsim still catches it while an output is pending (Go
+// installs the handler), removes the temporary file and exits within 2 s,
+// the output file untouched. It used to restore SIG_IGN, send itself a
+// signal that did nothing, and block the next commit on the lock the
+// handler kept.
+func TestOutputSignalIgnoredAtStart(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.txt")
+	if err := os.WriteFile(out, []byte("before\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The shell ignores SIGINT and execs the helper, which inherits SIG_IGN.
+	cmd := exec.Command("sh", "-c", `trap "" INT; exec "$0" -test.run='^TestOutputHelper$'`, os.Args[0])
+	cmd.Env = append(os.Environ(), "KPSIM_OUTPUT_HELPER=wait-commit", "KPSIM_OUTPUT_PATH="+out)
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "pending") {
+		t.Fatalf("helper said %q (%v)", line, err)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatal("SIGINT with SIGINT ignored at start: still running after 2 s")
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !(ws.Signaled() && ws.Signal() == syscall.SIGINT || ws.Exited() && ws.ExitStatus() == 128+int(syscall.SIGINT)) {
+		t.Errorf("helper ended with %v, want SIGINT or exit 130", cmd.ProcessState)
+	}
+	if l := leftovers(t, dir); len(l) != 0 {
+		t.Errorf("temporary files left: %v", l)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "before\n" {
+		t.Errorf("the output was touched: %q", b)
+	}
+}
+
 // TestOutputHelper is the child process of the tests above.
 func TestOutputHelper(t *testing.T) {
 	switch os.Getenv("KPSIM_OUTPUT_HELPER") {
@@ -298,6 +345,17 @@ func TestOutputHelper(t *testing.T) {
 		os.Stdout.WriteString("pending\n")
 		time.Sleep(30 * time.Second)
 		a.abort()
+	case "wait-commit":
+		// As a run: work, then commit the report.
+		a, err := newAtomicFile(os.Getenv("KPSIM_OUTPUT_PATH"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Stdout.WriteString("pending\n")
+		time.Sleep(500 * time.Millisecond)
+		if err := a.commit([]byte("after\n")); err != nil {
+			t.Fatal(err)
+		}
 	default:
 		t.Skip("helper process only")
 	}
