@@ -12,6 +12,7 @@ import (
 
 	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/internal/input"
 	"github.com/kpsim/kpsim/machine"
 	"github.com/kpsim/kpsim/sim"
 	"github.com/kpsim/kpsim/x86"
@@ -97,9 +98,9 @@ func ReadTargetFile(path string, stdin io.Reader) ([]Target, error) {
 	if st.IsDir() {
 		return nil, fmt.Errorf("%s: is a directory, not a target list", path)
 	}
-	f, err := os.Open(path)
+	f, err := input.Open(path, input.MaxList)
 	if err != nil {
-		return nil, pathError(path, err)
+		return nil, err
 	}
 	defer f.Close()
 	return ParseTargets(path, f)

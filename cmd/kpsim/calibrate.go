@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
+	"github.com/kpsim/kpsim/internal/input"
 	"github.com/kpsim/kpsim/kallsyms/ktab"
 	"github.com/kpsim/kpsim/scenarios"
 	"github.com/kpsim/kpsim/sim"
@@ -162,9 +162,9 @@ func (c *costFlags) load(stderr io.Writer, cmd string) (*sim.CostTable, error) {
 	if *c.file == "" {
 		return base, nil
 	}
-	f, err := os.Open(*c.file)
+	f, err := input.Open(*c.file, input.MaxList)
 	if err != nil {
-		return nil, usagef("--costs: cost file: %v", unwrapPathErr(err))
+		return nil, usagef("--costs: cost file %v", err)
 	}
 	defer f.Close()
 	t, err := sim.ParseCostsOver(base, *c.file, f)

@@ -5,9 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/kpsim/kpsim/image"
+	"github.com/kpsim/kpsim/internal/input"
 	"github.com/kpsim/kpsim/kallsyms/ktab"
 )
 
@@ -104,7 +104,7 @@ func runKallsyms(args []string, stdout, stderr io.Writer) error {
 // readSymbols reads the symbol list of --symbols (System.map or
 // /proc/kallsyms); its errors are usage errors.
 func readSymbols(path string) ([]ktab.Symbol, error) {
-	f, err := os.Open(path)
+	f, err := input.Open(path, input.MaxSymbols)
 	if err != nil {
 		return nil, usagef("--symbols: %v", err)
 	}

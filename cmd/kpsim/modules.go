@@ -3,13 +3,13 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/bzimage"
+	"github.com/kpsim/kpsim/internal/input"
 	"github.com/kpsim/kpsim/module"
 )
 
@@ -110,7 +110,7 @@ func findModulesDir(kernel, release string) (string, string, []string) {
 // (kernel_version: "6.12.117+deb13-amd64 (debian-kernel@...) #1 SMP ..."),
 // "" for anything else.
 func bzImageRelease(kernel string) string {
-	b, err := os.ReadFile(kernel)
+	b, err := input.ReadFile(kernel, input.MaxKernel)
 	if err != nil || !bzimage.IsBzImage(b) {
 		return ""
 	}
@@ -127,11 +127,8 @@ func bzImageRelease(kernel string) string {
 // moduleNames returns the modules --modules names, in load order.
 func (m *moduleFlags) moduleNames() ([]string, error) {
 	if file, ok := strings.CutPrefix(m.list, "@"); ok {
-		b, err := os.ReadFile(file)
+		b, err := input.ReadFile(file, input.MaxList)
 		if err != nil {
-			if pe, ok := err.(*os.PathError); ok {
-				return nil, fmt.Errorf("%s: %v", file, pe.Err)
-			}
 			return nil, err
 		}
 		l, err := module.ParseList(file, b)

@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/kpsim/kpsim/image/cache"
 	"github.com/kpsim/kpsim/image/elfload"
 	"github.com/kpsim/kpsim/image/kconfig"
+	"github.com/kpsim/kpsim/internal/input"
 )
 
 // Kind is a detected file type.
@@ -101,11 +101,8 @@ func Open(path string) (*image.Kernel, error) {
 
 // OpenWith reads path and loads the kernel it holds, booted as o says.
 func OpenWith(path string, o Options) (*Result, error) {
-	b, err := os.ReadFile(path)
+	b, err := input.ReadFile(path, input.MaxKernel)
 	if err != nil {
-		if pe, ok := err.(*os.PathError); ok {
-			return nil, fmt.Errorf("%s: %v", path, pe.Err)
-		}
 		return nil, err
 	}
 	return openBytes(path, b, o)
