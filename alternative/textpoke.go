@@ -143,10 +143,22 @@ func SyncRounds(c *sim.Counters, rounds, cpus int) {
 // for every CPU but the sender, the sender's queueing and wait and the
 // handler on that CPU.
 func SyncCPUs(c *sim.Counters, rounds, cpus int) {
-	if rounds <= 0 || cpus <= 1 {
+	OnEachCPU(c, rounds, cpus, OpTextPokeSyncCPU, OpSyncCoreHandler)
+}
+
+// OnEachCPU counts the per-CPU parts of calls on_each_cpu broadcasts on
+// cpus online CPUs: for each CPU but the caller, sender (the caller's
+// queueing of the call-function entry and its wait for the
+// acknowledgement) and handler (that CPU's IPI handler). text_poke_sync
+// and cpa_flush (package mm) are its users; each names its own ops.
+//
+// Models the per-target work of kernel/smp.c:smp_call_function_many_cond,
+// which on_each_cpu runs for every online CPU but its own.
+func OnEachCPU(c *sim.Counters, calls, cpus int, sender, handler sim.Op) {
+	if calls <= 0 || cpus <= 1 {
 		return
 	}
-	others := uint64(rounds * (cpus - 1))
-	c.Add(OpTextPokeSyncCPU, others)
-	c.Add(OpSyncCoreHandler, others)
+	others := uint64(calls * (cpus - 1))
+	c.Add(sender, others)
+	c.Add(handler, others)
 }

@@ -1,6 +1,7 @@
 package bpf
 
 import (
+	"cmp"
 	"math/bits"
 
 	"github.com/kpsim/kpsim/errno"
@@ -186,13 +187,7 @@ func (tm *TracingMulti) Attach(c *sim.Counters, funcs []TracingMultiFunc) (Traci
 	var cmps uint64
 	lib.KernelSort(cnt, func(a, b int) int {
 		cmps++
-		switch {
-		case ids[a] < ids[b]:
-			return -1
-		case ids[a] > ids[b]:
-			return 1
-		}
-		return 0
+		return cmp.Compare(ids[a], ids[b])
 	}, func(a, b int) { ids[a], ids[b] = ids[b], ids[a] })
 	c.Add(OpSortCmp, cmps+uint64(cnt-1))
 	for i := 1; i < cnt; i++ {

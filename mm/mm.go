@@ -76,10 +76,5 @@ var (
 // Models the on_each_cpu of arch/x86/mm/pat/set_memory.c:cpa_flush (6.1,
 // 6.12, 7.3) for a range under tlb_single_page_flush_ceiling.
 func SetMemoryCalls(c *sim.Counters, calls, cpus int) {
-	if calls <= 0 || cpus <= 1 {
-		return
-	}
-	others := uint64(calls * (cpus - 1))
-	c.Add(OpFlushCPU, others)
-	c.Add(OpFlushHandler, others)
+	alternative.OnEachCPU(c, calls, cpus, OpFlushCPU, OpFlushHandler)
 }
