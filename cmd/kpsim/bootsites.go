@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
-	"os"
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/elfload"
@@ -14,7 +13,7 @@ import (
 // the order alternative_instructions visited them (paravirt, retpolines,
 // returns, alternatives; a site in two tables appears twice). The file is
 // written whole or not at all.
-func writeBootSites(path string, k *image.Kernel, b *elfload.Booted) error {
+func writeBootSites(sink *atomicFile, k *image.Kernel, b *elfload.Booted) error {
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "# boot CPU %s\n# table\taddress\tsymbol+offset\taction\tbefore\tafter\n", k.BootCPU())
 	if b != nil {
@@ -26,8 +25,5 @@ func writeBootSites(path string, k *image.Kernel, b *elfload.Booted) error {
 			fmt.Fprintf(&buf, "%s\t%#x\t%s\t%s\t%s\t%s\n", s.Kind, s.Addr, where, s.Action, hex.EncodeToString(s.Before), hex.EncodeToString(s.After))
 		}
 	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		return usagef("--boot-sites: %v", err)
-	}
-	return nil
+	return sink.commit(buf.Bytes())
 }

@@ -43,6 +43,16 @@ func runCalibrate(args []string, stdout, stderr io.Writer) error {
 	default:
 		return usagef("--regime: want hot, cold or both, got %q", *regime)
 	}
+	if *out == "-" && len(regimes) > 1 {
+		return usagef("--out -: --regime both writes two files (FILE.hot, FILE.cold), not stdout")
+	}
+	files, err := newFileSet(fs, stdout)
+	if err != nil {
+		return err
+	}
+	if err := files.stdoutReport(*out); err != nil {
+		return err
+	}
 	sinks := map[string]*atomicFile{}
 	for _, r := range regimes {
 		if *out == "" {
@@ -52,7 +62,7 @@ func runCalibrate(args []string, stdout, stderr io.Writer) error {
 		if len(regimes) > 1 {
 			path += "." + r
 		}
-		s, err := openOut("out", path)
+		s, err := files.out("out", path)
 		if err != nil {
 			return err
 		}
@@ -68,7 +78,6 @@ func runCalibrate(args []string, stdout, stderr io.Writer) error {
 		Command: strings.TrimSpace("kpsim calibrate " + strings.Join(args, " "))}
 	var syms []ktab.Symbol
 	if *symbols != "" {
-		var err error
 		if syms, err = readSymbols(*symbols); err != nil {
 			return err
 		}
@@ -94,6 +103,12 @@ func runCalibrate(args []string, stdout, stderr io.Writer) error {
 		return usagef("%v", err)
 	}
 	opt.TablesName = fmt.Sprintf("%s (%d symbols, kallsyms_names %d bytes)", opt.TablesName, opt.Tables.NumSyms, len(opt.Tables.Names))
+	// The work directory goes on every exit: returns, errors, SIGINT and
+	// SIGTERM (installCleanup).
+	if opt.Dir, err = makeTempDir("kpsim-calibrate-"); err != nil {
+		return err
+	}
+	defer removeTempDir(opt.Dir)
 	res, err := calibrate.Run(opt)
 	if errors.Is(err, calibrate.ErrNoCompiler) {
 		return usagef("%v", err)
@@ -113,7 +128,9 @@ func runCalibrate(args []string, stdout, stderr io.Writer) error {
 			if err := s.commit(buf.Bytes()); err != nil {
 				return err
 			}
-			fmt.Fprintf(stderr, "kpsim calibrate: wrote %s (%s regime)\n", s.path, r)
+			if s.w == nil {
+				fmt.Fprintf(stderr, "kpsim calibrate: wrote %s (%s regime)\n", s.path, r)
+			}
 			continue
 		}
 		if _, err := stdout.Write(buf.Bytes()); err != nil {

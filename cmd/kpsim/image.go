@@ -22,12 +22,24 @@ func runImage(args []string, stdout, stderr io.Writer) error {
 		return usagef("--boot-sites: needs --kernel (the generator's text is not boot-patched)")
 	}
 	imf.record = *sites != ""
+	files, err := newFileSet(fs, stdout)
+	if err != nil {
+		return err
+	}
+	if err := files.stdoutReport(""); err != nil { // the summary goes to stdout
+		return err
+	}
+	sink, err := files.out("boot-sites", *sites)
+	if err != nil {
+		return err
+	}
+	defer sink.abort()
 	k, _, err := imf.load()
 	if err != nil {
 		return err
 	}
-	if *sites != "" {
-		if err := writeBootSites(*sites, k, imf.booted); err != nil {
+	if sink != nil {
+		if err := writeBootSites(sink, k, imf.booted); err != nil {
 			return err
 		}
 	}

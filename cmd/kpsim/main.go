@@ -77,7 +77,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if c.name != args[0] {
 			continue
 		}
-		err := c.run(args[1:], stdout, stderr)
+		sw := &stdoutWriter{w: stdout}
+		err := c.run(args[1:], sw, stderr)
+		var se *errStdout
+		if sw.err != nil && (err == nil || errors.Is(err, errHelp) || errors.As(err, &se)) {
+			// stdout did not take the output (a full disk, /dev/full):
+			// a runtime error, even for a command that ignored it.
+			fmt.Fprintf(stderr, "kpsim %s: %s\n", c.name, sw.err)
+			return 1
+		}
 		switch {
 		case err == nil, errors.Is(err, errHelp):
 			return 0

@@ -28,13 +28,17 @@ import (
 //   - a character device, a FIFO, a socket or a /proc magic link
 //     (/dev/stdout, /dev/fd/N): written through, opened only at commit so
 //     a FIFO's reader need not be there before the work is done;
-//   - a directory or a block device: refused before any work.
+//   - a directory or a block device: refused before any work;
+//   - a regular file without write permission (mode 0444) or that the
+//     user may not write: refused, not replaced behind its owner's back;
+//   - a character device that fails an empty write (/dev/full): refused.
 //
 // Pending temporary files are removed on SIGINT and SIGTERM.
 type atomicFile struct {
-	path    string // as given, for messages
-	target  string // what is written: the resolved path
-	through bool   // write through (device, FIFO, magic link)
+	path    string    // as given, for messages
+	target  string    // what is written: the resolved path
+	through bool      // write through (device, FIFO, magic link)
+	w       io.Writer // "-": the command's stdout (fileSet.out)
 	pending *renameio.PendingFile
 }
 
@@ -61,10 +65,21 @@ func newAtomicFile(path string) (*atomicFile, error) {
 		if err := syscall.Access(target, 2 /* W_OK */); err != nil {
 			return nil, fmt.Errorf("cannot write %s: %v", path, err)
 		}
+		if st.Mode()&fs.ModeCharDevice != 0 {
+			if err := probeDevice(target); err != nil {
+				return nil, fmt.Errorf("cannot write %s: %v", path, err)
+			}
+		}
 		a.through = true
 		return a, nil
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("cannot write %s: %v", path, unwrapPathErr(err))
+	case err == nil && st.Mode().Perm()&0o222 == 0:
+		return nil, fmt.Errorf("%s is read-only (mode %04o): not replaced (chmod u+w it or give another path)", path, st.Mode().Perm())
+	case err == nil:
+		if err := syscall.Access(target, 2 /* W_OK */); err != nil {
+			return nil, fmt.Errorf("cannot write %s: %v", path, err)
+		}
 	}
 	opts := []renameio.Option{renameio.WithTempDir(filepath.Dir(target))}
 	if err == nil {
@@ -84,8 +99,25 @@ func newAtomicFile(path string) (*atomicFile, error) {
 	return a, nil
 }
 
+// probeDevice writes nothing to a character device: a device that
+// refuses every write (/dev/full: ENOSPC) fails it, /dev/null and a
+// terminal take it. O_NONBLOCK: a device must not block the check.
+func probeDevice(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return unwrapPathErr(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(nil); err != nil && !errors.Is(err, syscall.EAGAIN) {
+		return unwrapPathErr(err)
+	}
+	return nil
+}
+
 // openOut checks the output path of flag name before any work (a bad
 // path costs nothing): nil when path is empty. The caller defers abort.
+// Commands open their outputs through their fileSet (fileSet.out), which
+// checks them against their inputs and each other first.
 func openOut(name, path string) (*atomicFile, error) {
 	if path == "" {
 		return nil, nil
@@ -176,6 +208,10 @@ func unwrapPathErr(err error) error {
 // commit writes b and makes it visible: renamed over the target, or
 // written through.
 func (a *atomicFile) commit(b []byte) error {
+	if a.w != nil {
+		_, err := a.w.Write(b)
+		return err
+	}
 	if a.through {
 		f, err := os.OpenFile(a.target, os.O_WRONLY, 0)
 		if err != nil {
@@ -226,11 +262,36 @@ func (a *atomicFile) abort() {
 var (
 	pendingMu   sync.Mutex
 	pending     = map[*atomicFile]bool{}
+	tempDirs    = map[string]bool{}
 	cleanupOnce sync.Once
 )
 
-// installCleanup removes every pending temporary file on SIGINT or
-// SIGTERM, then dies of the same signal (so the shell sees 130 or 143).
+// makeTempDir creates a temporary work directory (calibrate's) that is
+// removed on SIGINT and SIGTERM as the pending outputs are; the caller
+// defers removeTempDir.
+func makeTempDir(pattern string) (string, error) {
+	pendingMu.Lock()
+	defer pendingMu.Unlock()
+	dir, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		return "", err
+	}
+	installCleanup()
+	tempDirs[dir] = true
+	return dir, nil
+}
+
+// removeTempDir removes a directory makeTempDir made.
+func removeTempDir(dir string) {
+	pendingMu.Lock()
+	defer pendingMu.Unlock()
+	os.RemoveAll(dir)
+	delete(tempDirs, dir)
+}
+
+// installCleanup removes every pending temporary file and temporary
+// directory on SIGINT or SIGTERM, then dies of the same signal (so the
+// shell sees 130 or 143).
 func installCleanup() {
 	cleanupOnce.Do(func() {
 		ch := make(chan os.Signal, 1)
@@ -241,6 +302,12 @@ func installCleanup() {
 			for a := range pending {
 				if a.pending != nil {
 					a.pending.Cleanup()
+				}
+			}
+			for d := range tempDirs {
+				// A compiler still running in d may add a file
+				// between RemoveAll's reads: try again.
+				for i := 0; i < 3 && os.RemoveAll(d) != nil; i++ {
 				}
 			}
 			signal.Reset(syscall.SIGINT, syscall.SIGTERM)

@@ -50,7 +50,7 @@ func runReport(args []string, stdout, stderr io.Writer) error {
 			return usagef("--%s: kpsim report draws its own plots (kpsim sweep --plot takes it)", f)
 		}
 	}
-	sink, _, reps, err := j.run(stderr) // no --plot: report draws its own
+	sink, _, reps, err := j.run(stdout, stderr) // no --plot: report draws its own
 	defer sink.abort()
 	if err != nil {
 		return err

@@ -68,8 +68,9 @@ func runMany(args []string, stdout, stderr io.Writer) error {
 // goes instead of the output, and the pool its runs share with the other
 // points'.
 type manyCaller struct {
-	hook func(*scenarios.ManyReport)
-	pool *scenarios.Pool
+	hook  func(*scenarios.ManyReport)
+	pool  *scenarios.Pool
+	files *fileSet // the sweep's outputs, which the scenario's inputs are checked against
 }
 
 func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) error {
@@ -144,6 +145,29 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 	if *sens && (*format == "csv" || *format == "bench" || *designs) {
 		return usagef("--sensitivity: shown by --format table and json, not by --format %s%s", *format, map[bool]string{true: " or --compare-designs"}[*designs])
 	}
+	// The files are checked against each other before any is read.
+	files := caller.files
+	if files == nil {
+		files = &fileSet{stdout: stdout}
+	}
+	if err := files.inputsOf(fs); err != nil {
+		return err
+	}
+	if caller.hook == nil {
+		if err := files.stdoutReport(*out); err != nil {
+			return err
+		}
+	}
+	sink, err := files.out("out", *out)
+	if err != nil {
+		return err
+	}
+	defer sink.abort()
+	probeSink, err := files.out("probes", *probes)
+	if err != nil {
+		return err
+	}
+	defer probeSink.abort()
 	if kind == scenarios.TargetsFile {
 		ts, err := scenarios.ReadTargetFile(path, os.Stdin)
 		if err != nil {
@@ -184,18 +208,6 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 	if *sens && len(specs) < 2 {
 		return usagef("--sensitivity: compares two runs (the first and the series, or the last), and --patches gives %d", len(specs))
 	}
-	// Check the outputs before the work, so a bad path costs nothing.
-	sink, err := openOut("out", *out)
-	if err != nil {
-		return err
-	}
-	defer sink.abort()
-	probeSink, err := openOut("probes", *probes)
-	if err != nil {
-		return err
-	}
-	defer probeSink.abort()
-
 	imf.cfg.Seed = imf.seed
 	mix, err := parseMix(imf)
 	if err != nil {

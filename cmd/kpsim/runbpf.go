@@ -29,6 +29,8 @@ type bpfFlags struct {
 	jobs    int
 	jobsSet func() bool
 	sink    *atomicFile
+	fs      *flag.FlagSet // for the files the flags name (fileSet)
+	stdout  io.Writer
 	// costInfo names the cost file of the weights start loaded (the
 	// reports' costs field).
 	costInfo scenarios.CostInfo
@@ -42,7 +44,7 @@ const bpfRegimeWhy = "each attach touches distinct items once (kallsyms_lookup_n
 func newBPFFlagSet(c string, args []string, stdout io.Writer) (*flag.FlagSet, *bpfFlags) {
 	fs := newFlagSet(c, stdout)
 	f := addBPFFlags(fs, args)
-	f.cmd = c
+	f.cmd, f.fs, f.stdout = c, fs, stdout
 	return fs, f
 }
 
@@ -191,8 +193,14 @@ func (f *bpfFlags) report(stdout, stderr io.Writer, defaults []string, run bpfRu
 // openOut checks --out before any work (a bad path costs nothing); the
 // caller defers f.closeOut.
 func (f *bpfFlags) openOut() error {
-	var err error
-	f.sink, err = openOut("out", f.out)
+	files, err := newFileSet(f.fs, f.stdout)
+	if err != nil {
+		return err
+	}
+	if err := files.stdoutReport(f.out); err != nil {
+		return err
+	}
+	f.sink, err = files.out("out", f.out)
 	return err
 }
 

@@ -69,7 +69,14 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 		}
 		o.Variants = append(o.Variants, pv)
 	}
-	sink, err := openOut("out", *out)
+	files, err := newFileSet(fs, stdout)
+	if err != nil {
+		return err
+	}
+	if err := files.stdoutReport(*out); err != nil {
+		return err
+	}
+	sink, err := files.out("out", *out)
 	if err != nil {
 		return err
 	}

@@ -164,14 +164,18 @@ func parseSweep(name string, args []string, stdout io.Writer, formats []string) 
 // run opens the outputs (--out, and --plot for kpsim sweep) before the
 // slow part, so a bad path fails at once, then runs every point. The
 // caller aborts the files it gets back, on error too.
-func (j *sweepJob) run(stderr io.Writer) (out, plot *atomicFile, reps []*scenarios.ManyReport, err error) {
-	if out, err = openOut("out", j.out); err != nil {
+func (j *sweepJob) run(stdout, stderr io.Writer) (out, plot *atomicFile, reps []*scenarios.ManyReport, err error) {
+	files := &fileSet{stdout: stdout}
+	if err = files.stdoutReport(j.out); err != nil {
 		return nil, nil, nil, err
 	}
-	if plot, err = openOut("plot", j.plot); err != nil {
+	if out, err = files.out("out", j.out); err != nil {
+		return nil, nil, nil, err
+	}
+	if plot, err = files.out("plot", j.plot); err != nil {
 		return out, nil, nil, err
 	}
-	reps, err = j.reports(stderr)
+	reps, err = j.reports(stderr, files)
 	return out, plot, reps, err
 }
 
@@ -179,7 +183,7 @@ func (j *sweepJob) run(stderr io.Writer) (out, plot *atomicFile, reps []*scenari
 // the points run at once, --jobs of them preparing their images at a time,
 // and all their runs share one pool of --jobs slots; the reports come back
 // in N order, and the first failing point's error is the one returned.
-func (j *sweepJob) reports(stderr io.Writer) ([]*scenarios.ManyReport, error) {
+func (j *sweepJob) reports(stderr io.Writer, files *fileSet) ([]*scenarios.ManyReport, error) {
 	tty := false
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		tty = true
@@ -217,7 +221,7 @@ func (j *sweepJob) reports(stderr io.Writer) ([]*scenarios.ManyReport, error) {
 					args = append(args, "--via", via)
 				}
 				hook := func(r *scenarios.ManyReport) { got[i][d] = r }
-				errs[i][d] = runManyWith(args, io.Discard, stderr, manyCaller{hook: hook, pool: pool})
+				errs[i][d] = runManyWith(args, io.Discard, stderr, manyCaller{hook: hook, pool: pool, files: files})
 				if errs[i][d] != nil {
 					failed.Store(true)
 				}
@@ -262,7 +266,7 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	sink, plotSink, reps, err := j.run(stderr)
+	sink, plotSink, reps, err := j.run(stdout, stderr)
 	defer sink.abort()
 	defer plotSink.abort()
 	if err != nil {

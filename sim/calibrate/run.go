@@ -49,6 +49,10 @@ type Options struct {
 	Progress io.Writer
 	// Command is the command line, recorded in the file's header.
 	Command string
+	// Dir, if set, is an empty directory to build and run the benchmarks
+	// in, which the caller removes (kpsim removes it on a signal too);
+	// else Run makes a temporary one and removes it when it returns.
+	Dir string
 }
 
 // Measure is one benchmark result: cycles per unit.
@@ -209,11 +213,15 @@ func Run(o Options) (*Result, error) {
 	if _, err := compilerCmd(o.CC); err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "kpsim-calibrate-")
-	if err != nil {
-		return nil, err
+	dir := o.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "kpsim-calibrate-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(d)
+		dir = d
 	}
-	defer os.RemoveAll(dir)
 	progress(o, "compiling the C benchmarks in %s", dir)
 	bin, ver, err := Compile(o.CC, dir)
 	if err != nil {
