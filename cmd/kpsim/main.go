@@ -8,6 +8,7 @@
 //	kpsim decode [image flags] [--func NAME | --all] [--summary]
 //	kpsim run many [image flags] [--n N] [--patches LIST]... [--ablation] [--format table|json|csv] [--out FILE]
 //	kpsim calibrate [--out FILE] [--cc CC] [--regime hot|cold|both] [--quick]
+//	kpsim cache list|size|clean [--older-than DURATION] [--all] [--max SIZE]
 //	kpsim list
 //
 // Each subcommand has its own flags; `kpsim CMD --help` lists them. Bad usage
@@ -43,6 +44,7 @@ func init() {
 		calibrateCommand,
 		{"explain", explainUsage, "print the decision trail of one probe: every check, what it looked at and what it decided", runExplain},
 		soakCommand,
+		cacheCommand,
 		{"list", "kpsim list", "list scenarios, patch switches, presets, fault points, counted ops and phases", runList},
 	}
 }

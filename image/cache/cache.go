@@ -129,9 +129,10 @@ func Usable(noCache bool) bool {
 }
 
 // Get returns the payload of the entry kind/key, or false when it is
-// absent or does not check out.
+// absent or does not check out. A hit marks the entry used (Touch).
 func Get(kind, key string) ([]byte, bool) {
-	b, err := os.ReadFile(filepath.Join(Dir(kind), key))
+	path := filepath.Join(Dir(kind), key)
+	b, err := os.ReadFile(path)
 	if err != nil || len(b) < trailerLen {
 		return nil, false
 	}
@@ -141,12 +142,14 @@ func Get(kind, key string) ([]byte, bool) {
 		binary.LittleEndian.Uint32(t[len(trailerMagic)+8:]) != crc32.Checksum(p, castagnoli) {
 		return nil, false
 	}
+	Touch(path)
 	return p, true
 }
 
 // Put stores payload as the entry kind/key: written whole to a temporary
-// file and renamed, so a reader sees the old entry, the new one or none.
-// Failures are ignored (the value is rebuilt next time).
+// file and renamed, so a reader sees the old entry, the new one or none;
+// then the cache is trimmed to its cap (Trim). Failures are ignored (the
+// value is rebuilt next time).
 func Put(kind, key string, payload []byte) {
 	dir := Dir(kind)
 	if dir == "" || os.MkdirAll(dir, 0o755) != nil {
@@ -166,6 +169,7 @@ func Put(kind, key string, payload []byte) {
 	}
 	cerr := f.Close()
 	if werr == nil && cerr == nil && os.Chmod(f.Name(), 0o644) == nil && os.Rename(f.Name(), filepath.Join(dir, key)) == nil {
+		trimAfterWrite(filepath.Join(dir, key))
 		return
 	}
 	os.Remove(f.Name())

@@ -39,6 +39,7 @@ func decompressCached(name string, b []byte, noCache bool) ([]byte, error) {
 	if e, err := os.ReadFile(path); err == nil && len(e) > sha256.Size {
 		v, tail := e[:len(e)-sha256.Size], e[len(e)-sha256.Size:]
 		if h := sha256.Sum256(v); bytes.Equal(h[:], tail) && bytes.HasPrefix(v, []byte("\x7fELF")) {
+			cache.Touch(path)
 			return v, nil
 		}
 	}
@@ -52,6 +53,7 @@ func decompressCached(name string, b []byte, noCache bool) ([]byte, error) {
 			_, werr := f.Write(append(v[:len(v):len(v)], h[:]...))
 			cerr := f.Close()
 			if werr == nil && cerr == nil && os.Chmod(f.Name(), 0o644) == nil && os.Rename(f.Name(), path) == nil {
+				cache.Stored(path)
 				return v, nil
 			}
 			os.Remove(f.Name())
