@@ -22,7 +22,7 @@ var calibrateCommand = command{"calibrate",
 
 func runCalibrate(args []string, stdout, stderr io.Writer) error {
 	fs, imf := newImageFlagSet("calibrate", args, stdout)
-	out := fs.String("out", "", "write the cost file here (written whole or not at all); with --regime both, FILE.hot and FILE.cold. Default: stdout")
+	out := fs.String("out", "", "write the cost file here (written whole or not at all; refused if it is an input file, read-only or a device that takes no write); with --regime both, FILE.hot and FILE.cold. Default and -: stdout")
 	cc := fs.String("cc", "", "C compiler command (default $CC, else cc)")
 	regime := fs.String("regime", "cold", "hot (a few items repeated), cold (distinct items per call) or both")
 	quick := fs.Bool("quick", false, "tiny sizes and 3 repetitions: a smoke test, not weights to use")

@@ -57,7 +57,7 @@ func addBPFFlags(fs *flag.FlagSet, args []string) *bpfFlags {
 	fs.IntVar(&f.cpus, "possible-cpus", 8, "num_possible_cpus() (fprobe rethook node preallocation), also the online CPUs every text_poke_sync IPIs (no hotplug)")
 	fs.Var(&f.patches, "patches", "a run: none or comma-separated switches; repeatable")
 	fs.StringVar(&f.format, "format", "table", "output: table or json")
-	fs.StringVar(&f.out, "out", "", "write the report to this file (written whole or not at all)")
+	fs.StringVar(&f.out, "out", "", "write the report to this file (written whole or not at all; - is stdout; refused if it is an input file, another output, read-only or a device that takes no write)")
 	f.cf = addCostFlags(fs, "cold", bpfRegimeWhy)
 	fs.IntVar(&f.jobs, "jobs", 0, "independent runs (switch sets, forms, kallsyms variants) to run at once (default: all cores; 1: one after another); the report is the same for every value")
 	f.jobsSet = func() bool {

@@ -32,7 +32,7 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&set.PCRelative, "pc-relative", set.PCRelative, "build with --pc-relative (7.3)")
 	cf := addCostFlags(fs, "hot", "test_kallsyms_perf repeats its names")
 	format := fs.String("format", "table", "output: table, json or csv")
-	out := fs.String("out", "", "write the report to this file (written whole or not at all)")
+	out := fs.String("out", "", "write the report to this file (written whole or not at all; - is stdout; refused if it is an input file, another output, read-only or a device that takes no write)")
 	if err := parseImageFlags(fs, imf, args, stdout, symbols); err != nil {
 		return err
 	}

@@ -84,7 +84,7 @@ func parseSweep(name string, args []string, stdout io.Writer, formats []string) 
 	j := &sweepJob{scenarioArgs: rest, given: args}
 	nspec := fs.String("n", "", "probe counts: START:STOP:STEP (STOP included) or N,N,... (each N is a full run of the scenario)")
 	fs.StringVar(&j.format, "format", formats[0], "output: "+strings.Join(formats, ", "))
-	fs.StringVar(&j.out, "out", "", "write the output to this file (written whole or not at all)")
+	fs.StringVar(&j.out, "out", "", "write the output to this file (written whole or not at all; - is stdout; refused if it is an input file, another output, read-only or a device that takes no write)")
 	if name == "sweep" {
 		fs.StringVar(&j.plot, "plot", "", "also draw the sweep to FILE.svg or FILE.png (one curve per run)")
 	}
