@@ -18,6 +18,10 @@ import (
 // build, and read back instead. --no-cache and KPSIM_NO_CACHE=1 bypass
 // it.
 
+// A cache entry's temporary file goes with the outputs' on SIGINT and
+// SIGTERM.
+func init() { cache.TempHook = trackTempFile }
+
 // generateCached is synth.Generate through the cache: the key is every
 // field of the generator's configuration. A hit returns no Truth (no
 // command reads it).

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kpsim/kpsim/image/cache"
 )
 
 // TestOutputNotAnInputNorAnotherOutput: an output on the same file as an
@@ -217,10 +219,51 @@ func TestCalibrateSignalRemovesWorkDir(t *testing.T) {
 	}
 }
 
+// TestCacheTempRemovedOnSignal: a cache entry being written when SIGTERM
+// or SIGINT comes leaves no temporary file (cache.TempHook registers it
+// with installCleanup).
+func TestCacheTempRemovedOnSignal(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		dir := t.TempDir()
+		cmd := exec.Command(os.Args[0], "-test.run=^TestKpsimHelper$")
+		cmd.Env = append(os.Environ(), "KPSIM_MAIN_HELPER=cache-temp", "KPSIM_CACHE_DIR="+dir)
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, "pending") {
+			t.Fatalf("helper said %q (%v)", line, err)
+		}
+		tmp := strings.TrimSpace(strings.TrimPrefix(line, "pending "))
+		if _, err := os.Stat(tmp); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Process.Signal(sig)
+		cmd.Wait()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != sig {
+			t.Errorf("%v: helper ended with %v", sig, cmd.ProcessState)
+		}
+		if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+			t.Errorf("%v: %s left (%v)", sig, tmp, err)
+		}
+	}
+}
+
 // TestKpsimHelper runs kpsim in a child process: the arguments after --.
 func TestKpsimHelper(t *testing.T) {
-	if os.Getenv("KPSIM_MAIN_HELPER") == "" {
+	switch os.Getenv("KPSIM_MAIN_HELPER") {
+	case "":
 		t.Skip("helper process only")
+	case "cache-temp": // a cache write in progress
+		f, done, err := cache.CreateTemp(os.Getenv("KPSIM_CACHE_DIR"), ".tmp-*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer done()
+		os.Stdout.WriteString("pending " + f.Name() + "\n")
+		time.Sleep(30 * time.Second)
+		return
 	}
 	for i, a := range os.Args {
 		if a == "--" {

@@ -263,6 +263,7 @@ var (
 	pendingMu   sync.Mutex
 	pending     = map[*atomicFile]bool{}
 	tempDirs    = map[string]bool{}
+	tempFiles   = map[string]bool{}
 	cleanupOnce sync.Once
 )
 
@@ -289,8 +290,23 @@ func removeTempDir(dir string) {
 	delete(tempDirs, dir)
 }
 
-// installCleanup removes every pending temporary file and temporary
-// directory on SIGINT or SIGTERM, then dies of the same signal (so the
+// trackTempFile registers a temporary file that is not an output (the
+// cache's entries being written: cache.TempHook) for removal on SIGINT and
+// SIGTERM; done unregisters it.
+func trackTempFile(path string) (done func()) {
+	pendingMu.Lock()
+	defer pendingMu.Unlock()
+	installCleanup()
+	tempFiles[path] = true
+	return func() {
+		pendingMu.Lock()
+		defer pendingMu.Unlock()
+		delete(tempFiles, path)
+	}
+}
+
+// installCleanup removes every pending temporary file (outputs' and the
+// cache's) and temporary directory on SIGINT or SIGTERM, then dies of the same signal (so the
 // shell sees 130 or 143).
 func installCleanup() {
 	cleanupOnce.Do(func() {
@@ -303,6 +319,9 @@ func installCleanup() {
 				if a.pending != nil {
 					a.pending.Cleanup()
 				}
+			}
+			for f := range tempFiles {
+				os.Remove(f)
 			}
 			for d := range tempDirs {
 				// A compiler still running in d may add a file

@@ -155,10 +155,11 @@ func Put(kind, key string, payload []byte) {
 	if dir == "" || os.MkdirAll(dir, 0o755) != nil {
 		return
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
+	f, done, err := CreateTemp(dir, ".tmp-*")
 	if err != nil {
 		return
 	}
+	defer done()
 	var t [trailerLen]byte
 	copy(t[:], trailerMagic)
 	binary.LittleEndian.PutUint64(t[len(trailerMagic):], uint64(len(payload)))

@@ -209,3 +209,25 @@ func Touch(path string) {
 // writer outside this package, image/load's vmlinux entries): the cache is
 // trimmed to its cap.
 func Stored(path string) { trimAfterWrite(path) }
+
+// TempHook, when set, is told of every temporary file a cache write
+// creates and returns what to call once the file is renamed or removed:
+// kpsim registers them with its SIGINT/SIGTERM cleanup, so an interrupted
+// write leaves nothing behind (Trim removes what a killed one left, once
+// StaleTemp old).
+var TempHook func(path string) (done func())
+
+// CreateTemp creates a temporary file in dir for an entry being written
+// (os.CreateTemp), told to TempHook; the caller calls done after the
+// rename or the removal.
+func CreateTemp(dir, pattern string) (f *os.File, done func(), err error) {
+	f, err = os.CreateTemp(dir, pattern)
+	if err != nil {
+		return nil, nil, err
+	}
+	done = func() {}
+	if TempHook != nil {
+		done = TempHook(f.Name())
+	}
+	return f, done, nil
+}

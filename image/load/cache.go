@@ -48,7 +48,8 @@ func decompressCached(name string, b []byte, noCache bool) ([]byte, error) {
 		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err == nil {
-		if f, err := os.CreateTemp(dir, ".vmlinux-*"); err == nil {
+		if f, done, err := cache.CreateTemp(dir, ".vmlinux-*"); err == nil {
+			defer done()
 			h := sha256.Sum256(v)
 			_, werr := f.Write(append(v[:len(v):len(v)], h[:]...))
 			cerr := f.Close()
