@@ -52,6 +52,8 @@ func TestOutputNotAnInputNorAnotherOutput(t *testing.T) {
 		{"out and probes on one new path", append(many, "--out", newOut, "--probes", filepath.Join(sub, "..", "r.txt")), []string{"--out", "--probes", "one output would replace the other"}},
 		{"out and probes both stdout", append(many, "--out", "-", "--probes", "-"), []string{"--probes - and --out - both write to stdout"}},
 		{"probes on stdout with the report", append(many, "--probes", "-"), []string{"--probes - and the report (stdout without --out)"}},
+		{"probes is the modules list", []string{"run", "many", "--kernel", targets, "--modules", "@" + costs, "--probes", costs}, []string{"--probes", "--modules"}},
+		{"out is the kernel", []string{"run", "many", "--kernel", sym, "--out", targets}, []string{"--out", "--kernel"}},
 		{"sweep out is the costs", append(sweep, "--costs", costs, "--out", costs), []string{"--out", "--costs"}},
 		{"sweep plot and out", append(sweep, "--plot", filepath.Join(dir, "p.svg"), "--out", filepath.Join(sub, "..", "p.svg")), []string{"--out", "--plot"}},
 		{"report out is the costs", []string{"report", "many", "--n", "50", "--format", "html", "--costs", costs, "--out", costs}, []string{"--out", "--costs"}},
