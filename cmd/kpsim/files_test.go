@@ -274,3 +274,23 @@ func TestKpsimHelper(t *testing.T) {
 	}
 	os.Exit(2)
 }
+
+// TestOutputBlockDeviceRefused: a block device (a disk) is never an
+// output: one line, exit 2, before any work.
+func TestOutputBlockDeviceRefused(t *testing.T) {
+	ents, _ := os.ReadDir("/dev")
+	dev := ""
+	for _, e := range ents {
+		if e.Type()&os.ModeDevice != 0 && e.Type()&os.ModeCharDevice == 0 {
+			dev = filepath.Join("/dev", e.Name())
+			break
+		}
+	}
+	if dev == "" {
+		t.Skip("no block device in /dev")
+	}
+	_, errs, code := runKpsim(append([]string{"run", "many", "--probes", dev}, smallRun...)...)
+	if code != 2 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, dev+" is a block device") {
+		t.Errorf("--probes %s: exit %d, stderr %q", dev, code, errs)
+	}
+}
