@@ -101,6 +101,7 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 	faults := fs.String("faults", "", "fault injection: POINT or POINT@N, comma-separated (kpsim list shows the points)")
 	fs.IntVar(&o.Jobs, "jobs", 0, "runs to run at once (default: all cores, GOMAXPROCS; 1 runs them one after another); counts and digests are the same for every value")
 	cf := addCostFlags(fs, "cold", "registration probes distinct functions")
+	ghz := addGHzFlag(fs)
 	sens := fs.Bool("sensitivity", false, "add a sensitivity table: how the headline ratio (the first run's task cycles over the series run's) moves as each weight crosses its documented range, and its range with every weight free at once (table and json formats)")
 	if err := parseImageFlags(fs, imf, args, stdout, nil); err != nil {
 		return err
@@ -158,6 +159,10 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 		return usagef("--faults: %s", err.Error())
 	}
 	costs, err := cf.load(stderr, "run many")
+	if err != nil {
+		return err
+	}
+	clock, err := ghz.clock(costs)
 	if err != nil {
 		return err
 	}
@@ -238,6 +243,7 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 	if rep.Meta, err = reportMeta(fs, imf, setup.Kernel, costs, *cf.file, *faults, "run many", args); err != nil {
 		return err
 	}
+	rep.Meta.Costs.Clock = clock
 	if *sens {
 		alts, err := regimeTables()
 		if err != nil {

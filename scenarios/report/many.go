@@ -47,11 +47,7 @@ func Table(w io.Writer, r *scenarios.ManyReport) error {
 	if r.CPU != "" {
 		fmt.Fprintf(w, " boot CPU: %s (the CPU the kernel text was boot-patched for)\n", r.CPU)
 	}
-	var ps []string
-	for _, k := range sortedKeys(r.Params) {
-		ps = append(ps, fmt.Sprintf("%s=%v", k, r.Params[k]))
-	}
-	writeWrapped(w, " params:  "+strings.Join(ps, " "), "          ")
+	writeWrapped(w, " params:  "+kvList(r.Params, " "), "          ")
 	if r.Meta != nil {
 		for _, n := range scenarios.SwitchNotes(r.Meta.Kernel.Generation, r.Runs) {
 			writeWrapped(w, " switches: "+n, "          ")
@@ -69,7 +65,7 @@ func Table(w io.Writer, r *scenarios.ManyReport) error {
 	growthTable(w, r)
 	memoryTable(w, r)
 	fmt.Fprintln(w)
-	writeWrapped(w, " Counts are exact and repeatable; cycles are counts x weights (kpsim list, docs/cost-model.md); wall time is this machine's, compare it only as a ratio within one run. "+retainedNote, " ")
+	writeWrapped(w, " Counts are exact and repeatable; cycles are counts x weights (kpsim list, docs/cost-model.md); est. time is the cycles at the clock: line's frequency; sim wall is kpsim's own run time on this machine, not the kernel's: compare it only as a ratio within one run. "+retainedNote, " ")
 	return nil
 }
 
@@ -94,15 +90,9 @@ func signed(n int64) string {
 	return group(uint64(n))
 }
 
-func ratio(a, b float64) string {
-	if b == 0 {
-		if a == 0 {
-			return "-"
-		}
-		return "inf"
-	}
-	return strconv.FormatFloat(a/b, 'f', 2, 64) + "x"
-}
+// ratio is a/b for a table that needs no footnote: "-" when a side is
+// zero (see ratios), never "inf" or "0.00x".
+func ratio(a, b float64) string { return (&ratios{}).of(a, b) }
 
 func rejected(m map[string]int) string {
 	if len(m) == 0 {
