@@ -128,11 +128,14 @@ type jsonReport struct {
 	Runs        []jsonRun `json:"runs"`
 	// Sensitivity: --sensitivity's table, every priced weight.
 	Sensitivity *scenarios.SensitivityReport `json:"sensitivity,omitempty"`
+	// Ablation: --ablation's summary, one line per switch (the runs
+	// above hold every figure).
+	Ablation *scenarios.AblationSummary `json:"ablation_summary,omitempty"`
 }
 
 func jsonOf(r *scenarios.ManyReport) jsonReport {
 	out := jsonReport{Schema: scenarios.SchemaVersion, Meta: r.Meta, Scenario: r.Scenario, Kernel: r.Kernel, CPU: r.CPU, Weights: r.Weights, N: r.N, Via: r.Via, Params: r.Params, Runs: []jsonRun{},
-		Sensitivity: r.Sensitivity}
+		Sensitivity: r.Sensitivity, Ablation: scenarios.Ablation(r)}
 	if r.Meta != nil {
 		out.SwitchNotes = scenarios.SwitchNotes(r.Meta.Kernel.Generation, r.Runs)
 	}
