@@ -357,12 +357,14 @@ func phaseTable(w io.Writer, r *scenarios.ManyReport) {
 	withOps := len(r.Runs) <= 4
 	labels, units, rt := phaseUnits(r, withOps)
 	if withOps && !fits(labels, "phase", units) {
-		withOps = false
-		labels, units, rt = phaseUnits(r, withOps)
+		// Without the ops columns, do the runs fit side by side?
+		if l, u, t := phaseUnits(r, false); fits(l, "phase", u) {
+			withOps, labels, units, rt = false, l, u, t
+		}
 	}
-	title := "operations, and the task's estimated cycles and kernel time by phase (`perf stat CMD`)"
+	title := "operations, the task's estimated cycles and kernel time by phase (`perf stat CMD`)"
 	if !withOps {
-		title = "the task's estimated cycles and kernel time by phase (ops: --format json, csv or bench)"
+		title = "the task's estimated cycles and kernel time by phase (ops: json, csv, bench)"
 	}
 	renderGrouped(w, title, "phase", labels, units)
 	rt.footnote(w)
