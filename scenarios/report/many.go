@@ -80,7 +80,7 @@ func TableWith(w io.Writer, r *scenarios.ManyReport, o TableOptions) error {
 		remainderTable(w, r)
 	}
 	sensitivityTable(w, r)
-	decisionsTable(w, r)
+	decisionsTable(w, r, abl != nil && !o.Detail)
 	growthTable(w, r)
 	if abl == nil || o.Detail {
 		memoryTable(w, r)
@@ -152,14 +152,19 @@ func group(n uint64) string {
 // decisionsTable prints what the runs decided beyond the counts: probes on
 // ftrace, lines never attempted, and the refusals and non-optimizations by
 // deciding check. The reasons are the same in every run when the reasons
-// digests agree, so they print once.
-func decisionsTable(w io.Writer, r *scenarios.ManyReport) {
+// digests agree, so they print once; brief (an --ablation summary) prints
+// only the first run and those that differ from it.
+func decisionsTable(w io.Writer, r *scenarios.ManyReport, brief bool) {
 	base := r.Runs[0]
 	same := true
+	runs := []*scenarios.RunResult{base} // a new slice: r.Runs stays as it is
 	for _, run := range r.Runs[1:] {
-		same = same && run.WhyDigest == base.WhyDigest && run.Digest == base.Digest
+		differs := run.WhyDigest != base.WhyDigest || run.Digest != base.Digest
+		same = same && !differs
+		if differs || !brief {
+			runs = append(runs, run)
+		}
 	}
-	runs := r.Runs
 	if same {
 		runs = runs[:1]
 	}
