@@ -244,7 +244,7 @@ func ablationTable(w io.Writer, r *scenarios.ManyReport, a *scenarios.AblationSu
 	none, series := float64(a.NoneTaskCycles), float64(a.SeriesTaskCycles)
 	writeWrapped(w, fmt.Sprintf(" ablation summary, one line per switch (the task's cycles, `perf stat CMD`): none %s (%s est.), series %s (%s est.), none/series %s",
 		group(uint64(a.NoneTaskCycles)), estTime(clk.NS(none)), group(uint64(a.SeriesTaskCycles)), estTime(clk.NS(series)), rt.of(none, series)), "   ")
-	rows := [][]string{{"switch", "alone: Δ vs none", "none/alone", "decisions", "series run", "Δ vs series", "decisions"}}
+	rows := [][]string{{"switch", "alone vs none", "none/alone", "decisions", "series run", "vs series", "decisions"}}
 	var differ []string
 	for _, l := range a.Lines {
 		alone := float64(l.AloneTaskCycles)
@@ -284,7 +284,7 @@ func ablationTable(w io.Writer, r *scenarios.ManyReport, a *scenarios.AblationSu
 		}
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 	}
-	writeWrapped(w, " Δ: the task's estimated cycles against the run compared with (negative: cheaper). alone: the switch with what it needs (an iter-* switch with kprobe-tree, reservation-btree with every index). series run: the series without the switch, or with it for an alternative design; - for a switch outside the series.", " ")
+	writeWrapped(w, " vs none, vs series: Δ of the task's estimated cycles against that run (negative: cheaper). alone: the switch with what it needs (an iter-* switch with kprobe-tree, reservation-btree with every index). series run: the series without the switch, or with it for an alternative design; - for a switch outside the series.", " ")
 	rt.footnote(w)
 	if len(differ) > 0 {
 		writeWrapped(w, fmt.Sprintf(" DECISIONS DIFFER in %d runs: %s. A switch must change only what the checks cost, never a decision: a behaviour bug (--probes FILE per run shows which probe).", len(differ), strings.Join(differ, ", ")), " ")

@@ -91,7 +91,7 @@ func SweepTable(w io.Writer, s *scenarios.Sweep) error {
 		pp.cells = append(pp.cells, "")
 		units = append(units, unit{name: run.Name, cols: []col{tc, tt, c, pp}})
 	}
-	renderGrouped(w, "estimated cycles: the task's (and its est. kernel time) and every context's (exponent: log-log slope)", "N", labels, units)
+	renderGrouped(w, "estimated cycles of the task (and its kernel time) and of every context; exponent: log-log slope", "N", labels, units)
 	for _, run := range s.Runs {
 		fmt.Fprintln(w)
 		f := run.Fits["total"]

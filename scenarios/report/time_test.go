@@ -217,7 +217,7 @@ func TestAblationSummary(t *testing.T) {
 		}
 		var lines []string
 		for _, l := range strings.Split(blocks[1], "\n") {
-			if strings.HasPrefix(l, " Δ:") {
+			if strings.HasPrefix(l, " vs none, vs series:") {
 				break // the notes under the table
 			}
 			if f := strings.Fields(l); len(f) > 0 && !strings.Contains(l, ":") && f[0] != "switch" && !strings.HasPrefix(l, "   ") {
