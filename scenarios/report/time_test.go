@@ -264,15 +264,6 @@ func TestAblationSummary(t *testing.T) {
 	}
 }
 
-func slicesContains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 // TestNoMapLiterals: no report prints a Go map literal (params,
 // errors, paths): maps print as sorted key=value lists.
 func TestNoMapLiterals(t *testing.T) {
