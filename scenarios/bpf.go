@@ -21,10 +21,6 @@ import (
 	"github.com/kpsim/kpsim/sim"
 )
 
-// CyclesPerMS converts estimated cycles to milliseconds at the reference
-// clock every weight was measured at (2.6 GHz).
-const CyclesPerMS = 2.6e6
-
 // BPFOptions are what every BPF scenario's kernel takes. The generation
 // is the image's (image.Kernel.Config.Gen): bpf, ftrace and fprobe follow
 // it.
@@ -34,6 +30,10 @@ type BPFOptions struct {
 	// PossibleCPUs is num_possible_cpus() (rethook node preallocation),
 	// and num_online_cpus() too: every text_poke_sync IPIs them.
 	PossibleCPUs int
+	// Clock converts the runs' estimated cycles to the reports'
+	// estimated milliseconds (ClockFor; the zero Clock is the reference
+	// clock).
+	Clock Clock
 	// Jobs is how many independent runs (switch sets, forms, variants)
 	// run at once (0: GOMAXPROCS; 1: one after another). Each boots its
 	// own kernel on the shared image, so the report is the same for
@@ -264,7 +264,7 @@ type StageRow struct {
 }
 
 // stages renders the counters' phases that have counts, in phase order.
-func stages(c *sim.Counters, costs *sim.CostTable, skip map[sim.Phase]bool) []StageRow {
+func stages(c *sim.Counters, costs *sim.CostTable, clk Clock, skip map[sim.Phase]bool) []StageRow {
 	var out []StageRow
 	perPhase := map[sim.Phase]map[string]uint64{}
 	for _, nz := range c.NonZero() {
@@ -280,7 +280,7 @@ func stages(c *sim.Counters, costs *sim.CostTable, skip map[sim.Phase]bool) []St
 		}
 		row := StageRow{Phase: name, Ops: perPhase[p]}
 		row.Cycles = costs.PhaseCycles(c, p)
-		row.MS = row.Cycles / CyclesPerMS
+		row.MS = clk.MS(row.Cycles)
 		out = append(out, row)
 	}
 	return out

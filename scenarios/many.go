@@ -931,38 +931,6 @@ func whyDigest(rs []ProbeResult) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// AblationSpecs returns the runs --ablation adds: every switch alone (an
-// iterator switch with the kprobe-tree it needs) and, for the series'
-// switches, the series minus that switch (minus kprobe-tree drops the
-// iterators too); then every alternative design on top of the series.
-func AblationSpecs() []RunSpec {
-	var out []RunSpec
-	for _, s := range sim.AllSwitches() {
-		set := s.Closure()
-		name := set.Name()
-		if len(s.Rules().RequiresAny) > 0 {
-			name = s.String() + "+indexes" // every index it can change
-		}
-		out = append(out, RunSpec{Name: name, Switches: set})
-	}
-	for _, s := range sim.PresetSeries.Set.List() {
-		set := sim.PresetSeries.Set.Without(s)
-		for _, d := range s.Dependents().List() {
-			set = set.Without(d)
-		}
-		out = append(out, RunSpec{Name: "series-" + s.String(), Switches: set})
-	}
-	// The alternative designs alone (above) and on top of the series.
-	for _, s := range sim.DesignSwitches() {
-		set := sim.PresetSeries.Set.With(s)
-		if set.Validate() != nil {
-			continue
-		}
-		out = append(out, RunSpec{Name: set.Name(), Switches: set})
-	}
-	return out
-}
-
 // SameDecisions reports the first probe whose outcome differs between two runs.
 func SameDecisions(a, b *RunResult) (int, bool) {
 	if len(a.Results) != len(b.Results) {

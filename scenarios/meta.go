@@ -156,6 +156,9 @@ type CostInfo struct {
 	SHA256    string `json:"sha256,omitempty"`
 	Overrides int    `json:"overrides"` // weights the file set
 	Regime    string `json:"regime,omitempty"`
+	// Clock converts the weights' cycles to estimated kernel time
+	// (ClockFor: the weights' clock or --ghz).
+	Clock Clock `json:"clock"`
 }
 
 // Line is the report header's line: "costs:   " and the one-line form.
@@ -263,8 +266,9 @@ func (m *Meta) Lines() []string {
 		"version: " + m.Kpsim.String(),
 		"kernel:  " + m.Kernel.String(),
 		m.Costs.Line(),
+		"clock:   " + m.Costs.Clock.Line(),
 		"faults:  " + faults,
-		"cpu:     weights assume " + m.CPU + "; wall time on " + m.Host,
+		"cpu:     weights assume " + m.CPU + "; sim wall (kpsim's own run time, not the kernel's) on " + m.Host,
 	}
 }
 

@@ -157,7 +157,7 @@ func RunSession(k *image.Kernel, o SessionOptions, costs *sim.CostTable) (*BPFRe
 			}
 			res = append(res, ar)
 		}
-		run := finishRun(spec, c, costs, res, time.Since(start))
+		run := finishRun(spec, c, costs, o.BPF.Clock, res, time.Since(start))
 		if spec.Name == "pairs" {
 			run.Group = "pairs"
 		}
@@ -201,14 +201,14 @@ func errName(err error) (name, why string) {
 	return "-" + e.Name(), why
 }
 
-func finishRun(spec RunSpec, c *sim.Counters, costs *sim.CostTable, res []attachResult, wall time.Duration) *BPFRunReport {
+func finishRun(spec RunSpec, c *sim.Counters, costs *sim.CostTable, clk Clock, res []attachResult, wall time.Duration) *BPFRunReport {
 	run := &BPFRunReport{Name: spec.Name, Switches: spec.Switches.Names(), Errors: map[string]int{}, Paths: map[string]int{},
 		WallNS: wall.Nanoseconds(), results: res}
-	run.Stages = stages(c, costs, map[sim.Phase]bool{machine.PhaseBoot: true})
+	run.Stages = stages(c, costs, clk, map[sim.Phase]bool{machine.PhaseBoot: true})
 	for _, s := range run.Stages {
 		run.Cycles += s.Cycles
 	}
-	run.MS = run.Cycles / CyclesPerMS
+	run.MS = clk.MS(run.Cycles)
 	run.Attaches = len(res)
 	if len(res) > 0 {
 		run.PerAttach = run.MS / float64(len(res))
@@ -322,7 +322,7 @@ func RunMulti(k *image.Kernel, o SessionOptions, costs *sim.CostTable) (*BPFRepo
 		} else {
 			ar.Addrs, ar.Path = r.lastLinkAddrs(), l.Path
 		}
-		run := finishRun(RunSpec{Name: spec.Name + " " + form, Switches: spec.Switches}, c, costs, []attachResult{ar}, time.Since(start))
+		run := finishRun(RunSpec{Name: spec.Name + " " + form, Switches: spec.Switches}, c, costs, o.BPF.Clock, []attachResult{ar}, time.Since(start))
 		run.Group = form
 		out[i] = run
 		return nil

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/kpsim/kpsim/internal/input"
@@ -167,6 +169,32 @@ func addCostFlags(fs interface {
 		regime: fs.String("cost-regime", defRegime, "built-in weights: hot (a few items repeated), cold (distinct items per call) or documented (the registered defaults); default "+defRegime+": "+why),
 		file:   fs.String("costs", "", "cost file (OP CYCLES per line, as kpsim calibrate writes) overriding the --cost-regime weights"),
 	}
+}
+
+// ghzFlag is --ghz: the clock that turns estimated cycles into estimated
+// kernel time in every report of the commands that price attaches (run
+// many, sweep, report, the BPF commands).
+type ghzFlag struct {
+	fs  *flag.FlagSet
+	ghz float64
+}
+
+func addGHzFlag(fs *flag.FlagSet) *ghzFlag {
+	g := &ghzFlag{fs: fs}
+	fs.Float64Var(&g.ghz, "ghz", 0, "clock in GHz that converts estimated cycles to estimated kernel time (default: the clock the weights were converted at, from the cost profile's clock header, else the registered weights' 2.6 GHz reference machine; the report's clock: line says which)")
+	return g
+}
+
+// clock is the clock of costs, or --ghz when given (above 0 and finite,
+// else a usage error): one conversion for every command
+// (scenarios.ClockFor).
+func (g *ghzFlag) clock(costs *sim.CostTable) (scenarios.Clock, error) {
+	set := false
+	g.fs.Visit(func(f *flag.Flag) { set = set || f.Name == "ghz" })
+	if set && !(g.ghz > 0 && !math.IsInf(g.ghz, 0)) {
+		return scenarios.Clock{}, usagef("--ghz: want a clock frequency in GHz above 0, got %v", g.ghz)
+	}
+	return scenarios.ClockFor(costs, g.ghz), nil
 }
 
 // load returns the cost table the flags select, warning on stderr when a

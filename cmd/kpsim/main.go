@@ -6,7 +6,7 @@
 //
 //	kpsim image  [image flags] [--format table|json]
 //	kpsim decode [image flags] [--func NAME | --all] [--summary]
-//	kpsim run many [image flags] [--n N] [--patches LIST]... [--ablation] [--format table|json|csv] [--out FILE]
+//	kpsim run many [image flags] [--n N] [--patches LIST]... [--ablation [--detail]] [--ghz F] [--format table|json|csv|bench] [--out FILE]
 //	kpsim calibrate [--out FILE] [--cc CC] [--regime hot|cold|both] [--quick]
 //	kpsim cache list|size|clean [--older-than DURATION] [--all] [--max SIZE]
 //	kpsim list

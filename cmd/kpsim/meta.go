@@ -72,7 +72,7 @@ func costsInfo(costs *sim.CostTable, costFile string) (scenarios.CostInfo, error
 // the file and where it was calibrated) and, for a file, how many weights
 // its lines set.
 func costInfo(costs *sim.CostTable, costFile string) scenarios.CostInfo {
-	ci := scenarios.CostInfo{File: costFile}
+	ci := scenarios.CostInfo{File: costFile, Clock: scenarios.ClockFor(costs, 0)}
 	if costs != nil {
 		ci.Regime = costs.Describe()
 		for i := range sim.Ops() {

@@ -81,7 +81,7 @@ func TestReportHTMLRendersInChromium(t *testing.T) {
 
 func TestReportMarkdown(t *testing.T) {
 	md := writeReport(t, "r.md", "--n", "200")
-	for _, want := range []string{"# kpsim: 200 probes", "| run | ops | task cycles |", "| none |", "| series |", "kernel text sha256", "## The task's estimated cycles by phase", "system cycles"} {
+	for _, want := range []string{"# kpsim: 200 probes", "| run | ops | task cycles |", "| none |", "| series |", "kernel text sha256", "## The task's estimated cycles and kernel time by phase", "sim wall", "task time (est.)", "system cycles"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q", want)
 		}

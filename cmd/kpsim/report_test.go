@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/kpsim/kpsim/scenarios"
 	"github.com/kpsim/kpsim/scenarios/report"
@@ -145,16 +146,16 @@ func TestReportJSONPhases(t *testing.T) {
 }
 
 // TestReportTableWidth: the table fits 100 columns, keeps its per-phase
-// table with many runs (in groups), and ablation shows series/run.
+// table with many runs (in groups), and ablation --detail shows series/run.
 func TestReportTableWidth(t *testing.T) {
-	for _, args := range [][]string{{}, {"--ablation", "--batch-report", "100"}, {"--image-probes", "200", "--mixed", "--via", "register_kprobe"}} {
+	for _, args := range [][]string{{}, {"--ablation", "--detail", "--batch-report", "100"}, {"--image-probes", "200", "--mixed", "--via", "register_kprobe"}} {
 		out, errs, code := runKpsim(append(append([]string{"run", "many"}, args...), smallRun...)...)
 		if code != 0 {
 			t.Fatalf("%v: %s", args, errs)
 		}
 		for i, l := range strings.Split(out, "\n") {
-			if len(l) > report.TableWidth {
-				t.Errorf("%v: line %d is %d columns: %q", args, i+1, len(l), l)
+			if n := utf8.RuneCountInString(l); n > report.TableWidth {
+				t.Errorf("%v: line %d is %d columns: %q", args, i+1, n, l)
 			}
 		}
 		if !strings.Contains(out, "by phase") || !strings.Contains(out, "safety.jump_label") {
@@ -165,8 +166,8 @@ func TestReportTableWidth(t *testing.T) {
 				t.Errorf("ablation: per-phase table not grouped or no series/run column")
 			}
 			// Every run appears in the phase tables.
-			if strings.Count(out, "estimated cycles by phase") < 3 {
-				t.Errorf("ablation: %d phase-table groups", strings.Count(out, "estimated cycles by phase"))
+			if strings.Count(out, "estimated cycles and kernel time by phase") < 3 {
+				t.Errorf("ablation: %d phase-table groups", strings.Count(out, "estimated cycles and kernel time by phase"))
 			}
 		}
 	}
@@ -183,7 +184,7 @@ func TestReportCSV(t *testing.T) {
 	for i, h := range rows[0] {
 		idx[h] = i
 	}
-	for _, c := range []string{"run", "phase", "counter", "count", "est_cycles", "wall_ns", "registered", "rejected_EINVAL", "decisions_digest", "kpsim", "kernel", "kernel_sha256", "costs", "faults"} {
+	for _, c := range []string{"run", "phase", "counter", "count", "est_cycles", "est_kernel_ns", "sim_wall_ns", "registered", "rejected_EINVAL", "decisions_digest", "kpsim", "kernel", "kernel_sha256", "costs", "faults"} {
 		if _, ok := idx[c]; !ok {
 			t.Errorf("no column %s in %v", c, rows[0])
 		}

@@ -95,13 +95,15 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 	probes := fs.String("probes", "", "write one line per target to FILE (- for stdout, with --out FILE for the report): target, address, symbol+offset, result, state and the deciding check (TSV; JSON lines with --format json)")
 	var patches patchList
 	fs.Var(&patches, "patches", "a run: a preset (none, series, all) or comma-separated switches; repeatable (default: none and series)")
-	ablation := fs.Bool("ablation", false, "add, for every switch, a run with it alone and a run with the series minus it")
+	ablation := fs.Bool("ablation", false, "add, for every switch, a run with it alone and a run with the series minus it; the table starts with a summary, one line per switch (--detail adds the per-phase and per-run tables)")
+	detail := fs.Bool("detail", false, "with --ablation and --format table: also print the per-phase, per-context and per-run tables of every run (json, csv and bench hold them anyway)")
 	designs := fs.Bool("compare-designs", false, "run upstream, the series and the alternative designs (bigger hash, rhashtable, B-trees) side by side")
 	format := fs.String("format", "table", "output: table, json, csv or bench (Go benchmark format for benchstat: -col /patches)")
 	out := fs.String("out", "", "write the report to this file (written whole or not at all; - is stdout; refused if it is an input file, another output, read-only or a device that takes no write)")
 	faults := fs.String("faults", "", "fault injection: POINT or POINT@N, comma-separated (kpsim list shows the points)")
 	fs.IntVar(&o.Jobs, "jobs", 0, "runs to run at once (default: all cores, GOMAXPROCS; 1 runs them one after another); counts and digests are the same for every value")
 	cf := addCostFlags(fs, "cold", "registration probes distinct functions")
+	ghz := addGHzFlag(fs)
 	sens := fs.Bool("sensitivity", false, "add a sensitivity table: how the headline ratio (the first run's task cycles over the series run's) moves as each weight crosses its documented range, and its range with every weight free at once (table and json formats)")
 	if err := parseImageFlags(fs, imf, args, stdout, nil); err != nil {
 		return err
@@ -141,6 +143,9 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 	case "table", "json", "csv", "bench":
 	default:
 		return usagef("--format: want table, json, csv or bench, got %q", *format)
+	}
+	if *detail && (!*ablation || *format != "table") {
+		return usagef("--detail: applies to --ablation with --format table (the other reports hold every table already)")
 	}
 	if *sens && (*format == "csv" || *format == "bench" || *designs) {
 		return usagef("--sensitivity: shown by --format table and json, not by --format %s%s", *format, map[bool]string{true: " or --compare-designs"}[*designs])
@@ -182,6 +187,10 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 		return usagef("--faults: %s", err.Error())
 	}
 	costs, err := cf.load(stderr, "run many")
+	if err != nil {
+		return err
+	}
+	clock, err := ghz.clock(costs)
 	if err != nil {
 		return err
 	}
@@ -250,6 +259,7 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 	if rep.Meta, err = reportMeta(fs, imf, setup.Kernel, costs, *cf.file, *faults, "run many", args); err != nil {
 		return err
 	}
+	rep.Meta.Costs.Clock = clock
 	if *sens {
 		alts, err := regimeTables()
 		if err != nil {
@@ -274,7 +284,7 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 			if *designs {
 				err = report.DesignTable(w, rep)
 			} else {
-				err = report.Table(w, rep)
+				err = report.TableWith(w, rep, report.TableOptions{Detail: *detail})
 			}
 		}
 		if err != nil || probeSink == nil {

@@ -25,6 +25,7 @@ type bpfFlags struct {
 	format  string
 	out     string
 	cf      *costFlags
+	ghz     *ghzFlag
 	cmd     string
 	jobs    int
 	jobsSet func() bool
@@ -59,6 +60,7 @@ func addBPFFlags(fs *flag.FlagSet, args []string) *bpfFlags {
 	fs.StringVar(&f.format, "format", "table", "output: table or json")
 	fs.StringVar(&f.out, "out", "", "write the report to this file (written whole or not at all; - is stdout; refused if it is an input file, another output, read-only or a device that takes no write)")
 	f.cf = addCostFlags(fs, "cold", bpfRegimeWhy)
+	f.ghz = addGHzFlag(fs)
 	fs.IntVar(&f.jobs, "jobs", 0, "independent runs (switch sets, forms, kallsyms variants) to run at once (default: all cores; 1: one after another); the report is the same for every value")
 	f.jobsSet = func() bool {
 		set := false
@@ -97,6 +99,10 @@ func (f *bpfFlags) options(defaults []string, stderr io.Writer) (scenarios.BPFOp
 	if f.costInfo, err = costsInfo(costs, *f.cf.file); err != nil {
 		return o, nil, nil, err
 	}
+	if f.costInfo.Clock, err = f.ghz.clock(costs); err != nil {
+		return o, nil, nil, err
+	}
+	o.Clock = f.costInfo.Clock
 	ps := []string(f.patches)
 	if len(ps) == 0 {
 		ps = defaults

@@ -85,7 +85,7 @@ func TestRunSessionFprobeOff(t *testing.T) {
 	// -EINVAL before the CONFIG_FPROBE stub; --bpf-kernel 6.1 agrees with
 	// the image.
 	out = mustKpsim(t, append([]string{"run", "session", "--programs", "3", "--kconfig", "FPROBE=n", "--bpf-kernel", "6.1", "--patches", "libbpf-exact-syms"}, small...)...)
-	if !strings.Contains(out, "-EINVAL:3") || !strings.Contains(out, "generation 6.1") {
+	if !strings.Contains(out, "-EINVAL=3") || !strings.Contains(out, "generation 6.1") {
 		t.Errorf("want 3 -EINVAL on generation 6.1:\n%s", out)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/scenarios"
@@ -19,10 +18,12 @@ func BPFTable(w io.Writer, rep *scenarios.BPFReport) error {
 	for _, k := range []string{"libbpf", "kernel", "fprobe", "fprobe_y", "kconfig"} {
 		fmt.Fprintf(w, " %-9s %s\n", k+":", rep.Model[k])
 	}
-	fmt.Fprintf(w, " params:   %v\n", rep.Params)
+	fmt.Fprintf(w, " params:   %s\n", kvList(rep.Params, " "))
 	WriteWeights(w, rep.Costs, rep.Weights)
 	scopeLines(w, rep.Includes, rep.NotModelled, rep.Excluded)
-	fmt.Fprintf(w, " cycles at the weights' reference clock; ms = cycles / 2.6e6\n\n")
+	clk := rep.Costs.Clock.Or()
+	writeWrapped(w, " ms: "+clk.Line(), "     ")
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "stage\t")
 	for _, r := range rep.Runs {
@@ -48,7 +49,7 @@ func BPFTable(w io.Writer, rep *scenarios.BPFReport) error {
 					cyc = s.Cycles
 				}
 			}
-			fmt.Fprintf(tw, "%s\t%.3f\t%.4f\t", group(uint64(cyc)), cyc/scenarios.CyclesPerMS, cyc/scenarios.CyclesPerMS/float64(max(r.Attaches, 1)))
+			fmt.Fprintf(tw, "%s\t%.3f\t%.4f\t", group(uint64(cyc)), clk.MS(cyc), clk.MS(cyc)/float64(max(r.Attaches, 1)))
 		}
 		fmt.Fprintln(tw)
 	}
@@ -70,8 +71,8 @@ func BPFTable(w io.Writer, rep *scenarios.BPFReport) error {
 		if r.Group == "pairs" {
 			same = "(2 perf events per function: own group)"
 		}
-		fmt.Fprintf(w, " %-40s attaches %d ok %d errors %v paths %v wall %v digest %s %s\n", r.Name, r.Attaches, r.OK,
-			r.Errors, r.Paths, time.Duration(r.WallNS).Round(time.Millisecond), r.Digest[:12], same)
+		fmt.Fprintf(w, " %-40s attaches %d ok %d errors %s paths %s sim wall %s digest %s %s\n", r.Name, r.Attaches, r.OK,
+			orNone(kvList(r.Errors, ",")), orNone(kvList(r.Paths, ",")), simWall(r.WallNS), r.Digest[:12], same)
 		for _, ch := range r.Changed {
 			fmt.Fprintf(w, "     changed: %s\n", ch)
 		}
@@ -92,15 +93,16 @@ func BPFTable(w io.Writer, rep *scenarios.BPFReport) error {
 func CrossoverTable(w io.Writer, rep *scenarios.CrossoverReport) error {
 	fmt.Fprintf(w, " kpsim run crossover on %s (%d kallsyms symbols)\n", label(rep.Kernel, rep.Release, rep.Generation), rep.Symbols)
 	WriteWeights(w, rep.Costs, rep.Weights)
-	fmt.Fprintf(w, " lookups = K × (kallsyms_lookup_name + ftrace_location); walk = ftrace_lookup_symbols(K sorted names); ms = cycles / 2.6e6\n\n")
-	fmt.Fprintf(w, " lookups = K × (kallsyms_lookup_name + ftrace_location); walk = ftrace_lookup_symbols(K sorted names); ms = cycles / 2.6e6\n")
+	clk := rep.Costs.Clock.Or()
+	fmt.Fprintf(w, " lookups = K × (kallsyms_lookup_name + ftrace_location); walk = ftrace_lookup_symbols(K sorted names)\n")
+	writeWrapped(w, " ms: "+clk.Line(), "     ")
 	scopeLines(w, rep.Includes, rep.NotModelled, rep.Excluded)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "variant\tK\tlookups cycles\tms\twalk cycles\tms\tvisited\twinner\t")
 	for _, r := range rep.Rows {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%s\t%.3f\t%d\t%s\t\n", r.Variant, r.K, group(uint64(r.LookupCyc)), r.LookupCyc/scenarios.CyclesPerMS,
-			group(uint64(r.WalkCyc)), r.WalkCyc/scenarios.CyclesPerMS, r.WalkVisited, r.Winner)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%s\t%.3f\t%d\t%s\t\n", r.Variant, r.K, group(uint64(r.LookupCyc)), clk.MS(r.LookupCyc),
+			group(uint64(r.WalkCyc)), clk.MS(r.WalkCyc), r.WalkVisited, r.Winner)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -142,7 +144,10 @@ func TracingMultiTable(w io.Writer, rep *scenarios.TracingMultiReport) error {
 	if len(rep.Assumptions) > 0 {
 		fmt.Fprintf(w, " assumptions: %s\n", strings.Join(rep.Assumptions, "; "))
 	}
-	fmt.Fprintf(w, " cycles per function by component (link: once per attach, over K); ms = cycles / 2.6e6\n\n")
+	clk := rep.Costs.Clock.Or()
+	fmt.Fprintf(w, " cycles per function by component (link: once per attach, over K)\n")
+	writeWrapped(w, " ms: "+clk.Line(), "     ")
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "variant\t")
 	if len(rep.Rows) > 0 {
@@ -160,7 +165,7 @@ func TracingMultiTable(w io.Writer, rep *scenarios.TracingMultiReport) error {
 		if r.Share != nil {
 			share = fmt.Sprintf("%.1f%%", 100**r.Share)
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%s\t\n", group(uint64(r.PerFunc+0.5)), r.TotalCyc/scenarios.CyclesPerMS, share)
+		fmt.Fprintf(tw, "%s\t%.2f\t%s\t\n", group(uint64(r.PerFunc+0.5)), clk.MS(r.TotalCyc), share)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -191,4 +196,12 @@ func label(name, release, gen string) string {
 		return name
 	}
 	return fmt.Sprintf("%s (%s)", name, image.ReleaseLine(release, gen))
+}
+
+// orNone is s, or "none" when s is empty.
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }

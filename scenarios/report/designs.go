@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -72,7 +73,8 @@ func DesignTable(w io.Writer, r *scenarios.ManyReport) error {
 	for _, ph := range vary {
 		fmt.Fprintf(tw, "%s\t", ph)
 	}
-	fmt.Fprintf(tw, "same\test. cycles\t%s/run\tops\tprobe index B\treservation B\tdecisions\t\n", base.Name)
+	clk := clockOf(r.Meta)
+	fmt.Fprintf(tw, "same\test. cycles\test. time\t%s/run\tops\tprobe index B\treservation B\tdecisions\t\n", base.Name)
 	for _, run := range r.Runs {
 		fmt.Fprintf(tw, "%s\t", run.Name)
 		for _, ph := range vary {
@@ -90,11 +92,11 @@ func DesignTable(w io.Writer, r *scenarios.ManyReport) error {
 		if pk := run.KernelMem["kprobe.rhashtable.peak_bytes"]; pk > 0 {
 			idx += fmt.Sprintf(" (peak %s)", group(uint64(pk)))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s %s\t\n", mcyc(s), mcyc(run.EstCycles), ratio(base.EstCycles, run.EstCycles),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s %s\t\n", mcyc(s), mcyc(run.EstCycles), estTime(clk.NS(run.EstCycles)), ratio(base.EstCycles, run.EstCycles),
 			group(run.TotalOps), idx, group(uint64(reservationBytes(run))), run.Digest[:12], mark)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\n Cycles in millions (counts x weights, kpsim list). \"same\": the phases every design spends alike (%s).\n", strings.Join(same, ", "))
+	fmt.Fprintf(w, "\n Cycles in millions (counts x weights, kpsim list); est. time: the cycles at %s GHz (%s). \"same\": the phases every design spends alike (%s).\n", strconv.FormatFloat(clk.GHz, 'g', -1, 64), clk.Source, strings.Join(same, ", "))
 	fmt.Fprintln(w, " probe index B: kprobe_table heads or the rhashtable (peak: old and new table during a rehash), plus the tree (rb_node per entry or B-tree nodes).")
 	fmt.Fprintln(w, " reservation B: the late-init static-call, jump-label, bug and blacklist indexes (sorted arrays, or B-trees with reservation-btree).")
 	for _, run := range r.Runs[1:] {

@@ -69,13 +69,14 @@ func (d *Document) build() (*docData, error) {
 			docRow{"costs", []string{m.Costs.String()}},
 			docRow{"weights", []string{r.Weights}},
 			docRow{"faults", []string{faults}},
+			docRow{"clock", []string{m.Costs.Clock.Line()}},
 			docRow{"cpu assumed", []string{m.CPU}},
-			docRow{"wall time on", []string{m.Host}},
+			docRow{"sim wall on", []string{m.Host + " (kpsim's own run time, not the kernel's)"}},
 			docRow{"command", []string{strings.Join(m.Command, " ")}},
 		)
 	}
 	for _, k := range sortedKeys(r.Params) {
-		dd.Params = append(dd.Params, docRow{k, []string{fmt.Sprint(r.Params[k])}})
+		dd.Params = append(dd.Params, docRow{k, []string{kvValue(r.Params[k])}})
 	}
 	if len(r.Runs) == 0 {
 		return dd, nil
@@ -83,30 +84,31 @@ func (d *Document) build() (*docData, error) {
 	base, series := r.Runs[0], seriesRun(r)
 	// Summary: one row per run.
 	sum := docTable{Title: fmt.Sprintf("Runs at N = %d (task: the registering task's cycles, what perf stat CMD counts; system: every context's, perf stat -a)", r.N),
-		Head: []string{"run", "ops", "task cycles", base.Name + "/run (task)"}}
+		Head: []string{"run", "ops", "task cycles", "task time (est.)", base.Name + "/run (task)"}}
 	if series != nil {
 		sum.Head = append(sum.Head, "series/run (task)")
 	}
-	sum.Head = append(sum.Head, "system cycles", base.Name+"/run (system)", "wall", "registered", "optimized", "rejected", "not attempted", "decisions digest")
+	clk := clockOf(r.Meta)
+	sum.Head = append(sum.Head, "system cycles", "system time (est.)", base.Name+"/run (system)", "sim wall", "registered", "optimized", "rejected", "not attempted", "decisions digest")
 	for _, run := range r.Runs {
-		c := []string{group(run.TotalOps), group(uint64(scenarios.Cycles(run.TaskCycles))), ratio(base.TaskCycles, run.TaskCycles)}
+		c := []string{group(run.TotalOps), group(uint64(scenarios.Cycles(run.TaskCycles))), estTime(clk.NS(run.TaskCycles)), ratio(base.TaskCycles, run.TaskCycles)}
 		if series != nil {
 			c = append(c, ratio(series.TaskCycles, run.TaskCycles))
 		}
-		c = append(c, group(uint64(scenarios.Cycles(run.EstCycles))), ratio(base.EstCycles, run.EstCycles))
+		c = append(c, group(uint64(scenarios.Cycles(run.EstCycles))), estTime(clk.NS(run.EstCycles)), ratio(base.EstCycles, run.EstCycles))
 		same := "= " + base.Name
 		if run.Digest != base.Digest {
 			same = "DIFFERENT"
 		}
-		c = append(c, fmtWall(run.WallNS), strconv.Itoa(run.Registered), strconv.Itoa(run.Optimized), rejected(run.Rejected),
+		c = append(c, simWall(run.WallNS), strconv.Itoa(run.Registered), strconv.Itoa(run.Optimized), rejected(run.Rejected),
 			strconv.Itoa(run.NotTried), run.Digest[:16]+" "+same)
 		sum.Rows = append(sum.Rows, docRow{run.Name, c})
 	}
 	dd.Tables = append(dd.Tables, sum)
 	// Per phase: cycles per run and the ratio to the first run.
-	ph := docTable{Title: fmt.Sprintf("The task's estimated cycles by phase at N = %d (perf stat CMD)", r.N), Head: []string{"phase"}}
+	ph := docTable{Title: fmt.Sprintf("The task's estimated cycles and kernel time by phase at N = %d (perf stat CMD)", r.N), Head: []string{"phase"}}
 	for _, run := range r.Runs {
-		ph.Head = append(ph.Head, run.Name)
+		ph.Head = append(ph.Head, run.Name, "time")
 		if run != base {
 			ph.Head = append(ph.Head, base.Name+"/"+run.Name)
 		}
@@ -118,7 +120,7 @@ func (d *Document) build() (*docData, error) {
 			if name == "total" {
 				v, b = run.TaskCycles, base.TaskCycles
 			}
-			row.Cells = append(row.Cells, group(uint64(scenarios.Cycles(v))))
+			row.Cells = append(row.Cells, group(uint64(scenarios.Cycles(v))), estTime(clk.NS(v)))
 			if run != base {
 				row.Cells = append(row.Cells, ratio(b, v))
 			}
@@ -174,14 +176,10 @@ func (d *Document) build() (*docData, error) {
 	dd.Text = txt.String()
 	dd.Notes = []string{
 		"Counts are exact and repeatable: the same command prints the same counts.",
-		"Cycles are counts × weights (docs/cost-model.md); wall time is the measuring machine's, compare it only as a ratio within one run.",
+		"Cycles are counts × weights (docs/cost-model.md); est. kernel time is the cycles at the clock named above. Sim wall is kpsim's own run time on the measuring machine, not the kernel's: compare it only as a ratio within one run.",
 		retainedNote,
 	}
 	return dd, nil
-}
-
-func fmtWall(ns int64) string {
-	return strconv.FormatFloat(float64(ns)/1e6, 'f', 0, 64) + " ms"
 }
 
 var htmlDoc = template.Must(template.New("doc").Parse(`<!DOCTYPE html>

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/scenarios"
@@ -54,10 +56,15 @@ type jsonPhase struct {
 	EstCycles int64  `json:"est_cycles"`
 	// TaskCycles is the registering task's share (`perf stat CMD`);
 	// ByContext splits EstCycles by context (non-zero contexts only).
-	TaskCycles int64             `json:"task_est_cycles"`
-	ByContext  map[string]int64  `json:"est_cycles_by_context,omitempty"`
-	WallNS     int64             `json:"wall_ns"`
-	Counts     map[string]uint64 `json:"counts"`
+	TaskCycles int64            `json:"task_est_cycles"`
+	ByContext  map[string]int64 `json:"est_cycles_by_context,omitempty"`
+	// EstNS and TaskNS are EstCycles and TaskCycles as estimated kernel
+	// time at the report's clock (meta.costs.clock).
+	EstNS  int64 `json:"est_kernel_ns"`
+	TaskNS int64 `json:"task_est_kernel_ns"`
+	// WallNS is kpsim's own run time (sim wall), not the kernel's.
+	WallNS int64             `json:"wall_ns"`
+	Counts map[string]uint64 `json:"counts"`
 }
 
 // jsonWait is the time one op's counts keep a context waiting.
@@ -94,11 +101,15 @@ type jsonRun struct {
 	ByContext  map[string]int64    `json:"est_cycles_by_context,omitempty"`
 	Waits      []jsonWait          `json:"waits,omitempty"`
 	TopOps     []scenarios.OpShare `json:"top_ops,omitempty"`
-	WallNS     int64               `json:"wall_ns"`
-	Retained   uint64              `json:"sim_retained_bytes"`
-	Phases     []jsonPhase         `json:"phases"`
-	KernelMem  map[string]int64    `json:"kernel_bytes"`
-	Growth     []*scenarios.Growth `json:"growth,omitempty"`
+	// EstNS and TaskNS: the cycles as estimated kernel time (meta.costs.clock).
+	EstNS  int64 `json:"est_kernel_ns"`
+	TaskNS int64 `json:"task_est_kernel_ns"`
+	// WallNS is kpsim's own run time (sim wall), not the kernel's.
+	WallNS    int64               `json:"wall_ns"`
+	Retained  uint64              `json:"sim_retained_bytes"`
+	Phases    []jsonPhase         `json:"phases"`
+	KernelMem map[string]int64    `json:"kernel_bytes"`
+	Growth    []*scenarios.Growth `json:"growth,omitempty"`
 }
 
 type jsonReport struct {
@@ -117,16 +128,22 @@ type jsonReport struct {
 	Runs        []jsonRun `json:"runs"`
 	// Sensitivity: --sensitivity's table, every priced weight.
 	Sensitivity *scenarios.SensitivityReport `json:"sensitivity,omitempty"`
+	// Ablation: --ablation's summary, one line per switch (the runs
+	// above hold every figure).
+	Ablation *scenarios.AblationSummary `json:"ablation_summary,omitempty"`
 }
 
 func jsonOf(r *scenarios.ManyReport) jsonReport {
 	out := jsonReport{Schema: scenarios.SchemaVersion, Meta: r.Meta, Scenario: r.Scenario, Kernel: r.Kernel, CPU: r.CPU, Weights: r.Weights, N: r.N, Via: r.Via, Params: r.Params, Runs: []jsonRun{},
-		Sensitivity: r.Sensitivity}
+		Sensitivity: r.Sensitivity, Ablation: scenarios.Ablation(r)}
 	if r.Meta != nil {
 		out.SwitchNotes = scenarios.SwitchNotes(r.Meta.Kernel.Generation, r.Runs)
 	}
+	clk := clockOf(r.Meta)
+	ns := func(cyc float64) int64 { return int64(math.Round(clk.NS(cyc))) }
 	for _, run := range r.Runs {
 		jr := jsonRun{RunOutcome: run.RunOutcome, EstCycles: scenarios.Cycles(run.EstCycles), WallNS: run.WallNS, Retained: run.RetainedBytes,
+			EstNS: ns(run.EstCycles), TaskNS: ns(run.TaskCycles),
 			KernelMem: run.KernelMem, Growth: run.Growth,
 			TaskCycles: scenarios.Cycles(run.TaskCycles), ByContext: byContext(run.Contexts)}
 		for _, wt := range run.Waits {
@@ -145,7 +162,8 @@ func jsonOf(r *scenarios.ManyReport) jsonReport {
 				p.Counts = map[string]uint64{}
 			}
 			jr.Phases = append(jr.Phases, jsonPhase{Name: name, Ops: p.Ops, EstCycles: scenarios.Cycles(p.EstCycles),
-				TaskCycles: scenarios.Cycles(p.TaskCycles), ByContext: byContext(p.Contexts), WallNS: p.WallNS, Counts: p.Counts})
+				TaskCycles: scenarios.Cycles(p.TaskCycles), ByContext: byContext(p.Contexts), WallNS: p.WallNS, Counts: p.Counts,
+				EstNS: ns(p.EstCycles), TaskNS: ns(p.TaskCycles)})
 		}
 		out.Runs = append(out.Runs, jr)
 	}
@@ -166,7 +184,7 @@ func csvRows(r *scenarios.ManyReport, costs interface{ WeightByName(string) floa
 		}
 	}
 	codes := sortedKeys(codeSet)
-	head := []string{"run", "patches", "phase", "counter", "count", "est_cycles", "wall_ns",
+	head := []string{"run", "patches", "phase", "counter", "count", "est_cycles", "est_kernel_ns", "sim_wall_ns",
 		"registered", "optimized", "on_ftrace", "not_attempted"}
 	for _, c := range codes {
 		head = append(head, "rejected_"+c)
@@ -177,6 +195,7 @@ func csvRows(r *scenarios.ManyReport, costs interface{ WeightByName(string) floa
 	if r.Meta != nil {
 		m = *r.Meta
 	}
+	clk := clockOf(r.Meta)
 	ksum := m.Kernel.SHA256
 	if ksum == "" {
 		ksum = m.Kernel.TextSHA256
@@ -190,7 +209,7 @@ func csvRows(r *scenarios.ManyReport, costs interface{ WeightByName(string) floa
 		patches := strings.Join(run.Patches, ",")
 		row := func(phase, counter string, count uint64, cyc float64, wall int64) {
 			rows = append(rows, append([]string{run.Name, patches, phase, counter, strconv.FormatUint(count, 10),
-				strconv.FormatInt(scenarios.Cycles(cyc), 10), strconv.FormatInt(wall, 10)}, tail...))
+				strconv.FormatInt(scenarios.Cycles(cyc), 10), strconv.FormatInt(int64(math.Round(clk.NS(cyc))), 10), strconv.FormatInt(wall, 10)}, tail...))
 		}
 		for _, name := range scenarios.PhaseNames() {
 			p := run.Phase(name)
@@ -220,18 +239,18 @@ func (u unit) widths() ([]int, int) {
 	ws := make([]int, len(u.cols))
 	total := 0
 	for i, c := range u.cols {
-		ws[i] = len(c.head)
+		ws[i] = textWidth(c.head)
 		for _, s := range c.cells {
-			ws[i] = max(ws[i], len(s))
+			ws[i] = max(ws[i], textWidth(s))
 		}
 		total += ws[i]
 		if i > 0 {
 			total += 2
 		}
 	}
-	if len(u.name) > total {
-		ws[0] += len(u.name) - total
-		total = len(u.name)
+	if n := textWidth(u.name); n > total {
+		ws[0] += n - total
+		total = n
 	}
 	return ws, total
 }
@@ -240,9 +259,9 @@ func (u unit) widths() ([]int, int) {
 // come in units (one per run), packing as many units side by side as fit
 // TableWidth and printing the rest in further groups below.
 func renderGrouped(w io.Writer, title, labelHead string, labels []string, units []unit) {
-	lw := len(labelHead)
+	lw := textWidth(labelHead)
 	for _, l := range labels {
-		lw = max(lw, len(l))
+		lw = max(lw, textWidth(l))
 	}
 	var groups [][]unit
 	width := 1 + lw
@@ -306,11 +325,14 @@ func renderGrouped(w io.Writer, title, labelHead string, labels []string, units 
 
 // pad right-aligns s in n columns.
 func pad(s string, n int) string {
-	if len(s) >= n {
+	if textWidth(s) >= n {
 		return s
 	}
-	return strings.Repeat(" ", n-len(s)) + s
+	return strings.Repeat(" ", n-textWidth(s)) + s
 }
+
+// textWidth is the columns s takes on a terminal: one a rune ("µs").
+func textWidth(s string) int { return utf8.RuneCountInString(s) }
 
 // writeWrapped prints a long line wrapped at TableWidth, continuation
 // lines after indent.
@@ -326,40 +348,78 @@ func writeWrapped(w io.Writer, line, indent string) {
 	fmt.Fprintln(w, line)
 }
 
-// phaseTable prints every used phase's ops and estimated cycles per run,
-// with none/run (the first run over it) and, with a series run among
-// several, series/run. More than four runs drop the ops columns (they
-// are in JSON, CSV and bench) so that more runs fit side by side.
+// phaseTable prints every used phase's ops, estimated cycles and
+// estimated kernel time per run, with none/run (the first run over it)
+// and, with a series run among several, series/run. More than four runs,
+// or runs that would not fit side by side with them, drop the ops columns
+// (they are in JSON, CSV and bench).
 func phaseTable(w io.Writer, r *scenarios.ManyReport) {
+	withOps := len(r.Runs) <= 4
+	labels, units, rt := phaseUnits(r, withOps)
+	if withOps && !fits(labels, "phase", units) {
+		// Without the ops columns, do the runs fit side by side?
+		if l, u, t := phaseUnits(r, false); fits(l, "phase", u) {
+			withOps, labels, units, rt = false, l, u, t
+		}
+	}
+	title := "operations, the task's estimated cycles and kernel time by phase (`perf stat CMD`)"
+	if !withOps {
+		title = "the task's estimated cycles and kernel time by phase (ops: json, csv, bench)"
+	}
+	renderGrouped(w, title, "phase", labels, units)
+	rt.footnote(w)
+	fmt.Fprintln(w)
+	outsideTable(w, r)
+}
+
+// fits says whether every unit fits side by side in TableWidth.
+func fits(labels []string, labelHead string, units []unit) bool {
+	width := 1 + textWidth(labelHead)
+	for _, l := range labels {
+		width = max(width, 1+textWidth(l))
+	}
+	for _, u := range units {
+		_, uw := u.widths()
+		width += 2 + uw
+	}
+	return width <= TableWidth
+}
+
+// phaseUnits are the phase table's rows and columns, with or without
+// the ops columns.
+func phaseUnits(r *scenarios.ManyReport, withOps bool) ([]string, []unit, *ratios) {
 	base, series := r.Runs[0], seriesRun(r)
+	clk := clockOf(r.Meta)
 	names := usedPhases(r)
 	labels := append(append([]string(nil), names...), "total")
-	withOps := len(r.Runs) <= 4
 	var units []unit
+	rt := &ratios{}
 	for _, run := range r.Runs {
 		u := unit{name: run.Name}
-		var ops, cyc, vb, vs col
-		ops.head, cyc.head = "ops", "task cycles"
+		var ops, cyc, tm, vb, vs col
+		ops.head, cyc.head, tm.head = "ops", "task cycles", "time"
 		vb.head, vs.head = base.Name+"/run", "series/run"
 		for _, name := range names {
 			p, bp := run.Phase(name), base.Phase(name)
 			ops.cells = append(ops.cells, group(p.Ops))
 			cyc.cells = append(cyc.cells, group(uint64(scenarios.Cycles(p.TaskCycles))))
-			vb.cells = append(vb.cells, ratio(bp.TaskCycles, p.TaskCycles))
+			tm.cells = append(tm.cells, estTime(clk.NS(p.TaskCycles)))
+			vb.cells = append(vb.cells, rt.of(bp.TaskCycles, p.TaskCycles))
 			if series != nil {
-				vs.cells = append(vs.cells, ratio(series.Phase(name).TaskCycles, p.TaskCycles))
+				vs.cells = append(vs.cells, rt.of(series.Phase(name).TaskCycles, p.TaskCycles))
 			}
 		}
 		ops.cells = append(ops.cells, group(run.TotalOps))
 		cyc.cells = append(cyc.cells, group(uint64(scenarios.Cycles(run.TaskCycles))))
-		vb.cells = append(vb.cells, ratio(base.TaskCycles, run.TaskCycles))
+		tm.cells = append(tm.cells, estTime(clk.NS(run.TaskCycles)))
+		vb.cells = append(vb.cells, rt.of(base.TaskCycles, run.TaskCycles))
 		if series != nil {
-			vs.cells = append(vs.cells, ratio(series.TaskCycles, run.TaskCycles))
+			vs.cells = append(vs.cells, rt.of(series.TaskCycles, run.TaskCycles))
 		}
 		if withOps {
 			u.cols = append(u.cols, ops)
 		}
-		u.cols = append(u.cols, cyc)
+		u.cols = append(u.cols, cyc, tm)
 		if run != base {
 			u.cols = append(u.cols, vb)
 		}
@@ -368,13 +428,7 @@ func phaseTable(w io.Writer, r *scenarios.ManyReport) {
 		}
 		units = append(units, u)
 	}
-	title := "operations, and the task's estimated cycles by phase (`perf stat CMD`)"
-	if !withOps {
-		title = "the task's estimated cycles by phase (ops: --format json, csv or bench)"
-	}
-	renderGrouped(w, title, "phase", labels, units)
-	fmt.Fprintln(w)
-	outsideTable(w, r)
+	return labels, units, rt
 }
 
 // outsideTable prints the cycles each phase spent outside the registering
@@ -408,24 +462,29 @@ func outsideTable(w io.Writer, r *scenarios.ManyReport) {
 	}
 	labels = append(labels, "outside the task", "system total")
 	var units []unit
+	var rt ratios
+	clk := clockOf(r.Meta)
 	for _, run := range r.Runs {
-		var cyc, vb col
-		cyc.head, vb.head = "cycles", base.Name+"/run"
+		var cyc, tm, vb col
+		cyc.head, tm.head, vb.head = "cycles", "time", base.Name+"/run"
 		for _, x := range rows {
 			v, b := run.Phase(x.phase).Contexts[x.ctx], base.Phase(x.phase).Contexts[x.ctx]
 			cyc.cells = append(cyc.cells, group(uint64(scenarios.Cycles(v))))
-			vb.cells = append(vb.cells, ratio(b, v))
+			tm.cells = append(tm.cells, estTime(clk.NS(v)))
+			vb.cells = append(vb.cells, rt.of(b, v))
 		}
 		out, bout := run.EstCycles-run.TaskCycles, base.EstCycles-base.TaskCycles
 		cyc.cells = append(cyc.cells, group(uint64(scenarios.Cycles(out))), group(uint64(scenarios.Cycles(run.EstCycles))))
-		vb.cells = append(vb.cells, ratio(bout, out), ratio(base.EstCycles, run.EstCycles))
-		u := unit{name: run.Name, cols: []col{cyc}}
+		tm.cells = append(tm.cells, estTime(clk.NS(out)), estTime(clk.NS(run.EstCycles)))
+		vb.cells = append(vb.cells, rt.of(bout, out), rt.of(base.EstCycles, run.EstCycles))
+		u := unit{name: run.Name, cols: []col{cyc, tm}}
 		if run != base {
 			u.cols = append(u.cols, vb)
 		}
 		units = append(units, u)
 	}
 	renderGrouped(w, "cycles outside the task (`perf stat -a` counts them, CMD's does not)", "phase (context)", labels, units)
+	rt.footnote(w)
 	fmt.Fprintln(w)
 }
 
@@ -433,29 +492,32 @@ func outsideTable(w io.Writer, r *scenarios.ManyReport) {
 // outcomes, memory and the decisions digest.
 func summaryTable(w io.Writer, r *scenarios.ManyReport) {
 	base, series := r.Runs[0], seriesRun(r)
-	labels := []string{"ops", "task cycles", base.Name + "/run (task)"}
+	clk := clockOf(r.Meta)
+	labels := []string{"ops", "task cycles", "task time (est.)", base.Name + "/run (task)"}
 	if series != nil {
 		labels = append(labels, "series/run (task)")
 	}
-	labels = append(labels, "system cycles", base.Name+"/run (system)", "task waits", "wall", base.Name+"/run (wall)", "registered", "optimized", "rejected", "kernel bytes +", "sim retained", "decisions")
+	labels = append(labels, "system cycles", "system time (est.)", base.Name+"/run (system)", "task waits", "sim wall", base.Name+"/run (sim wall)", "registered", "optimized", "rejected", "kernel bytes +", "sim retained", "decisions")
 	var units []unit
+	var rt ratios
 	for _, run := range r.Runs {
 		same := "= " + base.Name
 		if run.Digest != base.Digest {
 			same = "DIFFERENT"
 		}
-		cells := []string{group(run.TotalOps), group(uint64(scenarios.Cycles(run.TaskCycles))), ratio(base.TaskCycles, run.TaskCycles)}
+		cells := []string{group(run.TotalOps), group(uint64(scenarios.Cycles(run.TaskCycles))), estTime(clk.NS(run.TaskCycles)), rt.of(base.TaskCycles, run.TaskCycles)}
 		if series != nil {
-			cells = append(cells, ratio(series.TaskCycles, run.TaskCycles))
+			cells = append(cells, rt.of(series.TaskCycles, run.TaskCycles))
 		}
-		cells = append(cells, group(uint64(scenarios.Cycles(run.EstCycles))), ratio(base.EstCycles, run.EstCycles), taskWait(run))
-		cells = append(cells, time.Duration(run.WallNS).Round(time.Millisecond).String(), ratio(float64(base.WallNS), float64(run.WallNS)),
+		cells = append(cells, group(uint64(scenarios.Cycles(run.EstCycles))), estTime(clk.NS(run.EstCycles)), rt.of(base.EstCycles, run.EstCycles), taskWait(run))
+		cells = append(cells, simWall(run.WallNS), rt.of(float64(base.WallNS), float64(run.WallNS)),
 			strconv.Itoa(run.Registered), strconv.Itoa(run.Optimized), rejected(run.Rejected), signed(memSum(run)-memSum(base)),
 			mib(run.RetainedBytes), run.Digest[:12]+" "+same)
 		units = append(units, unit{name: run.Name, cols: []col{{cells: cells}}})
 	}
 	renderGrouped(w, "summary (kernel bytes +: modelled kernel memory beyond the first run's)", "run", labels, units)
-	writeWrapped(w, " task: the registering task's cycles, what `perf stat CMD` counts (the headline); system: every context's, what `perf stat -a` counts of this work; task waits: time the task sleeps in grace periods, typical (low-high), in its elapsed time but not in its cycles.", " ")
+	rt.footnote(w)
+	writeWrapped(w, " task: the registering task's cycles, what `perf stat CMD` counts (the headline); system: every context's, what `perf stat -a` counts of this work; time (est.): the cycles at the report's clock (its clock: line); task waits: time the task sleeps in grace periods, typical (low-high), in its elapsed time but not in its cycles; sim wall: kpsim's own run time on this machine, not the kernel's.", " ")
 }
 
 // taskWait renders the time a run's task sleeps in waits (grace periods):

@@ -28,12 +28,25 @@ func CSV(w io.Writer, r *scenarios.ManyReport, costs interface{ WeightByName(str
 	return cw.Error()
 }
 
-// Table writes the perf-stat-like report, at most TableWidth columns
-// wide: how it was made, parameters, per phase each run's operation count
-// and estimated cycles with the ratio of the first run (and of series) to
-// it, a summary per run, the decisions, growth fits and modelled kernel
-// memory. Runs that do not fit side by side are split into groups.
-func Table(w io.Writer, r *scenarios.ManyReport) error {
+// TableOptions choose what Table prints.
+type TableOptions struct {
+	// Detail prints an --ablation report's per-phase and per-run tables
+	// after its summary (run many --detail); other reports always have
+	// them.
+	Detail bool
+}
+
+// Table writes the perf-stat-like report (TableWith, no options).
+func Table(w io.Writer, r *scenarios.ManyReport) error { return TableWith(w, r, TableOptions{}) }
+
+// TableWith writes the perf-stat-like report, at most TableWidth columns
+// wide: how it was made, parameters, per phase each run's operation count,
+// estimated cycles and kernel time with the ratio of the first run (and of
+// series) to it, a summary per run, the decisions, growth fits and
+// modelled kernel memory. Runs that do not fit side by side are split into
+// groups. An --ablation report starts with its summary, one line per
+// switch, and prints the per-phase and per-run tables only with o.Detail.
+func TableWith(w io.Writer, r *scenarios.ManyReport, o TableOptions) error {
 	fmt.Fprintf(w, " Simulated attach and detach of %d probes via %s (scenario %s)\n", r.N, r.Via, r.Scenario)
 	for _, l := range r.Meta.Lines() {
 		writeWrapped(w, " "+l, "          ")
@@ -47,11 +60,7 @@ func Table(w io.Writer, r *scenarios.ManyReport) error {
 	if r.CPU != "" {
 		fmt.Fprintf(w, " boot CPU: %s (the CPU the kernel text was boot-patched for)\n", r.CPU)
 	}
-	var ps []string
-	for _, k := range sortedKeys(r.Params) {
-		ps = append(ps, fmt.Sprintf("%s=%v", k, r.Params[k]))
-	}
-	writeWrapped(w, " params:  "+strings.Join(ps, " "), "          ")
+	writeWrapped(w, " params:  "+kvList(r.Params, " "), "          ")
 	if r.Meta != nil {
 		for _, n := range scenarios.SwitchNotes(r.Meta.Kernel.Generation, r.Runs) {
 			writeWrapped(w, " switches: "+n, "          ")
@@ -61,15 +70,26 @@ func Table(w io.Writer, r *scenarios.ManyReport) error {
 	if len(r.Runs) == 0 {
 		return nil
 	}
-	phaseTable(w, r)
-	summaryTable(w, r)
-	remainderTable(w, r)
+	abl := scenarios.Ablation(r)
+	if abl != nil {
+		ablationTable(w, r, abl)
+	}
+	if abl == nil || o.Detail {
+		phaseTable(w, r)
+		summaryTable(w, r)
+		remainderTable(w, r)
+	}
 	sensitivityTable(w, r)
-	decisionsTable(w, r)
+	decisionsTable(w, r, abl != nil && !o.Detail)
 	growthTable(w, r)
-	memoryTable(w, r)
+	if abl == nil || o.Detail {
+		memoryTable(w, r)
+	} else {
+		fmt.Fprintln(w)
+		writeWrapped(w, fmt.Sprintf(" per-phase, per-context and per-run tables of the %d runs: --detail (--format json, csv and bench hold them whatever the flag)", len(r.Runs)), " ")
+	}
 	fmt.Fprintln(w)
-	writeWrapped(w, " Counts are exact and repeatable; cycles are counts x weights (kpsim list, docs/cost-model.md); wall time is this machine's, compare it only as a ratio within one run. "+retainedNote, " ")
+	writeWrapped(w, " Counts are exact and repeatable; cycles are counts x weights (kpsim list, docs/cost-model.md); est. time is the cycles at the clock: line's frequency; sim wall is kpsim's own run time on this machine, not the kernel's: compare it only as a ratio within one run. "+retainedNote, " ")
 	return nil
 }
 
@@ -94,15 +114,9 @@ func signed(n int64) string {
 	return group(uint64(n))
 }
 
-func ratio(a, b float64) string {
-	if b == 0 {
-		if a == 0 {
-			return "-"
-		}
-		return "inf"
-	}
-	return strconv.FormatFloat(a/b, 'f', 2, 64) + "x"
-}
+// ratio is a/b for a table that needs no footnote: "-" when a side is
+// zero (see ratios), never "inf" or "0.00x".
+func ratio(a, b float64) string { return (&ratios{}).of(a, b) }
 
 func rejected(m map[string]int) string {
 	if len(m) == 0 {
@@ -138,14 +152,19 @@ func group(n uint64) string {
 // decisionsTable prints what the runs decided beyond the counts: probes on
 // ftrace, lines never attempted, and the refusals and non-optimizations by
 // deciding check. The reasons are the same in every run when the reasons
-// digests agree, so they print once.
-func decisionsTable(w io.Writer, r *scenarios.ManyReport) {
+// digests agree, so they print once; brief (an --ablation summary) prints
+// only the first run and those that differ from it.
+func decisionsTable(w io.Writer, r *scenarios.ManyReport, brief bool) {
 	base := r.Runs[0]
 	same := true
+	runs := []*scenarios.RunResult{base} // a new slice: r.Runs stays as it is
 	for _, run := range r.Runs[1:] {
-		same = same && run.WhyDigest == base.WhyDigest && run.Digest == base.Digest
+		differs := run.WhyDigest != base.WhyDigest || run.Digest != base.Digest
+		same = same && !differs
+		if differs || !brief {
+			runs = append(runs, run)
+		}
 	}
-	runs := r.Runs
 	if same {
 		runs = runs[:1]
 	}
@@ -211,4 +230,73 @@ func heaviest[V any](m map[string]V, weight func(V) float64) []string {
 	ks := sortedKeys(m)
 	sort.SliceStable(ks, func(i, j int) bool { return weight(m[ks[i]]) > weight(m[ks[j]]) })
 	return ks
+}
+
+// ablationTable prints --ablation's summary: the none and series totals,
+// then one line per switch: its alone run against none and the series
+// without it (a design: the series with it) against the series, by the
+// task's estimated cycles, and whether each run kept the decisions digest
+// of the run it is compared with. A digest that differs is printed loudly:
+// a switch must change only what the checks cost.
+func ablationTable(w io.Writer, r *scenarios.ManyReport, a *scenarios.AblationSummary) {
+	clk := clockOf(r.Meta)
+	var rt ratios
+	none, series := float64(a.NoneTaskCycles), float64(a.SeriesTaskCycles)
+	writeWrapped(w, fmt.Sprintf(" ablation summary, one line per switch (the task's cycles, `perf stat CMD`): none %s (%s est.), series %s (%s est.), none/series %s",
+		group(uint64(a.NoneTaskCycles)), estTime(clk.NS(none)), group(uint64(a.SeriesTaskCycles)), estTime(clk.NS(series)), rt.of(none, series)), "   ")
+	rows := [][]string{{"switch", "alone vs none", "none/alone", "decisions", "series run", "vs series", "decisions"}}
+	var differ []string
+	for _, l := range a.Lines {
+		alone := float64(l.AloneTaskCycles)
+		row := []string{l.Switch, rt.delta(alone, none), rt.of(none, alone), sameMark(l.AloneSameDecisions, "none")}
+		if !l.AloneSameDecisions {
+			differ = append(differ, l.Alone+" (against none)")
+		}
+		switch {
+		case l.SeriesRun == "":
+			row = append(row, "-", "", "")
+		default:
+			how := "with it"
+			if l.Minus {
+				how = "without it"
+			}
+			row = append(row, how, rt.delta(float64(l.SeriesTaskCycles), series), sameMark(l.SeriesSameDecisions, "series"))
+			if !l.SeriesSameDecisions {
+				differ = append(differ, l.SeriesRun+" (against series)")
+			}
+		}
+		rows = append(rows, row)
+	}
+	ws := make([]int, len(rows[0]))
+	for _, row := range rows {
+		for i, c := range row {
+			ws[i] = max(ws[i], textWidth(c))
+		}
+	}
+	for _, row := range rows {
+		var b strings.Builder
+		for i, c := range row {
+			if i == 0 {
+				b.WriteString(" " + c + strings.Repeat(" ", ws[0]-textWidth(c)))
+				continue
+			}
+			b.WriteString("  " + pad(c, ws[i]))
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+	writeWrapped(w, " vs none, vs series: Δ of the task's estimated cycles against that run (negative: cheaper). alone: the switch with what it needs (an iter-* switch with kprobe-tree, reservation-btree with every index). series run: the series without the switch, or with it for an alternative design; - for a switch outside the series.", " ")
+	rt.footnote(w)
+	if len(differ) > 0 {
+		writeWrapped(w, fmt.Sprintf(" DECISIONS DIFFER in %d runs: %s. A switch must change only what the checks cost, never a decision: a behaviour bug (--probes FILE per run shows which probe).", len(differ), strings.Join(differ, ", ")), " ")
+	} else {
+		writeWrapped(w, " decisions: every switch's runs keep the digest of the run they are compared with (a switch changes only what the checks cost).", " ")
+	}
+}
+
+// sameMark is "= base" or the loud "DIFFERENT".
+func sameMark(same bool, base string) string {
+	if same {
+		return "= " + base
+	}
+	return "DIFFERENT"
 }

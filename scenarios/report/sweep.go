@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -31,13 +32,14 @@ func SweepBench(w io.Writer, s *scenarios.Sweep) error {
 // fit of that run and phase repeated on each row.
 func SweepCSV(w io.Writer, s *scenarios.Sweep) error {
 	cw := csv.NewWriter(w)
-	cw.Write([]string{"run", "patches", "n", "phase", "ops", "est_cycles", "wall_ns", "registered", "decisions_digest",
+	cw.Write([]string{"run", "patches", "n", "phase", "ops", "est_cycles", "est_kernel_ns", "sim_wall_ns", "registered", "decisions_digest",
 		"fit_a", "fit_b", "fit_c", "fit_r2", "loglog_slope", "loglog_r2", "kpsim", "kernel", "costs", "faults"})
 	var m scenarios.Meta
 	if s.Meta != nil {
 		m = *s.Meta
 	}
 	ff := func(f float64) string { return strconv.FormatFloat(f, 'g', 8, 64) }
+	clk := clockOf(s.Meta)
 	for _, run := range s.Runs {
 		for _, ph := range append(append([]string(nil), s.Phases...), "total") {
 			fit := run.Fits[ph]
@@ -47,7 +49,7 @@ func SweepCSV(w io.Writer, s *scenarios.Sweep) error {
 					ops, cyc, wall = p.Ops, p.EstCycles, p.WallNS
 				}
 				cw.Write([]string{run.Name, strings.Join(run.Patches, ","), strconv.Itoa(p.N), ph, strconv.FormatUint(ops, 10),
-					strconv.FormatInt(cyc, 10), strconv.FormatInt(wall, 10), strconv.Itoa(p.Registered), p.Digest,
+					strconv.FormatInt(cyc, 10), strconv.FormatInt(int64(math.Round(clk.NS(float64(cyc)))), 10), strconv.FormatInt(wall, 10), strconv.Itoa(p.Registered), p.Digest,
 					ff(fit.A), ff(fit.B), ff(fit.C), ff(fit.R2), ff(fit.Slope), ff(fit.SlopeR2),
 					m.Kpsim.String(), m.Kernel.String(), m.Costs.String(), m.Faults})
 			}
@@ -64,11 +66,7 @@ func SweepTable(w io.Writer, s *scenarios.Sweep) error {
 	for _, l := range s.Meta.Lines() {
 		writeWrapped(w, " "+l, "          ")
 	}
-	var ps []string
-	for _, k := range sortedKeys(s.Params) {
-		ps = append(ps, fmt.Sprintf("%s=%v", k, s.Params[k]))
-	}
-	writeWrapped(w, " params:  "+strings.Join(ps, " "), "          ")
+	writeWrapped(w, " params:  "+kvList(s.Params, " "), "          ")
 	fmt.Fprintln(w)
 	var labels []string
 	for _, n := range s.Ns {
@@ -76,21 +74,24 @@ func SweepTable(w io.Writer, s *scenarios.Sweep) error {
 	}
 	labels = append(labels, "exponent")
 	var units []unit
+	clk := clockOf(s.Meta)
 	for _, run := range s.Runs {
-		var tc, c, pp col
-		tc.head, c.head, pp.head = "task", "system", "per probe"
+		var tc, tt, c, pp col
+		tc.head, tt.head, c.head, pp.head = "task", "task time", "system", "per probe"
 		for _, p := range run.Points {
 			tc.cells = append(tc.cells, group(uint64(p.TaskCycles)))
+			tt.cells = append(tt.cells, estTime(clk.NS(float64(p.TaskCycles))))
 			c.cells = append(c.cells, group(uint64(p.EstCycles)))
 			pp.cells = append(pp.cells, strconv.FormatFloat(float64(p.EstCycles)/float64(p.N), 'f', 0, 64))
 		}
 		f := run.Fits["total"]
 		tc.cells = append(tc.cells, "")
+		tt.cells = append(tt.cells, "")
 		c.cells = append(c.cells, strconv.FormatFloat(f.Slope, 'f', 2, 64))
 		pp.cells = append(pp.cells, "")
-		units = append(units, unit{name: run.Name, cols: []col{tc, c, pp}})
+		units = append(units, unit{name: run.Name, cols: []col{tc, tt, c, pp}})
 	}
-	renderGrouped(w, "estimated cycles: the task's and every context's (exponent: log-log slope)", "N", labels, units)
+	renderGrouped(w, "estimated cycles of the task (and its kernel time) and of every context; exponent: log-log slope", "N", labels, units)
 	for _, run := range s.Runs {
 		fmt.Fprintln(w)
 		f := run.Fits["total"]
