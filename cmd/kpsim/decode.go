@@ -4,8 +4,8 @@ import (
 	"bufio"
 	"crypto/sha1"
 	"encoding/hex"
-	"flag"
 	"fmt"
+	flag "github.com/spf13/pflag"
 	"io"
 	"strconv"
 

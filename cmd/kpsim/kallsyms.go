@@ -2,8 +2,8 @@ package main
 
 import (
 	"bufio"
-	"flag"
 	"fmt"
+	flag "github.com/spf13/pflag"
 	"io"
 
 	"github.com/kpsim/kpsim/image"

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"flag"
 	"fmt"
+	flag "github.com/spf13/pflag"
 	"strconv"
 	"strings"
 
@@ -59,6 +59,8 @@ func (m *moduleFlags) String() string {
 	}
 	return ""
 }
+
+func (m *moduleFlags) Type() string { return "string" }
 
 func (m *moduleFlags) Set(s string) error {
 	if n, err := strconv.Atoi(s); err == nil {
