@@ -20,7 +20,10 @@ import (
 	flag "github.com/spf13/pflag"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 type command struct {
@@ -95,7 +98,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 1
 }
 
-func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ") }
+// oneLine is s on one line, its non-printable bytes (binary input quoted
+// back in an error) escaped as %q escapes them.
+func oneLine(s string) string {
+	s = strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == ' ' || unicode.IsPrint(r):
+			b.WriteRune(r)
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+	}
+	return b.String()
+}
 
 func commandNames() string {
 	var n []string

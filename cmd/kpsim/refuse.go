@@ -94,6 +94,9 @@ func printVersion(w io.Writer) {
 func didYouMean(s string, known []string) string {
 	best, bestD := "", 3
 	for _, k := range known {
+		if k == s { // the token itself was refused: no suggestion
+			return ""
+		}
 		d := editDistance(s, k)
 		if strings.HasPrefix(k, s) && len(s) >= 3 {
 			d = min(d, 1)
