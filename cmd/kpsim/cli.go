@@ -131,13 +131,20 @@ func normalizeArgs(l *leaf, sets []*flag.FlagSet, args []string, stderr io.Write
 		}
 		body := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
 		name, val, hasVal := strings.Cut(body, "=")
-		if !strings.HasPrefix(a, "--") && len(name) > 0 {
-			note("-"+name, "--"+name)
-		}
 		f := lookup(sets, name)
+		known := f != nil || name == "help"
+		for _, al := range aliases {
+			known = known || al.value == "" && al.old == name
+		}
+		if !strings.HasPrefix(a, "--") && len(name) > 0 && known {
+			note("-"+name, "--"+name) // an unknown -x is pflag's to refuse
+		}
 		if f == nil && strings.HasPrefix(name, "no-") {
 			f = lookup(sets, strings.TrimPrefix(name, "no-"))
 			if f != nil && !takesValue(f) {
+				if !strings.HasPrefix(a, "--") {
+					note("-"+name, "--"+name)
+				}
 				out = append(out, "--"+body)
 				continue
 			}

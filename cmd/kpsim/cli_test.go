@@ -95,6 +95,10 @@ func TestDeprecatedSpellings(t *testing.T) {
 		{[]string{"run", "many", "--single", "--lines-per-write", "3"}, "kpsim: --single is deprecated, write --via register_kprobe\n", "--lines-per-write: applies to --via kprobe_events only", 2},
 		{[]string{"explain", "--format", "text"}, "kpsim: --format text is deprecated, write --format table\n", "missing TARGET", 2},
 		{[]string{"explain", "--format=text", "--help"}, "kpsim: --format text is deprecated, write --format table\n", "", 0},
+		{[]string{"-version"}, "kpsim: -version is deprecated, write --version\n", "", 0},
+		{[]string{"-help"}, "kpsim: -help is deprecated, write --help\n", "", 0},
+		{[]string{"run", "many", "-help"}, "kpsim: -help is deprecated, write --help\n", "", 0},
+		{[]string{"image", "-no-ibt", "-format", "xml"}, "kpsim: -no-ibt is deprecated, write --no-ibt\nkpsim: -format is deprecated, write --format\n", "--format: want table", 2},
 	}
 	for _, tc := range tests {
 		_, errs, code := runKpsim(tc.args...)

@@ -71,7 +71,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		_ = newRoot(stdout, stderr, new(string)).Help()
 		return 2
 	}
-	if args[0] == "-version" || args[0] == "version" {
+	if args[0] == "-version" || args[0] == "-help" { // the flag package's spellings
+		fmt.Fprintf(stderr, "kpsim: %s is deprecated, write -%s\n", args[0], args[0])
+		args = append([]string{"-" + args[0]}, args[1:]...)
+	}
+	if args[0] == "version" {
 		printVersion(stdout)
 		return 0
 	}
