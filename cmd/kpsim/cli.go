@@ -176,7 +176,11 @@ func normalizeArgs(l *leaf, sets []*flag.FlagSet, args []string, stderr io.Write
 			}
 		}
 		if prev, ok := given[name]; ok && prev != spelled && f != nil {
-			return nil, usagef("%s and %s are one flag (%s is its deprecated spelling): give only --%s", prev, spelled, map[bool]string{true: prev, false: spelled}[prev != "--"+name], name)
+			old := spelled
+			if old == "--"+name {
+				old = prev
+			}
+			return nil, usagef("%s and %s given together: %s is a deprecated spelling of --%s; give only --%s", prev, spelled, old, name, name)
 		}
 		given[name] = spelled
 		out = append(out, repl...)
@@ -304,6 +308,17 @@ func leafHelp(w io.Writer, l *leaf, args []string) {
 	if l.also != nil {
 		fmt.Fprintf(w, "\nEvery flag but %s's own is kpsim %s's.\n", l.name, l.also.path)
 	}
+	if as := aliasesOf(l); len(as) > 0 {
+		var old []string
+		for _, a := range as {
+			if a.value != "" {
+				old = append(old, fmt.Sprintf("--%s %s (--%s %s)", a.value, a.old, a.value, a.new))
+			} else {
+				old = append(old, fmt.Sprintf("--%s (--%s)", a.old, a.new))
+			}
+		}
+		fmt.Fprintf(w, "\nDeprecated spellings, read for one more release: %s.\n", strings.Join(old, ", "))
+	}
 }
 
 // union is one flag set of every flag in sets, the first definition of a
@@ -329,7 +344,7 @@ func completeLeaf(l *leaf, args []string, toComplete string) ([]cobra.Completion
 	sets := l.describe(args)
 	if n := len(args); n > 0 && strings.HasPrefix(args[n-1], "-") && !strings.Contains(args[n-1], "=") {
 		if f := lookup(sets, strings.TrimLeft(args[n-1], "-")); takesValue(f) {
-			return completeValue(l, f, toComplete, "")
+			return completeValue(f, toComplete, "")
 		}
 	}
 	if !strings.HasPrefix(toComplete, "-") {
@@ -337,7 +352,7 @@ func completeLeaf(l *leaf, args []string, toComplete string) ([]cobra.Completion
 	}
 	if name, val, ok := strings.Cut(strings.TrimLeft(toComplete, "-"), "="); ok {
 		if f := lookup(sets, name); f != nil {
-			return completeValue(l, f, val, "--"+name+"=")
+			return completeValue(f, val, "--"+name+"=")
 		}
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -431,8 +446,7 @@ func flagValues(f *flag.Flag) []string {
 
 // completeValue completes the value of f after prefix ("" or "--f=");
 // a list flag completes its last comma-separated part.
-func completeValue(l *leaf, f *flag.Flag, toComplete, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	_ = l
+func completeValue(f *flag.Flag, toComplete, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	vals := flagValues(f)
 	dir := cobra.ShellCompDirectiveNoFileComp
 	if slices.Contains(fileFlags, f.Name) {

@@ -119,7 +119,7 @@ func TestBothSpellingsRefused(t *testing.T) {
 		{"run", "many", "--via", "perf_kprobe", "--single"},
 	} {
 		_, errs, code := runKpsim(args...)
-		if code != 2 || !strings.Contains(errs, "one flag") || !strings.Contains(errs, "deprecated spelling") {
+		if code != 2 || !strings.Contains(errs, "given together") || !strings.Contains(errs, "deprecated spelling") {
 			t.Errorf("%q: exit %d %q", args, code, errs)
 		}
 	}
