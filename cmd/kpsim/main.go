@@ -9,9 +9,11 @@
 //	kpsim run many [image flags] [--n N] [--patches LIST]... [--ablation] [--format table|json|csv] [--out FILE]
 //	kpsim calibrate [--out FILE] [--cc CC] [--regime hot|cold|both] [--quick]
 //	kpsim list
+//	kpsim help CMD | kpsim completion bash|zsh|fish | kpsim --version
 //
 // Each subcommand has its own flags; `kpsim CMD --help` lists them. Bad usage
-// exits with status 2 and a one-line error.
+// exits with status 2 and a one-line error. The command tree, help and
+// completion are cli.go's (spf13/cobra; flags are spf13/pflag's).
 package main
 
 import (
