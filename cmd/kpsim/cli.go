@@ -206,6 +206,16 @@ func normalizeArgs(l *leaf, sets []*flag.FlagSet, args []string, stderr io.Write
 	return out, nil
 }
 
+// actions are the subcommands of the commands whose first argument names
+// what to do (cache: issue 24's kpsim cache, once it is in the table; its
+// actions must call parse for their flags).
+var actions = map[string][]string{
+	"kallsyms": {"dump"},
+	"sweep":    {"many"},
+	"report":   {"many"},
+	"cache":    {"list", "size", "clean"},
+}
+
 // newRoot builds the command tree; *name is set to the command table
 // name of the command that runs, for its error lines.
 func newRoot(stdout, stderr io.Writer, name *string) *cobra.Command {
@@ -231,14 +241,17 @@ func newRoot(stdout, stderr io.Writer, name *string) *cobra.Command {
 				p.AddCommand(leafCmd(&leaf{path: "run " + sc.name, name: "run", usage: "kpsim run " + sc.name + " [image flags] [flags]", doc: sc.doc, run: sc.run}, stderr, name))
 			}
 			root.AddCommand(p)
-		case "kallsyms":
+		case "kallsyms", "sweep", "report", "cache":
+			// A command whose first argument is an action: one leaf
+			// each. sweep and report pass run many's flags through.
 			p := parentCmd(c, name)
-			p.AddCommand(leafCmd(&leaf{path: "kallsyms dump", name: c.name, usage: c.usage, doc: c.doc, pre: []string{"dump"}, run: c.run}, stderr, name))
-			root.AddCommand(p)
-		case "sweep", "report":
-			p := parentCmd(c, name)
-			many := &leaf{path: "run many", run: runMany}
-			p.AddCommand(leafCmd(&leaf{path: c.name + " many", name: c.name, usage: c.usage, doc: c.doc, pre: []string{"many"}, run: c.run, also: many}, stderr, name))
+			for _, act := range actions[c.name] {
+				l := &leaf{path: c.name + " " + act, name: c.name, usage: c.usage, doc: c.doc, pre: []string{act}, run: c.run}
+				if c.name == "sweep" || c.name == "report" {
+					l.also = &leaf{path: "run many", run: runMany}
+				}
+				p.AddCommand(leafCmd(l, stderr, name))
+			}
 			root.AddCommand(p)
 		default:
 			root.AddCommand(leafCmd(&leaf{path: c.name, name: c.name, usage: c.usage, doc: c.doc, run: c.run}, stderr, name))
