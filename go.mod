@@ -12,7 +12,11 @@ require (
 	pgregory.net/rapid v1.3.0
 )
 
-require github.com/google/btree v1.1.3
+require (
+	github.com/google/btree v1.1.3
+	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.1.0
+)
 
 require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
@@ -21,6 +25,7 @@ require (
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	golang.org/x/image v0.46.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 )

@@ -3,6 +3,7 @@ package module
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -32,7 +33,8 @@ func ParseList(name string, b []byte) ([]ListEntry, error) {
 	seen := map[string]bool{}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for n := 1; sc.Scan(); n++ {
+	n := 1
+	for ; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
@@ -85,7 +87,9 @@ func ParseList(name string, b []byte) ([]ListEntry, error) {
 		seen[e.Name] = true
 		out = append(out, e)
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, fmt.Errorf("%s:%d: line longer than 1 MiB (not a module list?)", name, n)
+	} else if err != nil {
 		return nil, fmt.Errorf("%s: %v", name, err)
 	}
 	if len(out) == 0 {

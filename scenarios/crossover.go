@@ -141,7 +141,7 @@ func RunCrossover(k *image.Kernel, ks []int, variants []kallsyms.Variant, costs 
 				K = len(all)
 			}
 			if K > len(all) {
-				return fmt.Errorf("--k %d exceeds the %d uniquely named traceable functions", K, len(all))
+				return fmt.Errorf("--n %d exceeds the %d uniquely named traceable functions", K, len(all))
 			}
 			names := make([]string, 0, K)
 			for _, f := range spread(all, K) {
@@ -236,7 +236,7 @@ type TracingMultiReport struct {
 	Kernel     string `json:"kernel"`
 	Release    string `json:"release,omitempty"`
 	Generation string `json:"generation"`
-	// KRequested is --k (0: every traceable function); K the functions
+	// KRequested is --n (0: every traceable function); K the functions
 	// attached (at most the image's uniquely named traceable functions).
 	KRequested int `json:"k_requested"`
 	K          int `json:"k"`

@@ -81,7 +81,7 @@ func SymbolsOf(k *image.Kernel) []ktab.Symbol { return machine.SymbolsOf(k) }
 // hits, misses, sprint_symbol, sprint_symbol_no_offset and a full walk.
 func RunKallsyms(kernel string, syms []ktab.Symbol, modules []*image.Module, o KallsymsOptions) (*KallsymsReport, error) {
 	if o.Iters < 1 {
-		return nil, fmt.Errorf("--iters: must be at least 1 (got %d)", o.Iters)
+		return nil, fmt.Errorf("--n: must be at least 1 (got %d)", o.Iters)
 	}
 	var vm []ktab.Symbol
 	for _, s := range syms {

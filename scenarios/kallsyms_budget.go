@@ -6,7 +6,7 @@ import "time"
 // that fills the budget from the last run, 1.2x over, at most 100x growth
 // per step) until one run takes at least budget or n reaches maxN, and
 // returns the last run and its n. A zero budget runs m(maxN) once: the
-// fixed --iters count.
+// fixed --n count.
 func measureFor[T any](budget time.Duration, maxN int, m func(n int) (T, error)) (T, int, error) {
 	if budget <= 0 {
 		r, err := m(maxN)

@@ -121,7 +121,7 @@ func (o *SessionOptions) model(why string, k *image.Kernel) map[string]string {
 // RunSession runs `kpsim run session`.
 func RunSession(k *image.Kernel, o SessionOptions, costs *sim.CostTable) (*BPFReport, error) {
 	if o.Programs <= 0 {
-		return nil, fmt.Errorf("--programs must be positive, got %d", o.Programs)
+		return nil, fmt.Errorf("--n (programs) must be positive, got %d", o.Programs)
 	}
 	rep := &BPFReport{Scenario: "session", Kernel: k.Name, Release: k.Config.Version, Generation: k.Config.Gen.Effective().String(), Facts: k.Config.Facts, Weights: costs.Describe(),
 		Params: map[string]any{"programs": o.Programs, "pairs": o.Pairs, "possible_cpus": o.BPF.PossibleCPUs}}

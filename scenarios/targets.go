@@ -142,7 +142,9 @@ func ParseTargets(name string, r io.Reader) ([]Target, error) {
 		t.Source = fmt.Sprintf("%s:%d", name, n)
 		out = append(out, t)
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, fmt.Errorf("%s:%d: line longer than 1 MiB (not a target list?)", name, n+1)
+	} else if err != nil {
 		return nil, fmt.Errorf("%s: %v", name, err)
 	}
 	if len(out) == 0 {

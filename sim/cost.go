@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -185,7 +186,9 @@ func ParseCostsOver(base *CostTable, name string, r io.Reader) (*CostTable, erro
 		t.src[op.Index()] = fmt.Sprintf("%s:%d", name, line)
 		t.note[op.Index()] = note
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, fmt.Errorf("%s:%d: line longer than 1 MiB (not a cost file?)", name, line+1)
+	} else if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return t, nil

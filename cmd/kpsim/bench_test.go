@@ -80,14 +80,14 @@ func TestRunManyBench(t *testing.T) {
 	}
 }
 
-// TestRunKallsymsBudget: without --iters each timing loop runs for
+// TestRunKallsymsBudget: without --n each timing loop runs for
 // --benchtime (passes grown as testing.B grows b.N); the modelled counts
 // per call do not depend on the pass count; the report says how it was
 // made; --format bench writes benchstat's format.
 func TestRunKallsymsBudget(t *testing.T) {
 	args := append([]string{"run", "kallsyms", "--variants", "baseline,offset-index", "--format", "json"}, small...)
 	out := mustKpsim(t, append(args, "--benchtime", "2ms")...)
-	fixed := mustKpsim(t, append(args, "--iters", "3")...)
+	fixed := mustKpsim(t, append(args, "--n", "3")...)
 	type rep struct {
 		Budget string `json:"time_budget"`
 		Meta   struct {
@@ -125,10 +125,10 @@ func TestRunKallsymsBudget(t *testing.T) {
 			}
 		}
 	}
-	if _, errs, code := runKpsim(append(args, "--iters", "3", "--benchtime", "1ms")...); code != 2 || !strings.Contains(errs, "--benchtime: conflicts with --iters") {
-		t.Errorf("--iters with --benchtime: exit %d %q", code, errs)
+	if _, errs, code := runKpsim(append(args, "--n", "3", "--benchtime", "1ms")...); code != 2 || !strings.Contains(errs, "--benchtime: conflicts with --n") {
+		t.Errorf("--n with --benchtime: exit %d %q", code, errs)
 	}
-	bench, errs, code := runKpsim(append([]string{"run", "kallsyms", "--variants", "baseline", "--iters", "2", "--format", "bench"}, small...)...)
+	bench, errs, code := runKpsim(append([]string{"run", "kallsyms", "--variants", "baseline", "--n", "2", "--format", "bench"}, small...)...)
 	if code != 0 || !strings.Contains(bench, "BenchmarkKallsyms/variant=baseline/lookup=hit 2 ") || !strings.Contains(bench, "Unit est-cycles/op assume=exact") {
 		t.Errorf("bench: exit %d %s\n%.800s", code, errs, bench)
 	}

@@ -3,11 +3,12 @@ package main
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
 	"strings"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/kpsim/kpsim/internal/input"
 	"github.com/kpsim/kpsim/kallsyms/ktab"

@@ -118,11 +118,11 @@ func TestListShowsBothRegimes(t *testing.T) {
 // TestRunKallsymsSaysHot: run kallsyms defaults to the hot profile and
 // says why.
 func TestRunKallsymsSaysHot(t *testing.T) {
-	out := mustKpsim(t, append([]string{"run", "kallsyms", "--iters", "10", "--variants", "baseline"}, small...)...)
+	out := mustKpsim(t, append([]string{"run", "kallsyms", "--n", "10", "--variants", "baseline"}, small...)...)
 	if !strings.Contains(out, "built-in hot profile") || !strings.Contains(out, "repeats its names") {
 		t.Errorf("output does not say it is hot and why:\n%s", out)
 	}
-	out, _, _ = runKpsim(append([]string{"run", "kallsyms", "--iters", "10", "--variants", "baseline", "--cost-regime", "cold"}, small...)...)
+	out, _, _ = runKpsim(append([]string{"run", "kallsyms", "--n", "10", "--variants", "baseline", "--cost-regime", "cold"}, small...)...)
 	if !strings.Contains(out, "built-in cold profile") {
 		t.Errorf("--cost-regime cold not reported:\n%s", out)
 	}

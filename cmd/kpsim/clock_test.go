@@ -11,13 +11,13 @@ import (
 // TestGHzFlagRefused: --ghz takes a clock above 0 and finite, and says
 // so in one line, exit 2, on every command that has it.
 func TestGHzFlagRefused(t *testing.T) {
-	for _, cmd := range [][]string{{"run", "many", "--n", "10"}, {"run", "session", "--programs", "2"}} {
+	for _, cmd := range [][]string{{"run", "many", "--n", "10"}, {"run", "session", "--n", "2"}} {
 		for _, v := range []string{"0", "-2.6", "NaN", "Inf", "-Inf", "x"} {
 			args := append(append([]string(nil), cmd...), "--ghz", v)
 			out, errs, code := runKpsim(append(args, small...)...)
 			want := "--ghz: want a clock frequency in GHz above 0, got "
 			if v == "x" {
-				want = `invalid value "x" for flag -ghz`
+				want = `invalid argument "x" for "--ghz" flag`
 			}
 			if code != 2 || out != "" || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, want) {
 				t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", args, code, out, errs, want)
@@ -76,7 +76,7 @@ func TestKernelTimeClock(t *testing.T) {
 				}
 			}
 		}
-		out = mustKpsim(t, append(append([]string{"run", "session", "--programs", "3", "--format", "json"}, tc.ghz...), small...)...)
+		out = mustKpsim(t, append(append([]string{"run", "session", "--n", "3", "--format", "json"}, tc.ghz...), small...)...)
 		var sess struct {
 			Costs struct {
 				Clock clock `json:"clock"`
@@ -97,7 +97,7 @@ func TestKernelTimeClock(t *testing.T) {
 				t.Errorf("%v: session %v cycles, %v ms, want cycles / %v GHz", tc.ghz, r.Cycles, r.MS, tc.want)
 			}
 		}
-		table := mustKpsim(t, append(append([]string{"run", "session", "--programs", "3"}, tc.ghz...), small...)...)
+		table := mustKpsim(t, append(append([]string{"run", "session", "--n", "3"}, tc.ghz...), small...)...)
 		if !strings.Contains(table, " ms: est. kernel time = estimated cycles / ") || strings.Contains(table, "2.6e6") {
 			t.Errorf("%v: run session's table does not name its clock:\n%s", tc.ghz, table)
 		}
@@ -110,9 +110,9 @@ func TestKernelTimeClock(t *testing.T) {
 func TestReportOutputsReadable(t *testing.T) {
 	bad := regexp.MustCompile(`map\[|\binf\b|\b0\.00x|\bwall 0s|\(wall\)`)
 	for _, args := range [][]string{
-		{"run", "session", "--programs", "3"},
-		{"run", "multi", "--k", "5"},
-		{"run", "crossover", "--k", "1,4"},
+		{"run", "session", "--n", "3"},
+		{"run", "multi", "--n", "5"},
+		{"run", "crossover", "--n", "1,4"},
 		{"sweep", "many", "--n", "20,40"},
 		{"run", "many", "--n", "40"},
 		{"run", "many", "--n", "40", "--format", "csv"},

@@ -4,10 +4,11 @@ import (
 	"bufio"
 	"crypto/sha1"
 	"encoding/hex"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/x86"

@@ -3,12 +3,13 @@ package main
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/image"
@@ -18,7 +19,7 @@ import (
 	"github.com/kpsim/kpsim/sim"
 )
 
-const explainUsage = "kpsim explain [image flags] [--n N] [--patches LIST] [--with TARGET]... [--post] [--verify] [--format text|json] TARGET"
+const explainUsage = "kpsim explain [image flags] [--n N] [--patches LIST] [--with TARGET]... [--post] [--verify] [--format table|json] TARGET"
 
 // runExplain prints the decision trail of one probe: every check
 // register_kprobe makes, in order, what it looked at and what it decided,
@@ -43,14 +44,15 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	imf := addImageFlagsFor(fs, rest)
 	n := fs.Int("n", scenarios.DefaultManyOptions().N, "generated probe-target functions (kprobe_many_func_K) in the image, as run many builds it; by default only when TARGET is one of them (give --n to build run many's image for any target)")
 	traced := fs.Bool("traced", false, "build the probe targets with __fentry__ calls, as run many --traced")
-	patches := fs.String("patches", "none", "the switch set to run under: a preset (none, series, all) or comma-separated switches")
+	patches := &onePatchSet{v: "none"}
+	fs.Var(patches, "patches", "the switch set to run under: a preset (none, series, all) or comma-separated switches (one set; given twice is refused)")
 	post := fs.Bool("post", false, "give the probe a post handler (it is then never optimized)")
 	cpus := fs.Int("cpus", scenarios.DefaultManyOptions().CPUs, "online CPUs: every text_poke_sync and every set_memory_* TLB flush interrupts the others (their per-CPU cycles scale with it)")
 	faults := fs.String("faults", "", "fault injection: POINT or POINT@N, comma-separated (kpsim list shows the points)")
 	var with patchList
 	fs.Var(&with, "with", "register this target first (repeatable, in order, the optimizer run after each): the probe is explained among them")
 	verify := fs.Bool("verify", false, "also run the probe under every preset and ablation set and check the trail and decision are the same")
-	format := fs.String("format", "text", "output: text or json")
+	format := fs.String("format", "table", "output: table or json (text: a deprecated spelling of table)")
 	via := fs.String("via", "register_kprobe", "front door: register_kprobe, kprobe_events (a tracefs line, then its enable file) or perf_kprobe (perf_event_open on the kprobe PMU)")
 	noEnable := fs.Bool("no-enable", false, "with --via kprobe_events: leave the event disabled (the probe is then prepared but never armed or optimized)")
 	cf := addCostFlags(fs, "cold", "a registration probes a function not touched before")
@@ -91,12 +93,12 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 		}
 		priors = append(priors, ps)
 	}
-	sw, err := sim.ParseSwitches(*patches)
+	sw, err := sim.ParseSwitches(patches.v)
 	if err != nil {
-		return usagef("--patches %q: %s", *patches, err.Error())
+		return usagef("--patches %q: %s%s", patches.v, err.Error(), switchSuggestion(patches.v))
 	}
-	if *format != "text" && *format != "json" {
-		return usagef("--format: want text or json, got %q", *format)
+	if *format != "table" && *format != "json" {
+		return usagef("--format: want table or json, got %q", *format)
 	}
 	if *n < 0 || *n > 1_000_000 {
 		return usagef("--n: must be in [0, 1000000] (got %d)", *n)

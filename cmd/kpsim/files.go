@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -9,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/kpsim/kpsim/scenarios"
 )

@@ -39,7 +39,7 @@ func TestTargetsBadInput(t *testing.T) {
 		{[]string{"--targets", good, "--n", "10"}, "--n: applies to --targets generated only"},
 		{[]string{"--offset", "5"}, "--offset: applies with --placement offset only"},
 		{[]string{"--placement", "offset", "--offset", "-1"}, "--offset: must not be negative"},
-		{[]string{"--placement", "offset", "--offset", "x"}, "invalid value"},
+		{[]string{"--placement", "offset", "--offset", "x"}, "invalid argument"},
 		{[]string{"--enable", "each"}, "--enable each: only kprobe_events"},
 		{[]string{"--via", "kprobe_events", "--enable", "sometimes"}, "--enable: want none, each or group"},
 		{[]string{"--via", "ioctl"}, "--via: want"},

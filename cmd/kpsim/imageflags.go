@@ -2,12 +2,13 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
 	"strings"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/image"
@@ -138,7 +139,13 @@ func (f *imageFlags) parse(args []string, stdout io.Writer) error {
 	if f.err != nil {
 		return f.err
 	}
-	return parse(f.fs, args, stdout)
+	if err := parse(f.fs, args, stdout); err != nil {
+		return err
+	}
+	if f.synthetic() {
+		return f.mods.synthCheck() // --modules NAME is for --kernel PATH
+	}
+	return nil
 }
 
 func addImageFlagsProfile(fs *flag.FlagSet, base synth.Config) *imageFlags {

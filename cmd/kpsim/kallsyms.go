@@ -2,9 +2,10 @@ package main
 
 import (
 	"bufio"
-	"flag"
 	"fmt"
 	"io"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/internal/input"

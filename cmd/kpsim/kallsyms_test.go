@@ -80,7 +80,7 @@ func TestKallsymsDumpBadInput(t *testing.T) {
 }
 
 func TestRunKallsymsJSON(t *testing.T) {
-	out := mustKpsim(t, append([]string{"run", "kallsyms", "--iters", "20", "--format", "json", "--variants", "baseline,offset-index+token-cmp"}, small...)...)
+	out := mustKpsim(t, append([]string{"run", "kallsyms", "--n", "20", "--format", "json", "--variants", "baseline,offset-index+token-cmp"}, small...)...)
 	var rep struct {
 		Runs []map[string]json.RawMessage `json:"runs"`
 	}

@@ -10,18 +10,25 @@
 //	kpsim calibrate [--out FILE] [--cc CC] [--regime hot|cold|both] [--quick]
 //	kpsim cache list|size|clean [--older-than DURATION] [--all] [--max SIZE]
 //	kpsim list
+//	kpsim help CMD | kpsim completion bash|zsh|fish | kpsim --version
 //
 // Each subcommand has its own flags; `kpsim CMD --help` lists them. Bad usage
-// exits with status 2 and a one-line error.
+// exits with status 2 and a one-line error. The command tree, help and
+// completion are cli.go's (spf13/cobra; flags are spf13/pflag's).
 package main
 
 import (
+	"cmp"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	flag "github.com/spf13/pflag"
 )
 
 type command struct {
@@ -63,49 +70,70 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// run runs kpsim with args on the cobra command tree (cli.go) and returns
+// the exit status: 0, 1 for a runtime error, 2 for bad usage.
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		topUsage(stdout)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
+	if len(args) == 0 {
+		_ = newRoot(stdout, stderr, new(string)).Help()
+		return 2
 	}
-	if args[0] == "--version" || args[0] == "-version" || args[0] == "version" {
+	if args[0] == "-version" || args[0] == "-help" { // the flag package's spellings
+		fmt.Fprintf(stderr, "kpsim: %s is deprecated, write -%s\n", args[0], args[0])
+		args = append([]string{"-" + args[0]}, args[1:]...)
+	}
+	if args[0] == "version" {
 		printVersion(stdout)
 		return 0
 	}
-	for _, c := range commands {
-		if c.name != args[0] {
-			continue
-		}
-		sw := &stdoutWriter{w: stdout}
-		err := c.run(args[1:], sw, stderr)
-		var se *errStdout
-		if sw.err != nil && (err == nil || errors.Is(err, errHelp) || errors.As(err, &se)) {
-			// stdout did not take the output (a full disk, /dev/full):
-			// a runtime error, even for a command that ignored it.
-			fmt.Fprintf(stderr, "kpsim %s: %s\n", c.name, sw.err)
-			return 1
-		}
-		switch {
-		case err == nil, errors.Is(err, errHelp):
-			return 0
-		default:
-			var ue *usageError
-			if errors.As(err, &ue) {
-				fmt.Fprintf(stderr, "kpsim %s: %s (see kpsim %s --help)\n", c.name, oneLine(ue.msg), c.name)
-				return 2
-			}
-			fmt.Fprintf(stderr, "kpsim %s: %s\n", c.name, oneLine(err.Error()))
-			return 1
-		}
+	if !strings.HasPrefix(args[0], "-") && !knownCommand(args[0]) {
+		fmt.Fprintf(stderr, "kpsim: unknown command %q (commands: %s)%s\n", args[0], commandNames(), didYouMean(args[0], strings.Split(commandNames(), ", ")))
+		return 2
 	}
-	fmt.Fprintf(stderr, "kpsim: unknown command %q (commands: %s)%s\n", args[0], commandNames(), didYouMean(args[0], strings.Split(commandNames(), ", ")))
-	return 2
+	name := ""
+	sw := &stdoutWriter{w: stdout}
+	root := newRoot(sw, stderr, &name)
+	root.SetArgs(args)
+	err := root.Execute()
+	var ue *usageError
+	var se *errStdout
+	if sw.err != nil && (err == nil || errors.Is(err, errHelp) || errors.As(err, &se)) {
+		// stdout did not take the output (a full disk, /dev/full): a
+		// runtime error, even for a command that ignored it.
+		fmt.Fprintf(stderr, "kpsim %s: %s\n", cmp.Or(name, "kpsim"), sw.err)
+		return 1
+	}
+	switch {
+	case err == nil, errors.Is(err, errHelp):
+		return 0
+	case name == "": // cobra's own: an unknown flag of kpsim itself
+		fmt.Fprintf(stderr, "kpsim: %s (see kpsim --help)\n", oneLine(err.Error()))
+		return 2
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "kpsim %s: %s (see kpsim %s --help)\n", name, oneLine(ue.msg), name)
+		return 2
+	}
+	fmt.Fprintf(stderr, "kpsim %s: %s\n", name, oneLine(err.Error()))
+	return 1
 }
 
-func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ") }
+// oneLine is s on one line, its non-printable bytes (binary input quoted
+// back in an error) escaped as %q escapes them.
+func oneLine(s string) string {
+	s = strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == ' ' || unicode.IsPrint(r):
+			b.WriteRune(r)
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+	}
+	return b.String()
+}
 
 func commandNames() string {
 	var n []string
@@ -113,15 +141,6 @@ func commandNames() string {
 		n = append(n, c.name)
 	}
 	return strings.Join(n, ", ")
-}
-
-func topUsage(w io.Writer) {
-	fmt.Fprintln(w, "kpsim: a kernel-model simulator of Linux kprobe registration on x86-64")
-	fmt.Fprintln(w, "\nCommands:")
-	for _, c := range commands {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.doc)
-	}
-	fmt.Fprintln(w, "\nRun 'kpsim COMMAND --help' for a command's flags.")
 }
 
 // newFlagSet returns a flag set that reports errors as one line instead of
@@ -134,16 +153,16 @@ func newFlagSet(c string, stdout io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parse parses args; --help prints the usage and flags to stdout.
+// parse parses args; --help returns errHelp, and the command layer
+// (cli.go) prints the help from this flag set. Under describe (cli.go)
+// it hands the defined flag set back instead of parsing.
 func parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	if d, ok := stdout.(*describer); ok {
+		d.sets = append(d.sets, fs)
+		return errDescribe
+	}
 	err := fs.Parse(noFlags(fs, args))
 	if errors.Is(err, flag.ErrHelp) {
-		for _, c := range commands {
-			if c.name == strings.Fields(fs.Name())[0] {
-				fmt.Fprintf(stdout, "usage: %s\n\n%s.\n\nFlags:\n", c.usage, c.doc)
-			}
-		}
-		printGroupedDefaults(fs, stdout)
 		return errHelp
 	}
 	if err != nil {

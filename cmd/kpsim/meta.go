@@ -1,9 +1,10 @@
 package main
 
 import (
-	"flag"
 	"io"
 	"strings"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/kpsim/kpsim/image"
 	"github.com/kpsim/kpsim/image/synth"

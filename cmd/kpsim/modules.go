@@ -1,10 +1,11 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"strconv"
 	"strings"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/kpsim/kpsim/alternative"
 	"github.com/kpsim/kpsim/image"
@@ -60,6 +61,8 @@ func (m *moduleFlags) String() string {
 	return ""
 }
 
+func (m *moduleFlags) Type() string { return "string" }
+
 func (m *moduleFlags) Set(s string) error {
 	if n, err := strconv.Atoi(s); err == nil {
 		if n < 0 {
@@ -80,7 +83,7 @@ func (m *moduleFlags) Set(s string) error {
 func (f *imageFlags) addModuleFlags(fs *flag.FlagSet) {
 	f.mods.count = &f.cfg.Modules
 	fs.Var(&f.mods, "modules", "loaded modules: a count for the synthetic kernel, or with --kernel PATH the real modules to load: NAME,... (load order) or @FILE (/proc/modules or lsmod output, newest first)")
-	fs.StringVar(&f.mods.dir, "modules-dir", "", "module tree for --modules with --kernel PATH (.ko, .ko.xz, .ko.zst, .ko.gz files; default: the package's tree for the kernel's release KVER: for X/boot/vmlinuz-KVER X/usr/lib/modules/KVER or X/lib/modules/KVER, for .../modules/KVER/vmlinuz that directory, else lib/modules/KVER beside the kernel, as `make real-kernel` caches 6.1's)")
+	fs.StringVar(&f.mods.dir, "modules-dir", "", "module tree for --modules with --kernel PATH (.ko, .ko.xz, .ko.zst, .ko.gz files; default: the package's tree for the kernel's release KVER: for X/boot/vmlinuz-KVER X/usr/lib/modules/KVER or X/lib/modules/KVER, for .../modules/KVER/vmlinuz that directory, else lib/modules/KVER beside the kernel, as make real-kernel caches 6.1's)")
 }
 
 // defaultModulesDir is the module tree of the kernel file kernel (see

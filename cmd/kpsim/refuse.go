@@ -1,10 +1,11 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"strings"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/kpsim/kpsim/kallsyms/ktab"
 	"github.com/kpsim/kpsim/scenarios"
@@ -94,6 +95,9 @@ func printVersion(w io.Writer) {
 func didYouMean(s string, known []string) string {
 	best, bestD := "", 3
 	for _, k := range known {
+		if k == s { // the token itself was refused: no suggestion
+			return ""
+		}
 		d := editDistance(s, k)
 		if strings.HasPrefix(k, s) && len(s) >= 3 {
 			d = min(d, 1)
@@ -167,8 +171,8 @@ var realKernelFlags = []string{"kernel", "kernel-version", "kconfig", "seed", "s
 
 // printGroupedDefaults prints a command's flags in three groups: its own
 // (scenario) flags, the real-kernel flags and the synthetic-image flags,
-// each alphabetical as flag.PrintDefaults has them; a boolean flag says
-// that --X=false turns it off.
+// each alphabetical; a boolean flag that is on by default says that
+// --no-X turns it off. Hidden flags are left out.
 func printGroupedDefaults(fs *flag.FlagSet, w io.Writer) {
 	group := map[string]int{}
 	for _, n := range realKernelFlags {
@@ -180,40 +184,40 @@ func printGroupedDefaults(fs *flag.FlagSet, w io.Writer) {
 	titles := []string{"", "Kernel flags (a real image or the generator):", "Synthetic-image flags (the generator only; refused with --kernel PATH):"}
 	for g, title := range titles {
 		sub := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
-		n := 0
 		fs.VisitAll(func(f *flag.Flag) {
 			if group[f.Name] != g {
 				return
 			}
-			usage := f.Usage
-			if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() && f.DefValue == "true" {
-				usage += " (on by default; --no-" + f.Name + " or --" + f.Name + "=false turns it off)"
+			c := *f
+			if c.NoOptDefVal == "true" && c.DefValue == "true" {
+				c.Usage += " (on by default; --no-" + f.Name + " or --" + f.Name + "=false turns it off)"
 			}
-			sub.Var(f.Value, f.Name, usage)
-			sub.Lookup(f.Name).DefValue = f.DefValue
-			n++
+			sub.AddFlag(&c)
 		})
-		if n == 0 {
+		if !sub.HasAvailableFlags() {
 			continue
 		}
-		if title != "" { // the first group sits under parse's "Flags:"
+		if title != "" { // the first group sits under "Flags:"
 			fmt.Fprintln(w)
 			fmt.Fprintln(w, title)
 		}
-		sub.SetOutput(w)
-		sub.PrintDefaults()
+		fmt.Fprint(w, sub.FlagUsagesWrapped(100))
 	}
 }
 
-// flagSuggestion suggests a defined flag for flag's "flag provided but
-// not defined: -X" error.
+// flagSuggestion suggests a defined flag for pflag's "unknown flag: --X"
+// error; never the rejected name itself.
 func flagSuggestion(fs *flag.FlagSet, err error) string {
-	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: ")
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: ")
 	if !ok {
 		return ""
 	}
 	var known []string
-	fs.VisitAll(func(f *flag.Flag) { known = append(known, f.Name) })
+	fs.VisitAll(func(f *flag.Flag) {
+		if !f.Hidden {
+			known = append(known, f.Name)
+		}
+	})
 	if s := didYouMean(strings.TrimLeft(name, "-"), known); s != "" {
 		return strings.Replace(s, `"`, `"--`, 1)
 	}

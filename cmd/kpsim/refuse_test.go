@@ -90,13 +90,13 @@ func TestGroupedHelp(t *testing.T) {
 	if i < 0 || j < i || k < j {
 		t.Fatalf("help not grouped:\n%s", out)
 	}
-	if s := out[i:j]; !strings.Contains(s, "  -patches") || strings.Contains(s, "\n  -functions ") {
+	if s := out[i:j]; !strings.Contains(s, "  --patches ") || strings.Contains(s, "  --functions ") {
 		t.Errorf("scenario group wrong:\n%s", s)
 	}
-	if s := out[k:]; !strings.Contains(s, "-functions") || !strings.Contains(s, "-jump-entries") {
+	if s := out[k:]; !strings.Contains(s, "--functions") || !strings.Contains(s, "--jump-entries") {
 		t.Errorf("synthetic group wrong")
 	}
-	if s := out[j:k]; !strings.Contains(s, "-kernel") || !strings.Contains(s, "-seed") {
+	if s := out[j:k]; !strings.Contains(s, "--kernel") || !strings.Contains(s, "--seed") {
 		t.Errorf("kernel group wrong")
 	}
 }

@@ -2,13 +2,13 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/schollz/progressbar/v3"
+	flag "github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/kpsim/kpsim/doors"
@@ -23,6 +23,24 @@ type patchList []string
 
 func (p *patchList) String() string     { return strings.Join(*p, " ") }
 func (p *patchList) Set(v string) error { *p = append(*p, v); return nil }
+func (p *patchList) Type() string       { return "stringArray" }
+
+// onePatchSet is --patches of a command that runs one switch set: a
+// second --patches is refused rather than silently replacing the first.
+type onePatchSet struct {
+	v   string
+	set bool
+}
+
+func (p *onePatchSet) String() string { return p.v }
+func (p *onePatchSet) Type() string   { return "string" }
+func (p *onePatchSet) Set(v string) error {
+	if p.set {
+		return fmt.Errorf("given twice (%q, then %q): this command runs one switch set (kpsim run many takes several)", p.v, v)
+	}
+	p.v, p.set = v, true
+	return nil
+}
 
 // scenario is one scenario kpsim run runs.
 type scenario struct {
@@ -82,7 +100,6 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 	fs.BoolVar(&o.Traced, "traced", false, "build the generated targets with __fentry__ calls (entry probes then use kprobes on ftrace)")
 	fs.IntVar(&o.ImageProbes, "image-probes", 0, "also probe this many of the image's own functions")
 	fs.BoolVar(&o.Mixed, "mixed", false, "draw the image probes from every awkward class (mid-function, aggregated, blacklisted, reserved, ftrace, module, inside optimized regions)")
-	single := fs.Bool("single", false, "register with register_kprobe one by one (the same as --via register_kprobe)")
 	fs.IntVar(&o.OptimizeEvery, "optimize-every", o.OptimizeEvery, "run the deferred optimizer after every N registrations (or enables)")
 	fs.IntVar(&o.CPUs, "cpus", o.CPUs, "online CPUs: every text_poke_sync and every set_memory_* TLB flush interrupts the others (their per-CPU cycles scale with it)")
 	targets := fs.String("targets", "generated", "generated (N sample functions added to the image), all-functions (every function), traceable (available_filter_functions, one line per ftrace record), or a FILE of targets (- for stdin): SYM, SYM+OFF, kprobe_events lines, available_filter_functions lines")
@@ -117,12 +134,6 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 	o.Order = scenarios.Order(*order)
 	o.Enable = doors.EnableMode(*enable)
 	o.Via = doors.Via(*via)
-	if *single {
-		if o.Via != "" && o.Via != doors.ViaRegisterKprobe {
-			return usagef("--single: conflicts with --via %s", o.Via)
-		}
-		o.Via = doors.ViaRegisterKprobe
-	}
 	kind, path := scenarios.ParseTargetKind(*targets)
 	o.Targets = kind
 	if kind != scenarios.TargetsGenerated {

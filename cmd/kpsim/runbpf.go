@@ -2,11 +2,12 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/kpsim/kpsim/bpf"
 	"github.com/kpsim/kpsim/image"
@@ -226,13 +227,13 @@ var sessionDefaultRuns = []string{"none", "libbpf-exact-syms", "libbpf-exact-sym
 
 func runSession(args []string, stdout, stderr io.Writer) error {
 	fs, f := newBPFFlagSet("run session", args, stdout)
-	programs := fs.Int("programs", 50, "kprobe.session programs, each on one distinct traceable function by exact name")
+	programs := fs.Int("n", 50, "kprobe.session programs (formerly --programs), each on one distinct traceable function by exact name")
 	pairs := fs.Bool("pairs", false, "add a run of the classic kprobe + kretprobe perf events on the same functions (2P events)")
 	if err := f.imf.parse(args, stdout); err != nil {
 		return err
 	}
 	if *programs <= 0 || *programs > 1<<20 {
-		return usagef("--programs: want 1..%d, got %d", 1<<20, *programs)
+		return usagef("--n: want 1..%d, got %d", 1<<20, *programs)
 	}
 	return f.report(stdout, stderr, sessionDefaultRuns, func(o scenarios.BPFOptions, specs []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (any, func(io.Writer) error, error) {
 		rep, err := scenarios.RunSession(k, scenarios.SessionOptions{BPF: o, Programs: *programs, Pairs: *pairs, Runs: specs}, costs)
@@ -246,7 +247,7 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 func runMultiScenario(args []string, stdout, stderr io.Writer) error {
 	fs, f := newBPFFlagSet("run multi", args, stdout)
 	pattern := fs.String("pattern", "", "a glob (libbpf's pattern path); empty: only the syms form")
-	k0 := fs.Int("k", 0, "K: functions in the syms form (0 = every traceable function)")
+	k0 := fs.Int("n", 0, "K (formerly --k): functions in the syms form (0 = every traceable function)")
 	if err := f.imf.parse(args, stdout); err != nil {
 		return err
 	}
@@ -258,7 +259,7 @@ func runMultiScenario(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *k0 < 0 || *k0 > bpf.MaxKprobeMultiCnt {
-		return usagef("--k: want 0..%d (MAX_KPROBE_MULTI_CNT), got %d", bpf.MaxKprobeMultiCnt, *k0)
+		return usagef("--n: want 0..%d (MAX_KPROBE_MULTI_CNT), got %d", bpf.MaxKprobeMultiCnt, *k0)
 	}
 	return f.report(stdout, stderr, []string{"none", "libbpf-exact-syms,ftrace-single-lookup"}, func(o scenarios.BPFOptions, specs []scenarios.RunSpec, costs *sim.CostTable, k *image.Kernel) (any, func(io.Writer) error, error) {
 		rep, err := scenarios.RunMulti(k, scenarios.SessionOptions{BPF: o, Pattern: *pattern, Functions: *k0, Runs: specs}, costs)
@@ -278,10 +279,10 @@ func parseKList(s string) ([]int, error) {
 		}
 		v, err := strconv.Atoi(strings.TrimSpace(p))
 		if err != nil {
-			return nil, usagef("--k: %q is not a number", p)
+			return nil, usagef("--n: %q is not a number", p)
 		}
 		if v <= 0 || v > bpf.MaxKprobeMultiCnt {
-			return nil, usagef("--k: %d out of range 1..%d", v, bpf.MaxKprobeMultiCnt)
+			return nil, usagef("--n: %d out of range 1..%d", v, bpf.MaxKprobeMultiCnt)
 		}
 		out = append(out, v)
 	}
@@ -305,7 +306,7 @@ func parseVariantList(s string) ([]kallsyms.Variant, error) {
 
 func runCrossover(args []string, stdout, stderr io.Writer) error {
 	fs, f := newBPFFlagSet("run crossover", args, stdout)
-	klist := fs.String("k", "1,10,100,500,1000,5000,10000,max", "batch sizes K, comma-separated; max = every uniquely named traceable function")
+	klist := fs.String("n", "1,10,100,500,1000,5000,10000,max", "batch sizes K (formerly --k), comma-separated; max = every uniquely named traceable function")
 	variants := fs.String("variants", "", "kallsyms variants (default: all)")
 	if err := f.imf.parse(args, stdout); err != nil {
 		return err
@@ -330,14 +331,14 @@ func runCrossover(args []string, stdout, stderr io.Writer) error {
 
 func runTracingMulti(args []string, stdout, stderr io.Writer) error {
 	fs, f := newBPFFlagSet("run tracing-multi", args, stdout)
-	k0 := fs.Int("k", 0, "K functions (0 = every uniquely named traceable function; more than the image has attaches them all)")
+	k0 := fs.Int("n", 0, "K functions (formerly --k; 0 = every uniquely named traceable function; more than the image has attaches them all)")
 	nrArgs := fs.Int("nr-args", scenarios.TracingMultiNrArgs, "arguments of every function (8 bytes each; the image has no BTF): the trampoline's size and JIT work")
 	variants := fs.String("variants", "", "kallsyms variants (default: all)")
 	if err := f.imf.parse(args, stdout); err != nil {
 		return err
 	}
 	if *k0 < 0 || *k0 > bpf.MaxTracingMultiCnt {
-		return usagef("--k: want 0..%d (MAX_TRACING_MULTI_CNT), got %d", bpf.MaxTracingMultiCnt, *k0)
+		return usagef("--n: want 0..%d (MAX_TRACING_MULTI_CNT), got %d", bpf.MaxTracingMultiCnt, *k0)
 	}
 	if *nrArgs < 0 || *nrArgs > 6 {
 		return usagef("--nr-args: want 0..6 (register arguments), got %d", *nrArgs)

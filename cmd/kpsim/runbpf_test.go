@@ -17,7 +17,7 @@ func TestRunBPFBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"run", "session", "--programs", "0"}, "--programs"},
+		{[]string{"run", "session", "--n", "0"}, "--n"},
 		{[]string{"run", "session", "--kconfig", "KPROBES=y"}, "FPROBE"},
 		{[]string{"run", "session", "--bpf-kernel", "5.15"}, "--bpf-kernel"},
 		// --bpf-kernel only asserts the image's generation: the old 6.10
@@ -27,14 +27,14 @@ func TestRunBPFBadInput(t *testing.T) {
 		{[]string{"run", "session", "--bpf-kernel", "7.3"}, "contradicts the image's generation 6.1"},
 		{[]string{"run", "session", "--patches", "ftrace-single-lookup,ftrace-single-lookup-v1"}, "alternatives"},
 		{[]string{"run", "session", "--possible-cpus", "0"}, "--possible-cpus"},
-		{[]string{"run", "crossover", "--k", "0"}, "--k"},
-		{[]string{"run", "crossover", "--k", "2000000"}, "--k"},
-		{[]string{"run", "crossover", "--k", "1,x"}, "--k"},
+		{[]string{"run", "crossover", "--n", "0"}, "--n"},
+		{[]string{"run", "crossover", "--n", "2000000"}, "--n"},
+		{[]string{"run", "crossover", "--n", "1,x"}, "--n"},
 		{[]string{"run", "multi", "--pattern", ""}, "empty pattern"},
-		{[]string{"run", "multi", "--k", "-1"}, "--k"},
+		{[]string{"run", "multi", "--n", "-1"}, "--n"},
 		{[]string{"run", "tracing-multi", "--variants", "nope"}, "--variants"},
 		// 6.1 has no tracing multi link: refused, naming the generation.
-		{[]string{"run", "tracing-multi", "--k", "3"}, "generation 6.1"},
+		{[]string{"run", "tracing-multi", "--n", "3"}, "generation 6.1"},
 		{[]string{"run", "tracing-multi", "--nr-args", "7"}, "--nr-args"},
 		{[]string{"run", "session", "--out", "/nonexistent/dir/x.json"}, "--out"},
 		{[]string{"run", "crossover", "--format", "csv"}, "--format"},
@@ -56,7 +56,7 @@ func TestRunBPFBadInput(t *testing.T) {
 // run tracing-multi on 7.3: every component per function, the kallsyms
 // share over the complete total, what the total includes.
 func TestRunTracingMulti73(t *testing.T) {
-	args := append([]string{"run", "tracing-multi", "--k", "5", "--variants", "baseline", "--kernel-version", "7.3"}, smallSizes...)
+	args := append([]string{"run", "tracing-multi", "--n", "5", "--variants", "baseline", "--kernel-version", "7.3"}, smallSizes...)
 	out := mustKpsim(t, args...)
 	for _, w := range []string{"total includes:", "not modelled: none", "trampoline JIT", "text pokes", "kallsyms share", "%", "trampolines 5"} {
 		if !strings.Contains(out, w) {
@@ -67,7 +67,7 @@ func TestRunTracingMulti73(t *testing.T) {
 
 // A pattern matching nothing and an invalid target are per-attach results.
 func TestRunMultiNoMatchIsAResult(t *testing.T) {
-	out := mustKpsim(t, append([]string{"run", "multi", "--pattern", "zzz_no_such_fn*", "--k", "5", "--patches", "none"}, small...)...)
+	out := mustKpsim(t, append([]string{"run", "multi", "--pattern", "zzz_no_such_fn*", "--n", "5", "--patches", "none"}, small...)...)
 	if !strings.Contains(out, "-ENOENT") {
 		t.Errorf("no -ENOENT result:\n%s", out)
 	}
@@ -76,7 +76,7 @@ func TestRunMultiNoMatchIsAResult(t *testing.T) {
 func TestRunSessionFprobeOff(t *testing.T) {
 	// kprobe.multi links on CONFIG_FPROBE=n: the -EOPNOTSUPP stub, the
 	// override recorded.
-	out := mustKpsim(t, append([]string{"run", "multi", "--k", "3", "--kconfig", "FPROBE=n", "--patches", "none"}, small...)...)
+	out := mustKpsim(t, append([]string{"run", "multi", "--n", "3", "--kconfig", "FPROBE=n", "--patches", "none"}, small...)...)
 	if !strings.Contains(out, "-EOPNOTSUPP") || !strings.Contains(out, "FPROBE=n") {
 		t.Errorf("want -EOPNOTSUPP and the override recorded:\n%s", out)
 	}
@@ -84,7 +84,7 @@ func TestRunSessionFprobeOff(t *testing.T) {
 	// link_create has no BPF_TRACE_KPROBE_SESSION and refuses it with
 	// -EINVAL before the CONFIG_FPROBE stub; --bpf-kernel 6.1 agrees with
 	// the image.
-	out = mustKpsim(t, append([]string{"run", "session", "--programs", "3", "--kconfig", "FPROBE=n", "--bpf-kernel", "6.1", "--patches", "libbpf-exact-syms"}, small...)...)
+	out = mustKpsim(t, append([]string{"run", "session", "--n", "3", "--kconfig", "FPROBE=n", "--bpf-kernel", "6.1", "--patches", "libbpf-exact-syms"}, small...)...)
 	if !strings.Contains(out, "-EINVAL=3") || !strings.Contains(out, "generation 6.1") {
 		t.Errorf("want 3 -EINVAL on generation 6.1:\n%s", out)
 	}
@@ -117,7 +117,7 @@ var small612 = append([]string{"--kernel-version", "6.12"}, smallSizes...)
 func TestRunSessionCostRegime(t *testing.T) {
 	session := func(extra ...string) *scenarios.BPFReport {
 		t.Helper()
-		args := append([]string{"run", "session", "--programs", "3", "--patches", "libbpf-exact-syms", "--format", "json"}, small612...)
+		args := append([]string{"run", "session", "--n", "3", "--patches", "libbpf-exact-syms", "--format", "json"}, small612...)
 		var rep scenarios.BPFReport
 		if err := json.Unmarshal([]byte(mustKpsim(t, append(args, extra...)...)), &rep); err != nil {
 			t.Fatal(err)
@@ -168,10 +168,10 @@ func TestRunBPFNamesWeights(t *testing.T) {
 		name string
 		args []string
 	}{
-		{"session", append([]string{"run", "session", "--programs", "2", "--patches", "none"}, small612...)},
-		{"multi", append([]string{"run", "multi", "--k", "3", "--patches", "none"}, small...)},
-		{"crossover", append([]string{"run", "crossover", "--k", "1,10", "--variants", "baseline"}, small...)},
-		{"tracing-multi", append([]string{"run", "tracing-multi", "--k", "10", "--variants", "baseline", "--kernel-version", "7.3"}, smallSizes...)},
+		{"session", append([]string{"run", "session", "--n", "2", "--patches", "none"}, small612...)},
+		{"multi", append([]string{"run", "multi", "--n", "3", "--patches", "none"}, small...)},
+		{"crossover", append([]string{"run", "crossover", "--n", "1,10", "--variants", "baseline"}, small...)},
+		{"tracing-multi", append([]string{"run", "tracing-multi", "--n", "10", "--variants", "baseline", "--kernel-version", "7.3"}, smallSizes...)},
 	} {
 		table := mustKpsim(t, append(tc.args, "--cost-regime", "hot")...)
 		if !strings.Contains(table, " weights: built-in hot profile (hot regime, calibrated on") || !strings.Contains(table, " costs:   no cost file") {

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"flag"
 	"io"
 	"os"
 	"strings"
 	"time"
 
+	flag "github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/kpsim/kpsim/image"
@@ -20,8 +20,8 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 	fs, imf := newImageFlagSet("run kallsyms", args, stdout)
 	symbols := fs.String("symbols", "", "symbol list (System.map or /proc/kallsyms); default: the synthetic image's symbols")
 	o := scenarios.KallsymsOptions{Iters: 100000, Build: kallsymsDefaults}
-	fs.IntVar(&o.Iters, "iters", o.Iters, "timed passes per measurement: exactly this many when given, else at most this many within --benchtime")
-	fs.DurationVar(&o.Budget, "benchtime", 50*time.Millisecond, "time each measurement's timing loop runs for, its pass count grown as testing.B grows b.N (ignored when --iters is given)")
+	fs.IntVar(&o.Iters, "n", o.Iters, "timed passes per measurement (formerly --iters): exactly this many when given, else at most this many within --benchtime")
+	fs.DurationVar(&o.Budget, "benchtime", 50*time.Millisecond, "time each measurement's timing loop runs for, its pass count grown as testing.B grows b.N (ignored when --n is given)")
 	hits := fs.String("hits", "", "comma-separated names to look up as hits (default: 16 names of the table)")
 	misses := fs.String("misses", "", "comma-separated names to look up as misses (default: 8 names the table lacks)")
 	variants := fs.String("variants", "", "comma-separated variants (default: all): "+variantNames())
@@ -42,14 +42,14 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 		return usagef("--format: want table, json, csv or bench, got %q", *format)
 	}
 	if o.Iters < 1 {
-		return usagef("--iters: must be at least 1 (got %d)", o.Iters)
+		return usagef("--n: must be at least 1 (got %d)", o.Iters)
 	}
 	kset := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { kset[f.Name] = true })
 	switch {
-	case kset["iters"] && kset["benchtime"]:
-		return usagef("--benchtime: conflicts with --iters (a fixed pass count)")
-	case kset["iters"]:
+	case kset["n"] && kset["benchtime"]:
+		return usagef("--benchtime: conflicts with --n (a fixed pass count)")
+	case kset["n"]:
 		o.Budget = 0
 	case o.Budget <= 0:
 		return usagef("--benchtime: must be positive (got %s)", o.Budget)

@@ -1,16 +1,17 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"strings"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/kpsim/kpsim/scenarios/soak"
 	"github.com/kpsim/kpsim/sim"
 )
 
-const soakUsage = "kpsim soak [--steps N] [--seed S] [--campaign-steps L] [--sets K | --patches SPEC ...] [--out-dir DIR] [--no-shrink] | kpsim soak --replay FILE"
+const soakUsage = "kpsim soak [--steps N] [--seed S] [--campaign-steps L] [--sets K | --patches SPEC ...] [--jobs N] [--out-dir DIR] [--no-shrink] | kpsim soak --replay FILE"
 
 var soakCommand = command{"soak", soakUsage,
 	"a seeded random campaign of registrations, front doors, optimizer runs, late init and registry queries, compared step by step between none and sampled switch sets; divergences are shrunk and saved",
@@ -26,7 +27,7 @@ func runSoak(args []string, stdout, stderr io.Writer) error {
 	var patches patchList
 	fs.Var(&patches, "patches", "run every campaign under this set instead of sampled ones: a preset or comma-separated switches; repeatable")
 	fs.IntVar(&o.IndexFaultPercent, "index-faults", 25, "percent of machines whose late init fails one index allocation (the index falls back to the linear form); 0 for none")
-	fs.IntVar(&o.Workers, "workers", 0, "campaigns run in parallel (0: every core); the output does not depend on it")
+	fs.IntVar(&o.Workers, "jobs", 0, "campaigns run in parallel (formerly --workers; 0: every core); the output does not depend on it")
 	outDir := fs.String("out-dir", "testdata/soak", "where shrunk reproducers of divergences are written")
 	noShrink := fs.Bool("no-shrink", false, "report divergences without shrinking them")
 	replay := fs.String("replay", "", "replay a reproducer FILE (none against its switch set) and report whether it diverges")
@@ -39,7 +40,7 @@ func runSoak(args []string, stdout, stderr io.Writer) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if *replay != "" {
-		for _, f := range []string{"steps", "seed", "campaign-steps", "sets", "patches", "index-faults", "workers", "out-dir", "no-shrink"} {
+		for _, f := range []string{"steps", "seed", "campaign-steps", "sets", "patches", "index-faults", "jobs", "out-dir", "no-shrink"} {
 			if set[f] {
 				return usagef("--%s: does not apply to --replay (the file gives the steps and the set)", f)
 			}
@@ -58,7 +59,7 @@ func runSoak(args []string, stdout, stderr io.Writer) error {
 	case o.IndexFaultPercent < 0 || o.IndexFaultPercent > 100:
 		return usagef("--index-faults: a percentage 0..100 (got %d)", o.IndexFaultPercent)
 	case o.Workers < 0:
-		return usagef("--workers: must not be negative (got %d)", o.Workers)
+		return usagef("--jobs: must not be negative (got %d)", o.Workers)
 	}
 	if o.IndexFaultPercent == 0 {
 		o.IndexFaultPercent = -1

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	flag "github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/kpsim/kpsim/doors"
@@ -94,10 +94,7 @@ func parseSweep(name string, args []string, stdout io.Writer, formats []string) 
 	fs.IntVar(&j.jobs, "jobs", 0, "runs to run at once over all the points (default: all cores, GOMAXPROCS; 1: one after another); the points' images are prepared as many at a time")
 	vias := fs.String("vias", "", "sweep every run through each of these front doors (comma-separated --via values); the runs are named RUN@DOOR")
 	if err := parse(fs, mine, stdout); err != nil {
-		if err == errHelp {
-			fmt.Fprintln(stdout, "\nEvery other flag is the scenario's: kpsim run many --help lists them.")
-		}
-		return nil, err
+		return nil, err // help: the command layer lists run many's flags too
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

@@ -218,7 +218,7 @@ func TestSweepVias(t *testing.T) {
 	}
 	for _, tc := range []struct{ args []string }{
 		{[]string{"--vias", "register_kprobe", "--via", "perf_kprobe"}},
-		{[]string{"--vias", "register_kprobe", "--single"}},
+		{[]string{"--vias", "register_kprobe", "--via", "register_kprobe"}},
 		{[]string{"--vias", "tracefs"}},
 	} {
 		_, errs, code := runKpsim(append(append([]string{"sweep", "many", "--n", "1,2"}, tc.args...), small...)...)

@@ -337,6 +337,8 @@ var jumpKindNames = [4]string{"nop2", "nop5", "jmp8", "jmp32"}
 // ParseJumpMix parses "nop2=35,nop5=40,jmp8=10,jmp32=15" (missing kinds are 0).
 func ParseJumpMix(s string) ([4]float64, error) {
 	var mix [4]float64
+	var seen [4]bool
+	sum := 0.0
 	for _, part := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if !ok {
@@ -355,7 +357,20 @@ func ParseJumpMix(s string) ([4]float64, error) {
 		if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
 			return mix, cfgErr("jump-mix", "%s: %q is not a finite non-negative number", k, v)
 		}
+		if f > 100 {
+			return mix, cfgErr("jump-mix", "%s: %g is not a percentage 0..100", k, f)
+		}
+		if seen[i] {
+			return mix, cfgErr("jump-mix", "%s given twice", k)
+		}
+		seen[i] = true
 		mix[i] = f
+		sum += f
+	}
+	// The profiles' measured mixes are rounded to 0.1 (Debian 6.1's sums
+	// to 100.1).
+	if math.Abs(sum-100) > 0.5 {
+		return mix, cfgErr("jump-mix", "the percentages sum to %g, want 100 (kinds not given are 0)", sum)
 	}
 	return mix, nil
 }

@@ -131,7 +131,7 @@ func CrossoverTable(w io.Writer, rep *scenarios.CrossoverReport) error {
 func TracingMultiTable(w io.Writer, rep *scenarios.TracingMultiReport) error {
 	fmt.Fprintf(w, " kpsim run tracing-multi on %s: one fentry.multi link over K = %d functions", label(rep.Kernel, rep.Release, rep.Generation), rep.K)
 	if rep.KRequested > rep.K {
-		fmt.Fprintf(w, " (--k %d: the image has %d uniquely named traceable functions)", rep.KRequested, rep.K)
+		fmt.Fprintf(w, " (--n %d: the image has %d uniquely named traceable functions)", rep.KRequested, rep.K)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, " total includes: %s\n", strings.Join(rep.Includes, "; "))
