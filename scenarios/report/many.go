@@ -158,8 +158,8 @@ func decisionsTable(w io.Writer, r *scenarios.ManyReport) {
 				label = run.Name
 			}
 		}
-		writeWrapped(w, fmt.Sprintf(" decisions (%s, via %s): %d registered, %d optimized, %d on ftrace, %d refused (%s), %d not attempted; reasons digest %s",
-			label, r.Via, run.Registered, run.Optimized, run.OnFtrace, refusedCount(run), rejected(run.Rejected), run.NotTried, run.WhyDigest[:12]), "   ")
+		writeWrapped(w, fmt.Sprintf(" decisions (%s, via %s): %d registered of %d targets, %d optimized, %d on ftrace, %d refused (%s), %d not attempted; reasons digest %s",
+			label, r.Via, run.Registered, run.Registered+refusedCount(run)+run.NotTried, run.Optimized, run.OnFtrace, refusedCount(run), rejected(run.Rejected), run.NotTried, run.WhyDigest[:12]), "   ")
 		cls := heaviest(run.Reasons, func(n int) float64 { return float64(n) })
 		for i, k := range cls {
 			if i == 12 {
@@ -171,6 +171,9 @@ func decisionsTable(w io.Writer, r *scenarios.ManyReport) {
 	}
 	if !same {
 		fmt.Fprintln(w, " REASONS DIFFER between runs: a switch changed a decision (--probes FILE per run shows which)")
+	}
+	for _, l := range r.AttachWarnings() {
+		writeWrapped(w, " WARNING "+l, "   ")
 	}
 }
 
