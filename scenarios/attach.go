@@ -155,9 +155,12 @@ func BPFAttachWarnings(run *BPFRunReport, fprobe bool, fprobeWhy string) []Attac
 	if run.Attaches == 0 || run.OK > 0 {
 		return nil
 	}
-	t := fmt.Sprintf("every one of its %d attaches failed (%s)", run.Attaches, countList(run.Errors))
+	t := fmt.Sprintf("all %d attaches failed (%s)", run.Attaches, countList(run.Errors))
+	if run.Attaches == 1 {
+		t = fmt.Sprintf("its one attach failed (%s)", countList(run.Errors))
+	}
 	if run.Errors["-EOPNOTSUPP"] > 0 && !fprobe {
-		t += "; -EOPNOTSUPP: " + fprobeWhy + "; model a kernel built with it with --kconfig FPROBE=y"
+		t += "; the kernel is modelled without CONFIG_FPROBE (" + fprobeWhy + "), so bpf_kprobe_multi_link_attach is the -EOPNOTSUPP stub: use --kconfig FPROBE=y to model a kernel built with it"
 	} else {
 		t += "; the failed list names each target's error"
 	}

@@ -396,6 +396,10 @@ func prepareOn(k *image.Kernel, o ManyOptions) (*ManySetup, error) {
 			}
 		}
 	}
+	if o.BatchReport > 0 && o.BatchReport >= len(s.Targets) {
+		// One batch is one point: a + b·N needs two.
+		return nil, fmt.Errorf("--batch-report %d: the run has %d targets, so at most one batch of accepted probes, and a fit of a + b·N needs two; give K below %d", o.BatchReport, len(s.Targets), len(s.Targets))
+	}
 	s.Opts.N = len(s.Targets)
 	return s, nil
 }

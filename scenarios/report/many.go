@@ -191,6 +191,10 @@ func growthTable(w io.Writer, r *scenarios.ManyReport) {
 		for _, g := range run.Growth {
 			f := g.Fit
 			fmt.Fprintln(w)
+			if g.NoFit != "" {
+				writeWrapped(w, fmt.Sprintf(" growth (%s, %s pass, batches of %d): no fit: %s", run.Name, g.Pass, g.K, g.NoFit), "   ")
+				continue
+			}
 			writeWrapped(w, fmt.Sprintf(" growth (%s, %s pass, batches of %d): cycles/probe c(N) = %.0f + %.4f·N, R² %.3f; b·N is %.1f%% of c at N = %d; first→last batch %.2fx",
 				run.Name, g.Pass, g.K, f.A, f.B, f.R2, 100*f.Share, f.NMax, f.Growth), "   ")
 			bn := func(f scenarios.Fit) float64 { return f.B * float64(f.NMax) }
