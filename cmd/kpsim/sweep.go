@@ -19,7 +19,7 @@ import (
 	"github.com/kpsim/kpsim/sim"
 )
 
-const sweepUsage = "kpsim sweep many --n START:STOP:STEP|N,N,... [--vias DOOR,...] [--format table|json|csv|bench] [--out FILE] [--plot FILE.svg|.png] [--plot-phase PHASE] [--plot-per-probe] [--plot-linear] [run many flags]"
+const sweepUsage = "kpsim sweep many --n START:STOP:STEP|N,N,... [--vias DOOR,...] [--allow-refusals] [--format table|json|csv|bench] [--out FILE] [--plot FILE.svg|.png] [--plot-phase PHASE] [--plot-per-probe] [--plot-linear] [run many flags]"
 
 // sweepFlags are the flags sweep (and report) take for themselves; every
 // other flag goes to the scenario. bool says whether the flag takes no

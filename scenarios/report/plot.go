@@ -144,7 +144,7 @@ func Plot(s *scenarios.Sweep, o PlotOptions) ([]byte, error) {
 			attached = attached || c.Missing == ""
 		}
 		if !attached {
-			return nil, fmt.Errorf("nothing to plot: no run attached a probe at any N")
+			return nil, fmt.Errorf("nothing to plot: no run attached a probe at any N (without --plot the report and its warnings say why)")
 		}
 		return nil, fmt.Errorf("nothing to plot: phase %s counted nothing at any N", d.Phase)
 	}
