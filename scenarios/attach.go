@@ -159,10 +159,12 @@ func BPFAttachWarnings(run *BPFRunReport, fprobe bool, fprobeWhy string) []Attac
 	if run.Attaches == 1 {
 		t = fmt.Sprintf("its one attach failed (%s)", countList(run.Errors))
 	}
-	if run.Errors["-EOPNOTSUPP"] > 0 && !fprobe {
-		t += "; the kernel is modelled without CONFIG_FPROBE (" + fprobeWhy + "), so bpf_kprobe_multi_link_attach is the -EOPNOTSUPP stub: use --kconfig FPROBE=y to model a kernel built with it"
-	} else {
-		t += "; the failed list names each target's error"
+	switch {
+	case run.Errors["-EOPNOTSUPP"] > 0 && !fprobe:
+		why := strings.TrimSuffix(fprobeWhy, " (bpf_kprobe_multi_link_attach is the -EOPNOTSUPP stub)")
+		t += "; -EOPNOTSUPP is bpf_kprobe_multi_link_attach's stub on a kernel without CONFIG_FPROBE (" + why + "): use --kconfig FPROBE=y to model the image built with it"
+	case len(run.Failed) > 0:
+		t += "; the first: " + run.Failed[0]
 	}
 	return []AttachWarning{{Cause: CauseAllFailed, Text: t}}
 }
