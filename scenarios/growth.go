@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/kpsim/kpsim/sim"
@@ -18,7 +19,11 @@ type Growth struct {
 	Batches []Batch        `json:"batches"`
 	Fit     Fit            `json:"fit"`
 	Phases  map[string]Fit `json:"phase_fits"`
-	perPh   map[string][]float64
+	// NoFit says why the pass has no fit: it accepted too few probes
+	// for two batches (refusals left fewer than K+1); Fit and Phases
+	// are then empty.
+	NoFit string `json:"no_fit,omitempty"`
+	perPh map[string][]float64
 }
 
 // Batch is one batch of accepted probes.
@@ -106,6 +111,14 @@ func (g *growthRecorder) finish(pass string) {
 	cur := g.cur
 	cur.Pass = pass
 	if len(cur.Batches) == 0 {
+		return
+	}
+	if len(cur.Batches) < 2 { // one point: no line through it
+		cur.NoFit = fmt.Sprintf("the pass accepted %d probes, one batch (a fit of a + b·N needs two; give --batch-report below %d)", g.n, g.n)
+		if g.n == 0 {
+			cur.NoFit = "the pass accepted no probe"
+		}
+		g.series = append(g.series, cur)
 		return
 	}
 	xs := make([]float64, len(cur.Batches))

@@ -239,6 +239,14 @@ type RunOutcome struct {
 	WhyDigest  string            `json:"reasons_digest"`
 	Ops        map[string]uint64 `json:"ops"`
 	TotalOps   uint64            `json:"total_ops"`
+
+	// Targets is how many targets the run was asked to attach:
+	// Registered + refused + NotTried.
+	Targets int `json:"targets"`
+	// AttachWarnings flag a run whose front door attached nothing or
+	// left targets unattempted (see flagAttach): its figures are not
+	// those of the probes it was asked for.
+	AttachWarnings []AttachWarning `json:"attach_warnings,omitempty"`
 }
 
 // PhaseResult is one phase of one run.
@@ -388,6 +396,10 @@ func prepareOn(k *image.Kernel, o ManyOptions) (*ManySetup, error) {
 			}
 		}
 	}
+	if o.BatchReport > 0 && o.BatchReport >= len(s.Targets) {
+		// One batch is one point: a + b·N needs two.
+		return nil, fmt.Errorf("--batch-report %d: the run has %d targets, so at most one batch of accepted probes, and a fit of a + b·N needs two; give K below %d", o.BatchReport, len(s.Targets), len(s.Targets))
+	}
 	s.Opts.N = len(s.Targets)
 	return s, nil
 }
@@ -514,6 +526,7 @@ func RunMany(s *ManySetup, specs []RunSpec, wire machine.Wiring, costs *sim.Cost
 			}
 			rep.Runs = append(rep.Runs, r)
 		}
+		rep.flagAttach(s.Opts)
 		return rep, nil
 	}
 	if _, err := machine.KallsymsTables(s.Kernel); err != nil { // built once, before the runs share it
@@ -560,6 +573,7 @@ func RunMany(s *ManySetup, specs []RunSpec, wire machine.Wiring, costs *sim.Cost
 		}
 	}
 	rep.Runs = results // complete: a spec was skipped only after an earlier one failed
+	rep.flagAttach(s.Opts)
 	return rep, nil
 }
 

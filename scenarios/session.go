@@ -45,8 +45,23 @@ type BPFRunReport struct {
 	// Group: runs compared with each other (the first of a group is the
 	// base): "" for session runs, "pairs", the form for multi.
 	Group string `json:"group,omitempty"`
+	// AttachWarnings flag a run in which every attach failed
+	// (BPFAttachWarnings).
+	AttachWarnings []AttachWarning `json:"attach_warnings,omitempty"`
 
 	results []attachResult
+}
+
+// AttachWarnings returns every flagged run's warnings as "RUN: TEXT"
+// lines, in run order.
+func (rep *BPFReport) AttachWarnings() []string {
+	var out []string
+	for _, run := range rep.Runs {
+		for _, w := range run.AttachWarnings {
+			out = append(out, run.Name+": "+w.Text)
+		}
+	}
+	return out
 }
 
 // BPFReport is a session/multi report.
@@ -242,6 +257,16 @@ func (rep *BPFReport) finish(o SessionOptions, k *image.Kernel, whys []string, o
 	rep.Includes, rep.NotModelled, rep.Excluded = TotalScope(rep.Scenario, k.Config.Gen, o.Pairs)
 	if len(out) > 0 {
 		rep.Runs = out
+	}
+	fp, why := FprobeFromImage(k)
+	if v, set := o.BPF.Kconfig["FPROBE"]; set {
+		if v != fp {
+			why = fmt.Sprintf("%s; overridden by --kconfig FPROBE=%s", why, yn(v))
+		}
+		fp = v
+	}
+	for _, r := range rep.Runs {
+		r.AttachWarnings = BPFAttachWarnings(r, fp, why)
 	}
 	markChanged(rep)
 	return rep

@@ -84,6 +84,12 @@ type SweepRun struct {
 	Fits map[string]GrowthFit `json:"fits"`
 	// SameDecisions is true when every N decided as the first run did.
 	SameDecisions bool `json:"same_decisions_as_first_run"`
+	// Omitted are the Ns at which the run attached no probe: their
+	// points are left out of the fits, the exponents, the per-probe
+	// figures and the plots (their cycles are the cost of refusals).
+	Omitted []int `json:"omitted_n,omitempty"`
+	// NoFit says why the run has no fits (fewer than two points left).
+	NoFit string `json:"no_fit,omitempty"`
 }
 
 // SweepPoint is one run at one N.
@@ -98,7 +104,18 @@ type SweepPoint struct {
 	Digest     string            `json:"decisions_digest"`
 	PhaseOps   map[string]uint64 `json:"phase_ops"`
 	PhaseCyc   map[string]int64  `json:"phase_est_cycles"`
+
+	// NotTried and Targets are the run's (RunOutcome); AttachWarnings
+	// flag a point whose door attached nothing or left targets
+	// unattempted.
+	NotTried       int             `json:"not_attempted"`
+	Targets        int             `json:"targets"`
+	AttachWarnings []AttachWarning `json:"attach_warnings,omitempty"`
 }
+
+// Attached says whether the run attached any probe at this N: a point
+// that attached none is drawn nowhere and fitted by nothing.
+func (p SweepPoint) Attached() bool { return p.Registered > 0 }
 
 // GrowthFit is cycles(N) = A + B·N + C·N² (least squares) and the slope
 // of log cycles against log N (least squares over the points with
@@ -134,7 +151,8 @@ func NewSweep(reps []*ManyReport) (*Sweep, error) {
 		sw.Ns = append(sw.Ns, rep.N)
 		for i, r := range rep.Runs {
 			p := SweepPoint{N: rep.N, Ops: r.TotalOps, EstCycles: Cycles(r.EstCycles), TaskCycles: Cycles(r.TaskCycles), WallNS: r.WallNS, Registered: r.Registered,
-				Rejected: r.Rejected, Digest: r.Digest, PhaseOps: map[string]uint64{}, PhaseCyc: map[string]int64{}}
+				Rejected: r.Rejected, Digest: r.Digest, PhaseOps: map[string]uint64{}, PhaseCyc: map[string]int64{},
+				NotTried: r.NotTried, Targets: r.Targets, AttachWarnings: r.AttachWarnings}
 			for _, ph := range r.Phases {
 				p.PhaseOps[ph.Name], p.PhaseCyc[ph.Name] = ph.Ops, Cycles(ph.EstCycles)
 			}
@@ -158,9 +176,32 @@ func NewSweep(reps []*ManyReport) (*Sweep, error) {
 		}
 	}
 	for _, run := range sw.Runs {
-		run.Fits["total"] = fitGrowth(sw.Ns, run.series("total"))
+		var ns []int
+		var keep []int
+		for i, p := range run.Points {
+			if !p.Attached() {
+				run.Omitted = append(run.Omitted, p.N)
+				continue
+			}
+			ns, keep = append(ns, p.N), append(keep, i)
+		}
+		if len(ns) < 2 {
+			run.NoFit = "attached no probe at any N"
+			if len(ns) == 1 {
+				run.NoFit = fmt.Sprintf("attached probes at one N only (%d)", ns[0])
+			}
+			continue
+		}
+		pick := func(ys []float64) []float64 {
+			out := make([]float64, len(keep))
+			for j, i := range keep {
+				out[j] = ys[i]
+			}
+			return out
+		}
+		run.Fits["total"] = fitGrowth(ns, pick(run.series("total")))
 		for _, ph := range sw.Phases {
-			run.Fits[ph] = fitGrowth(sw.Ns, run.series(ph))
+			run.Fits[ph] = fitGrowth(ns, pick(run.series(ph)))
 		}
 	}
 	return sw, nil

@@ -139,7 +139,7 @@ func stripWall(v any) any {
 func TestSweepJobs(t *testing.T) {
 	var want any
 	for _, jobs := range []string{"1", "3"} {
-		out, errs, code := runKpsim(append([]string{"sweep", "many", "--n", "50,100", "--vias", "register_kprobe,kprobe_events", "--jobs", jobs, "--format", "json", "--sample-functions", "0"}, small...)...)
+		out, errs, code := runKpsim(append([]string{"sweep", "many", "--n", "50,100", "--vias", "register_kprobe,kprobe_events", "--jobs", jobs, "--format", "json", "--sample-functions", "0", "--allow-refusals"}, small...)...)
 		if code != 0 {
 			t.Fatalf("--jobs %s: exit %d: %s", jobs, code, errs)
 		}

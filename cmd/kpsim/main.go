@@ -13,8 +13,10 @@
 //	kpsim help CMD | kpsim completion bash|zsh|fish | kpsim --version
 //
 // Each subcommand has its own flags; `kpsim CMD --help` lists them. Bad usage
-// exits with status 2 and a one-line error. The command tree, help and
-// completion are cli.go's (spf13/cobra; flags are spf13/pflag's).
+// exits with status 2 and a one-line error; a complete report of a run
+// whose front door attached nothing or left targets unattempted exits 3
+// (--allow-refusals: 0). The command tree, help and completion are
+// cli.go's (spf13/cobra; flags are spf13/pflag's).
 package main
 
 import (
@@ -66,6 +68,28 @@ func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(form
 // errHelp: --help was asked for and printed; exit 0.
 var errHelp = errors.New("help")
 
+// errRefusals: the command ran and its output is complete, but a figure
+// covers a run whose front door attached nothing, left targets
+// unattempted or failed every attach; the warnings are on stderr
+// already. Exit status 3 (--allow-refusals: 0).
+var errRefusals = errors.New("refusals")
+
+// allowRefusalsUsage is --allow-refusals' help, the same on every
+// command that attaches probes.
+const allowRefusalsUsage = "exit 0, not 3, when a run's front door attached nothing, left targets unattempted or failed every attach (the warnings still print, and the report still flags the run)"
+
+// attachOutcome prints one warning line per flagged run and cause, after
+// the report, and returns errRefusals (exit 3) unless allow.
+func attachOutcome(stderr io.Writer, cmd string, warnings []string, allow bool) error {
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "kpsim %s: warning: %s\n", cmd, oneLine(w))
+	}
+	if len(warnings) > 0 && !allow {
+		return errRefusals
+	}
+	return nil
+}
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -105,6 +129,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case err == nil, errors.Is(err, errHelp):
 		return 0
+	case errors.Is(err, errRefusals): // the report is out; the warnings were printed
+		return 3
 	case name == "": // cobra's own: an unknown flag of kpsim itself
 		fmt.Fprintf(stderr, "kpsim: %s (see kpsim --help)\n", oneLine(err.Error()))
 		return 2

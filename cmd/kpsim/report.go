@@ -66,10 +66,17 @@ func runReport(args []string, stdout, stderr io.Writer) error {
 		mm.Command = append([]string{"kpsim", "report"}, j.given...)
 		doc.Report.Meta = &mm
 	}
-	return emitReport(sink, stdout, func(w io.Writer) error {
+	if err := emitReport(sink, stdout, func(w io.Writer) error {
 		if j.format == "markdown" {
 			return report.Markdown(w, doc)
 		}
 		return report.HTML(w, doc)
-	})
+	}); err != nil {
+		return err
+	}
+	warnings := doc.Report.AttachWarnings()
+	if doc.Sweep != nil {
+		warnings = doc.Sweep.Warnings()
+	}
+	return attachOutcome(stderr, "report", warnings, j.allowRefusals)
 }

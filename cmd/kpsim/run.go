@@ -121,6 +121,7 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 	fs.IntVar(&o.Jobs, "jobs", 0, "runs to run at once (default: all cores, GOMAXPROCS; 1 runs them one after another); counts and digests are the same for every value")
 	cf := addCostFlags(fs, "cold", "registration probes distinct functions")
 	ghz := addGHzFlag(fs)
+	allowRefusals := fs.Bool("allow-refusals", false, allowRefusalsUsage)
 	sens := fs.Bool("sensitivity", false, "add a sensitivity table: how the headline ratio (the first run's task cycles over the series run's) moves as each weight crosses its documented range, and its range with every weight free at once (table and json formats)")
 	if err := parseImageFlags(fs, imf, args, stdout, nil); err != nil {
 		return err
@@ -282,7 +283,7 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 		caller.hook(rep)
 		return nil
 	}
-	return emitReport(sink, stdout, func(w io.Writer) error {
+	if err := emitReport(sink, stdout, func(w io.Writer) error {
 		var err error
 		switch *format {
 		case "json":
@@ -306,7 +307,10 @@ func runManyWith(args []string, stdout, stderr io.Writer, caller manyCaller) err
 			return err
 		}
 		return probeSink.commit(pb.Bytes())
-	})
+	}); err != nil {
+		return err
+	}
+	return attachOutcome(stderr, "run many", rep.AttachWarnings(), *allowRefusals)
 }
 
 func parseMix(imf *imageFlags) ([4]float64, error) {

@@ -36,6 +36,13 @@ type bpfFlags struct {
 	// costInfo names the cost file of the weights start loaded (the
 	// reports' costs field).
 	costInfo scenarios.CostInfo
+	// allowRefusals is --allow-refusals, on the commands that attach.
+	allowRefusals bool
+}
+
+// addAllowRefusals adds --allow-refusals to a BPF command that attaches.
+func (f *bpfFlags) addAllowRefusals(fs *flag.FlagSet) {
+	fs.BoolVar(&f.allowRefusals, "allow-refusals", false, allowRefusalsUsage)
 }
 
 // bpfRegimeWhy is why the BPF commands price with the cold weights by
@@ -194,7 +201,19 @@ func (f *bpfFlags) report(stdout, stderr io.Writer, defaults []string, run bpfRu
 	if err != nil {
 		return err
 	}
-	return f.emit(stdout, rep, table)
+	if err := f.emit(stdout, rep, table); err != nil {
+		return err
+	}
+	var warnings []string
+	switch r := rep.(type) {
+	case *scenarios.BPFReport:
+		warnings = r.AttachWarnings()
+	case *scenarios.TracingMultiReport:
+		if r.K == 0 {
+			warnings = []string{"attached no function: the image has no uniquely named traceable function to attach"}
+		}
+	}
+	return attachOutcome(stderr, f.cmd, warnings, f.allowRefusals)
 }
 
 // openOut checks --out before any work (a bad path costs nothing); the
@@ -227,6 +246,7 @@ var sessionDefaultRuns = []string{"none", "libbpf-exact-syms", "libbpf-exact-sym
 
 func runSession(args []string, stdout, stderr io.Writer) error {
 	fs, f := newBPFFlagSet("run session", args, stdout)
+	f.addAllowRefusals(fs)
 	programs := fs.Int("n", 50, "kprobe.session programs (formerly --programs), each on one distinct traceable function by exact name")
 	pairs := fs.Bool("pairs", false, "add a run of the classic kprobe + kretprobe perf events on the same functions (2P events)")
 	if err := f.imf.parse(args, stdout); err != nil {
@@ -246,6 +266,7 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 
 func runMultiScenario(args []string, stdout, stderr io.Writer) error {
 	fs, f := newBPFFlagSet("run multi", args, stdout)
+	f.addAllowRefusals(fs)
 	pattern := fs.String("pattern", "", "a glob (libbpf's pattern path); empty: only the syms form")
 	k0 := fs.Int("n", 0, "K (formerly --k): functions in the syms form (0 = every traceable function)")
 	if err := f.imf.parse(args, stdout); err != nil {
@@ -331,6 +352,7 @@ func runCrossover(args []string, stdout, stderr io.Writer) error {
 
 func runTracingMulti(args []string, stdout, stderr io.Writer) error {
 	fs, f := newBPFFlagSet("run tracing-multi", args, stdout)
+	f.addAllowRefusals(fs)
 	k0 := fs.Int("n", 0, "K functions (formerly --k; 0 = every uniquely named traceable function; more than the image has attaches them all)")
 	nrArgs := fs.Int("nr-args", scenarios.TracingMultiNrArgs, "arguments of every function (8 bytes each; the image has no BTF): the trampoline's size and JIT work")
 	variants := fs.String("variants", "", "kallsyms variants (default: all)")

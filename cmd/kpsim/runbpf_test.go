@@ -67,7 +67,7 @@ func TestRunTracingMulti73(t *testing.T) {
 
 // A pattern matching nothing and an invalid target are per-attach results.
 func TestRunMultiNoMatchIsAResult(t *testing.T) {
-	out := mustKpsim(t, append([]string{"run", "multi", "--pattern", "zzz_no_such_fn*", "--n", "5", "--patches", "none"}, small...)...)
+	out := mustKpsim(t, append([]string{"run", "multi", "--pattern", "zzz_no_such_fn*", "--n", "5", "--patches", "none", "--allow-refusals"}, small...)...)
 	if !strings.Contains(out, "-ENOENT") {
 		t.Errorf("no -ENOENT result:\n%s", out)
 	}
@@ -76,7 +76,7 @@ func TestRunMultiNoMatchIsAResult(t *testing.T) {
 func TestRunSessionFprobeOff(t *testing.T) {
 	// kprobe.multi links on CONFIG_FPROBE=n: the -EOPNOTSUPP stub, the
 	// override recorded.
-	out := mustKpsim(t, append([]string{"run", "multi", "--n", "3", "--kconfig", "FPROBE=n", "--patches", "none"}, small...)...)
+	out := mustKpsim(t, append([]string{"run", "multi", "--n", "3", "--kconfig", "FPROBE=n", "--patches", "none", "--allow-refusals"}, small...)...)
 	if !strings.Contains(out, "-EOPNOTSUPP") || !strings.Contains(out, "FPROBE=n") {
 		t.Errorf("want -EOPNOTSUPP and the override recorded:\n%s", out)
 	}
@@ -84,7 +84,7 @@ func TestRunSessionFprobeOff(t *testing.T) {
 	// link_create has no BPF_TRACE_KPROBE_SESSION and refuses it with
 	// -EINVAL before the CONFIG_FPROBE stub; --bpf-kernel 6.1 agrees with
 	// the image.
-	out = mustKpsim(t, append([]string{"run", "session", "--n", "3", "--kconfig", "FPROBE=n", "--bpf-kernel", "6.1", "--patches", "libbpf-exact-syms"}, small...)...)
+	out = mustKpsim(t, append([]string{"run", "session", "--n", "3", "--kconfig", "FPROBE=n", "--bpf-kernel", "6.1", "--patches", "libbpf-exact-syms", "--allow-refusals"}, small...)...)
 	if !strings.Contains(out, "-EINVAL=3") || !strings.Contains(out, "generation 6.1") {
 		t.Errorf("want 3 -EINVAL on generation 6.1:\n%s", out)
 	}

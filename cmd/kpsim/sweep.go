@@ -19,12 +19,12 @@ import (
 	"github.com/kpsim/kpsim/sim"
 )
 
-const sweepUsage = "kpsim sweep many --n START:STOP:STEP|N,N,... [--vias DOOR,...] [--format table|json|csv|bench] [--out FILE] [--plot FILE.svg|.png] [--plot-phase PHASE] [--plot-per-probe] [--plot-linear] [run many flags]"
+const sweepUsage = "kpsim sweep many --n START:STOP:STEP|N,N,... [--vias DOOR,...] [--allow-refusals] [--format table|json|csv|bench] [--out FILE] [--plot FILE.svg|.png] [--plot-phase PHASE] [--plot-per-probe] [--plot-linear] [run many flags]"
 
 // sweepFlags are the flags sweep (and report) take for themselves; every
 // other flag goes to the scenario. bool says whether the flag takes no
 // value.
-var sweepFlags = map[string]bool{"n": false, "format": false, "out": false, "plot": false, "plot-phase": false, "plot-per-probe": true, "plot-linear": true, "vias": false, "jobs": false}
+var sweepFlags = map[string]bool{"n": false, "format": false, "out": false, "plot": false, "plot-phase": false, "plot-per-probe": true, "plot-linear": true, "vias": false, "jobs": false, "allow-refusals": true}
 
 // splitFlags separates the flags in own from the rest, keeping order.
 func splitFlags(args []string, own map[string]bool) (mine, rest []string) {
@@ -56,6 +56,7 @@ type sweepJob struct {
 	jobs                int
 	vias                []string // front doors to sweep each run through (--vias)
 	format, out, plot   string
+	allowRefusals       bool
 	plotOpts            report.PlotOptions
 	scenarioArgs, given []string
 }
@@ -92,6 +93,7 @@ func parseSweep(name string, args []string, stdout io.Writer, formats []string) 
 	fs.BoolVar(&j.plotOpts.PerProbe, "plot-per-probe", false, "plot cycles per probe (cycles / N)")
 	fs.BoolVar(&j.plotOpts.Linear, "plot-linear", false, "linear axes (default log-log, where the slope is the growth exponent)")
 	fs.IntVar(&j.jobs, "jobs", 0, "runs to run at once over all the points (default: all cores, GOMAXPROCS; 1: one after another); the points' images are prepared as many at a time")
+	fs.BoolVar(&j.allowRefusals, "allow-refusals", false, allowRefusalsUsage+"; a point that attached nothing is left out of the fits, exponents, per-probe figures and plots either way")
 	vias := fs.String("vias", "", "sweep every run through each of these front doors (comma-separated --via values); the runs are named RUN@DOOR")
 	if err := parse(fs, mine, stdout); err != nil {
 		return nil, err // help: the command layer lists run many's flags too
@@ -284,7 +286,7 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 			return usagef("%s", err.Error())
 		}
 	}
-	return emitReport(sink, stdout, func(w io.Writer) error {
+	if err := emitReport(sink, stdout, func(w io.Writer) error {
 		if err := writeFormat(w, j.format, formatted{
 			table: func(w io.Writer) error { return report.SweepTable(w, sw) },
 			json:  func(w io.Writer) error { return report.SweepJSON(w, sw) },
@@ -294,5 +296,8 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		return plotSink.commit(plotBytes)
-	})
+	}); err != nil {
+		return err
+	}
+	return attachOutcome(stderr, "sweep", sw.Warnings(), j.allowRefusals)
 }

@@ -86,6 +86,9 @@ func BPFTable(w io.Writer, rep *scenarios.BPFReport) error {
 			}
 		}
 	}
+	for _, l := range rep.AttachWarnings() {
+		writeWrapped(w, " WARNING "+l, "   ")
+	}
 	return nil
 }
 

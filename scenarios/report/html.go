@@ -89,7 +89,7 @@ func (d *Document) build() (*docData, error) {
 		sum.Head = append(sum.Head, "series/run (task)")
 	}
 	clk := clockOf(r.Meta)
-	sum.Head = append(sum.Head, "system cycles", "system time (est.)", base.Name+"/run (system)", "sim wall", "registered", "optimized", "rejected", "not attempted", "decisions digest")
+	sum.Head = append(sum.Head, "system cycles", "system time (est.)", base.Name+"/run (system)", "sim wall", "registered", "optimized", "rejected", "not attempted", "targets", "decisions digest")
 	for _, run := range r.Runs {
 		c := []string{group(run.TotalOps), group(uint64(scenarios.Cycles(run.TaskCycles))), estTime(clk.NS(run.TaskCycles)), ratio(base.TaskCycles, run.TaskCycles)}
 		if series != nil {
@@ -101,10 +101,28 @@ func (d *Document) build() (*docData, error) {
 			same = "DIFFERENT"
 		}
 		c = append(c, simWall(run.WallNS), strconv.Itoa(run.Registered), strconv.Itoa(run.Optimized), rejected(run.Rejected),
-			strconv.Itoa(run.NotTried), run.Digest[:16]+" "+same)
+			strconv.Itoa(run.NotTried), strconv.Itoa(run.Registered+refusedCount(run)+run.NotTried), run.Digest[:16]+" "+same)
 		sum.Rows = append(sum.Rows, docRow{run.Name, c})
 	}
 	dd.Tables = append(dd.Tables, sum)
+	var warn docTable
+	warn.Title, warn.Head = fmt.Sprintf("WARNING: runs at N = %d whose figures are not of the probes asked for", r.N), []string{"run", "warning"}
+	for _, run := range r.Runs {
+		for _, aw := range run.AttachWarnings {
+			warn.Rows = append(warn.Rows, docRow{run.Name, []string{aw.Text}})
+		}
+	}
+	if sw := d.Sweep; sw != nil {
+		warn.Title = "WARNING: sweep points whose figures are not of the probes asked for (left out of the fits and plots when nothing attached)"
+		warn.Rows = nil
+		for _, l := range sw.Warnings() {
+			name, text, _ := strings.Cut(l, " at N=")
+			warn.Rows = append(warn.Rows, docRow{name, []string{"N=" + text}})
+		}
+	}
+	if len(warn.Rows) > 0 {
+		dd.Tables = append(dd.Tables, warn)
+	}
 	// Per phase: cycles per run and the ratio to the first run.
 	ph := docTable{Title: fmt.Sprintf("The task's estimated cycles and kernel time by phase at N = %d (perf stat CMD)", r.N), Head: []string{"phase"}}
 	for _, run := range r.Runs {
@@ -137,13 +155,23 @@ func (d *Document) build() (*docData, error) {
 			row := docRow{Label: strconv.Itoa(n)}
 			for _, run := range sw.Runs {
 				p := run.Points[i]
-				row.Cells = append(row.Cells, group(uint64(p.EstCycles)), strconv.FormatFloat(float64(p.EstCycles)/float64(n), 'f', 0, 64))
+				pp := "-" // no probe attached: no per-probe figure
+				if p.Attached() {
+					pp = strconv.FormatFloat(float64(p.EstCycles)/float64(n), 'f', 0, 64)
+				}
+				row.Cells = append(row.Cells, group(uint64(p.EstCycles)), pp)
 			}
 			st.Rows = append(st.Rows, row)
 		}
 		dd.Tables = append(dd.Tables, st)
 		ft := docTable{Title: "Growth: least-squares cycles(N) = a + b·N + c·N² and the log-log slope", Head: []string{"run", "phase", "a", "b", "c", "R²", "exponent"}}
+		drawn := false
 		for _, run := range sw.Runs {
+			if run.NoFit != "" {
+				ft.Rows = append(ft.Rows, docRow{run.Name, []string{"no fit: it " + run.NoFit, "", "", "", "", ""}})
+				continue
+			}
+			drawn = true
 			for _, name := range append([]string{"total"}, sw.Phases...) {
 				f := run.Fits[name]
 				if name != "total" && run.Points[len(run.Points)-1].PhaseCyc[name] == 0 {
@@ -154,6 +182,9 @@ func (d *Document) build() (*docData, error) {
 		}
 		dd.Tables = append(dd.Tables, ft)
 		for _, po := range []PlotOptions{{Format: "svg"}, {Format: "svg", PerProbe: true}} {
+			if !drawn { // no run attached a probe at two Ns: nothing to draw
+				break
+			}
 			b, err := Plot(sw, po)
 			if err != nil {
 				return nil, err

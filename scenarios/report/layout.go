@@ -173,8 +173,9 @@ func jsonOf(r *scenarios.ManyReport) jsonReport {
 // csvRows is the CSV: one row per run, phase and counter, then per run
 // and phase a "total" counter row and per run a "total" phase row. Every
 // row carries the run's outcome (registered, optimized, not attempted,
-// one rejected_CODE column per errno any run returned, digests) and how
-// the report was made (version, kernel, costs, faults), so one row read
+// one rejected_CODE column per errno any run returned, digests), how
+// the report was made (version, kernel, costs, faults), the run's targets
+// and its attach warnings' causes (none-attached;unattempted), so one row read
 // alone is self-describing. Cycles are integers.
 func csvRows(r *scenarios.ManyReport, costs interface{ WeightByName(string) float64 }) [][]string {
 	codeSet := map[string]bool{}
@@ -189,7 +190,7 @@ func csvRows(r *scenarios.ManyReport, costs interface{ WeightByName(string) floa
 	for _, c := range codes {
 		head = append(head, "rejected_"+c)
 	}
-	head = append(head, "decisions_digest", "reasons_digest", "n", "via", "kpsim", "kernel", "kernel_sha256", "costs", "faults")
+	head = append(head, "decisions_digest", "reasons_digest", "n", "via", "kpsim", "kernel", "kernel_sha256", "costs", "faults", "targets", "attach_warnings")
 	rows := [][]string{head}
 	var m scenarios.Meta
 	if r.Meta != nil {
@@ -205,7 +206,8 @@ func csvRows(r *scenarios.ManyReport, costs interface{ WeightByName(string) floa
 		for _, c := range codes {
 			tail = append(tail, strconv.Itoa(run.Rejected[c]))
 		}
-		tail = append(tail, run.Digest, run.WhyDigest, strconv.Itoa(r.N), string(r.Via), m.Kpsim.String(), m.Kernel.String(), ksum, m.Costs.String(), m.Faults)
+		tail = append(tail, run.Digest, run.WhyDigest, strconv.Itoa(r.N), string(r.Via), m.Kpsim.String(), m.Kernel.String(), ksum, m.Costs.String(), m.Faults,
+			strconv.Itoa(run.Registered+refusedCount(run)+run.NotTried), attachCauses(run.AttachWarnings))
 		patches := strings.Join(run.Patches, ",")
 		row := func(phase, counter string, count uint64, cyc float64, wall int64) {
 			rows = append(rows, append([]string{run.Name, patches, phase, counter, strconv.FormatUint(count, 10),

@@ -177,8 +177,8 @@ func decisionsTable(w io.Writer, r *scenarios.ManyReport, brief bool) {
 				label = run.Name
 			}
 		}
-		writeWrapped(w, fmt.Sprintf(" decisions (%s, via %s): %d registered, %d optimized, %d on ftrace, %d refused (%s), %d not attempted; reasons digest %s",
-			label, r.Via, run.Registered, run.Optimized, run.OnFtrace, refusedCount(run), rejected(run.Rejected), run.NotTried, run.WhyDigest[:12]), "   ")
+		writeWrapped(w, fmt.Sprintf(" decisions (%s, via %s): %d registered of %d targets, %d optimized, %d on ftrace, %d refused (%s), %d not attempted; reasons digest %s",
+			label, r.Via, run.Registered, run.Registered+refusedCount(run)+run.NotTried, run.Optimized, run.OnFtrace, refusedCount(run), rejected(run.Rejected), run.NotTried, run.WhyDigest[:12]), "   ")
 		cls := heaviest(run.Reasons, func(n int) float64 { return float64(n) })
 		for i, k := range cls {
 			if i == 12 {
@@ -190,6 +190,9 @@ func decisionsTable(w io.Writer, r *scenarios.ManyReport, brief bool) {
 	}
 	if !same {
 		fmt.Fprintln(w, " REASONS DIFFER between runs: a switch changed a decision (--probes FILE per run shows which)")
+	}
+	for _, l := range r.AttachWarnings() {
+		writeWrapped(w, " WARNING "+l, "   ")
 	}
 }
 
@@ -207,6 +210,10 @@ func growthTable(w io.Writer, r *scenarios.ManyReport) {
 		for _, g := range run.Growth {
 			f := g.Fit
 			fmt.Fprintln(w)
+			if g.NoFit != "" {
+				writeWrapped(w, fmt.Sprintf(" growth (%s, %s pass, batches of %d): no fit: %s", run.Name, g.Pass, g.K, g.NoFit), "   ")
+				continue
+			}
 			writeWrapped(w, fmt.Sprintf(" growth (%s, %s pass, batches of %d): cycles/probe c(N) = %.0f + %.4f·N, R² %.3f; b·N is %.1f%% of c at N = %d; first→last batch %.2fx",
 				run.Name, g.Pass, g.K, f.A, f.B, f.R2, 100*f.Share, f.NMax, f.Growth), "   ")
 			bn := func(f scenarios.Fit) float64 { return f.B * float64(f.NMax) }

@@ -35,10 +35,17 @@ type PlotCurve struct {
 	Name   string       `json:"name"`
 	Points [][2]float64 `json:"points"` // (N, value)
 	Slope  float64      `json:"loglog_slope"`
+	// Missing says why a curve is not drawn (it attached no probe at
+	// any N, or at one N only); Omitted are the Ns left out because
+	// the run attached no probe there.
+	Missing string `json:"missing,omitempty"`
+	Omitted []int  `json:"omitted_n,omitempty"`
 }
 
-// PlotPoints returns the curves the options select; on log axes points
-// with no cycles are left out (log 0 has no place on the axis).
+// PlotPoints returns the curves the options select; points at which the
+// run attached no probe are left out (their cycles are refusals', not
+// probes'), as on log axes are points with no cycles (log 0 has no place
+// on the axis). A curve left with no points is not drawn.
 func PlotPoints(s *scenarios.Sweep, o PlotOptions) (PlotData, error) {
 	phase := o.Phase
 	if phase == "" {
@@ -55,8 +62,14 @@ func PlotPoints(s *scenarios.Sweep, o PlotOptions) (PlotData, error) {
 	}
 	d := PlotData{Phase: phase, PerProbe: o.PerProbe, Log: !o.Linear}
 	for _, run := range s.Runs {
-		c := PlotCurve{Name: run.Name, Slope: run.Fits[phase].Slope}
+		c := PlotCurve{Name: run.Name, Slope: run.Fits[phase].Slope, Omitted: run.Omitted}
+		if run.NoFit != "" {
+			c.Missing, c.Slope = run.NoFit, 0
+		}
 		for i, y := range run.Series(phase) {
+			if !run.Points[i].Attached() {
+				continue
+			}
 			n := float64(s.Ns[i])
 			if o.PerProbe {
 				y /= n
@@ -119,13 +132,20 @@ func Plot(s *scenarios.Sweep, o PlotOptions) ([]byte, error) {
 		pts.Shape = plotutil.Shape(i)
 		p.Add(l, pts)
 		label := c.Name
-		if len(c.Points) >= 2 {
+		if len(c.Points) >= 2 && c.Missing == "" {
 			label = fmt.Sprintf("%s (exponent %.2f)", c.Name, c.Slope)
 		}
 		p.Legend.Add(label, l, pts)
 		drawn++
 	}
 	if drawn == 0 {
+		attached := false
+		for _, c := range d.Curves {
+			attached = attached || c.Missing == ""
+		}
+		if !attached {
+			return nil, fmt.Errorf("nothing to plot: no run attached a probe at any N (without --plot the report and its warnings say why)")
+		}
 		return nil, fmt.Errorf("nothing to plot: phase %s counted nothing at any N", d.Phase)
 	}
 	format := o.Format

@@ -125,7 +125,7 @@ func TestJSONShape(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := "name patches registered optimized on_ftrace rejected reasons not_attempted decisions_digest reasons_digest ops total_ops est_cycles task_est_cycles est_cycles_by_context est_kernel_ns task_est_kernel_ns wall_ns sim_retained_bytes phases kernel_bytes growth"
+	want := "name patches registered optimized on_ftrace rejected reasons not_attempted decisions_digest reasons_digest ops total_ops targets est_cycles task_est_cycles est_cycles_by_context est_kernel_ns task_est_kernel_ns wall_ns sim_retained_bytes phases kernel_bytes growth"
 	if strings.Join(got, " ") != want {
 		t.Errorf("run keys:\n got %s\nwant %s", strings.Join(got, " "), want)
 	}
