@@ -36,7 +36,7 @@ var errDescribe = errors.New("describe")
 // leaf is one runnable command: kpsim image, kpsim run many, ...
 type leaf struct {
 	path  string // "run many"
-	name  string // the command table's name, in error lines: "run"
+	name  string // the command table's name: "run"
 	usage string
 	doc   string
 	pre   []string // arguments put before the user's: kallsyms "dump", sweep "many"
@@ -216,8 +216,8 @@ var actions = map[string][]string{
 	"cache":    {"list", "size", "clean"},
 }
 
-// newRoot builds the command tree; *name is set to the command table
-// name of the command that runs, for its error lines.
+// newRoot builds the command tree; *name is set to the path of the
+// command that runs ("run many"), for its error lines.
 func newRoot(stdout, stderr io.Writer, name *string) *cobra.Command {
 	var ver strings.Builder
 	printVersion(&ver)
@@ -289,7 +289,7 @@ func leafCmd(l *leaf, stderr io.Writer, name *string) *cobra.Command {
 		Short:              l.doc,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			*name = l.name
+			*name = l.path
 			args, err := normalizeArgs(l, l.describe(args), args, stderr)
 			if err != nil {
 				return err

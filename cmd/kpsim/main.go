@@ -95,7 +95,9 @@ func main() {
 }
 
 // run runs kpsim with args on the cobra command tree (cli.go) and returns
-// the exit status: 0, 1 for a runtime error, 2 for bad usage.
+// the exit status: 0, 1 for a runtime error, 2 for bad usage, 3 for a
+// complete report of a run that attached nothing or left targets
+// unattempted (without --allow-refusals).
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		_ = newRoot(stdout, stderr, new(string)).Help()
