@@ -130,6 +130,12 @@ func (kp *Kprobes) firstByName(name string) (uint64, bool) {
 	return 0, false
 }
 
+// BlacklistDetail words which part of populate_kprobe_blacklist covers
+// addr, as a refusal's reason does ("blacklisted (entry text)"); the
+// decision itself is the blacklist's WithinKprobeBlacklist. Simulator
+// work: no count (kpsim targets prints it).
+func (kp *Kprobes) BlacklistDetail(addr uint64) string { return kp.blacklistDetail(addr) }
+
 // blacklistClass is the first populate_kprobe_blacklist source covering
 // addr, in the kernel's order ("" if none): arch_within_kprobe_blacklist's
 // .kprobes.text, then the list's NOKPROBE_SYMBOL entries, the .kprobes.text

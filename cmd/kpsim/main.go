@@ -7,6 +7,7 @@
 //	kpsim image  [image flags] [--format table|json]
 //	kpsim decode [image flags] [--func NAME | --all] [--summary]
 //	kpsim run many [image flags] [--n N] [--patches LIST]... [--ablation] [--format table|json|csv] [--out FILE]
+//	kpsim targets [image flags] [--traceable|--blacklisted|--notrace] [--module M] [--format table|json] [GLOB...]
 //	kpsim calibrate [--out FILE] [--cc CC] [--regime hot|cold|both] [--quick]
 //	kpsim list
 //
@@ -41,6 +42,7 @@ func init() {
 		{"sweep", sweepUsage, "run a scenario at several N: totals, fits of a + b·N + c·N², growth exponents, plots", runSweep},
 		{"report", reportUsage, "write one self-contained HTML (plots inline) or Markdown report of a run or a sweep", runReport},
 		calibrateCommand,
+		{"targets", targetsUsage, targetsDoc, runTargets},
 		{"explain", explainUsage, "print the decision trail of one probe: every check, what it looked at and what it decided", runExplain},
 		soakCommand,
 		{"list", "kpsim list", "list scenarios, patch switches, presets, fault points, counted ops and phases", runList},
