@@ -125,3 +125,22 @@ func TestTargetsUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetsRealKernel: on the Debian 6.1 kernel with kvm and kvm-intel
+// loaded, module functions are listed as [module], kvm-intel's noinstr
+// text is blacklisted and named, and vfs_read is traceable.
+func TestTargetsRealKernel(t *testing.T) {
+	const k = "../../.cache/kernels/vmlinuz-6.1.0-57-amd64"
+	cachedKernel(t)
+	out := mustKpsim(t, "targets", "--kernel", k, "--modules", "kvm,kvm-intel", "vfs_read", "vmx_vcpu_enter_exit", "kvm_set_msr")
+	for _, want := range []string{
+		"vfs_read             vmlinux      yes        -        -",
+		"vmx_vcpu_enter_exit  [kvm_intel]  -          yes      yes (.noinstr.text of module kvm_intel)",
+		"kvm_set_msr          [kvm]        yes        -        -",
+		"3 matched: 2 traceable, 1 blacklisted, 1 notrace",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
