@@ -248,8 +248,11 @@ func PlotCaption(s *scenarios.Sweep) []string {
 		if k.Generation != "" {
 			kern += ", generation " + k.Generation
 		}
-		if len(k.Modules) > 0 {
-			kern += fmt.Sprintf(", %d modules", len(k.Modules))
+		switch n := len(k.Modules); {
+		case n == 1:
+			kern += ", 1 module"
+		case n > 1:
+			kern += fmt.Sprintf(", %d modules", n)
 		}
 		w := m.Costs.Regime
 		if m.Costs.File != "" {

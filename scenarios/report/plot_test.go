@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -152,4 +153,14 @@ func TestPlotCaption(t *testing.T) {
 
 func rect(r vg.Rectangle) struct{ Min, Max [2]float64 } {
 	return struct{ Min, Max [2]float64 }{[2]float64{float64(r.Min.X), float64(r.Min.Y)}, [2]float64{float64(r.Max.X), float64(r.Max.Y)}}
+}
+
+func ExamplePlotCaption() {
+	for _, line := range PlotCaption(plotSweep()) {
+		fmt.Println(line)
+	}
+	// Output:
+	// kernel: synthetic image (profile reference), generation 7.3, 1 module. weights: built-in cold profile.
+	// switches (via register_kprobe): none = no switch; series = kprobe-tree, iter-can-probe.
+	// made by kpsim (devel) 0123456789ab go1.26.
 }
