@@ -130,6 +130,26 @@ func (kp *Kprobes) firstByName(name string) (uint64, bool) {
 	return 0, false
 }
 
+// BlacklistDetail words which part of populate_kprobe_blacklist covers
+// addr, as a refusal's reason does ("blacklisted (entry text)"); the
+// decision itself is the blacklist's WithinKprobeBlacklist. Simulator
+// work: no count (kpsim targets prints it).
+//
+// A module's .kprobes.text and .noinstr.text (add_module_kprobe_blacklist)
+// are named here too; a refusal's reason still says only "blacklisted"
+// for them, so that the reasons (and their digests) stay as they were.
+func (kp *Kprobes) BlacklistDetail(addr uint64) string {
+	d := kp.blacklistDetail(addr)
+	if m := kp.Image.ModuleAt(addr); m != nil && d == "blacklisted" {
+		for _, a := range []struct{ rng, section string }{{image.RangeKprobesText, ".kprobes.text"}, {image.RangeNoinstrText, ".noinstr.text"}} {
+			if r, ok := m.Range(a.rng); ok && r.Start != 0 && r.Contains(addr) {
+				return "blacklisted (" + a.section + " of module " + m.Name + ")"
+			}
+		}
+	}
+	return d
+}
+
 // blacklistClass is the first populate_kprobe_blacklist source covering
 // addr, in the kernel's order ("" if none): arch_within_kprobe_blacklist's
 // .kprobes.text, then the list's NOKPROBE_SYMBOL entries, the .kprobes.text

@@ -353,8 +353,26 @@ func (t *Tracing) withinNotraceFuncAt(addr uint64) bool {
 // and no KPROBE_EVENTS_ON_NOTRACE, as Debian): a notrace function is
 // refused unless it is a suffixed copy ("foo.isra.0") of a traceable base.
 func (t *Tracing) withinNotraceFunc(tk *TraceKprobe) bool {
+	return t.withinNotraceFuncAddr(t.address(tk))
+}
+
+// WithinNotraceFunc is within_notrace_func's decision for a probe at
+// addr: what kprobe_events and perf_kprobe refuse as notrace (kpsim
+// targets lists it). Counted as the trace_kprobe path counts it.
+func (t *Tracing) WithinNotraceFunc(addr uint64) bool { return t.withinNotraceFuncAddr(addr) }
+
+// HasFtraceLocation reports whether the function holding addr has an
+// ftrace record (ftrace_location_range over its kallsyms extent):
+// whether available_filter_functions lists it. It is the negation of
+// __within_notrace_func, whose check it is.
+func (t *Tracing) HasFtraceLocation(addr uint64) bool {
+	return addr != 0 && !t.withinNotraceFuncAt(addr)
+}
+
+// withinNotraceFuncAddr is within_notrace_func for the address
+// trace_kprobe resolved.
+func (t *Tracing) withinNotraceFuncAddr(addr uint64) bool {
 	c := t.counters()
-	addr := t.address(tk)
 	if !t.withinNotraceFuncAt(addr) {
 		return false
 	}

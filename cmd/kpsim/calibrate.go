@@ -72,18 +72,21 @@ func runCalibrate(args []string, stdout, stderr io.Writer) error {
 		defer s.abort()
 		sinks[r] = s
 	}
-	// The compiler is checked before the image is built, so a machine
-	// without one learns it at once.
-	if err := calibrate.CheckCompiler(*cc); err != nil {
-		return usagef("%v", err)
-	}
-	opt := calibrate.Options{CC: *cc, Regimes: regimes, Quick: *quick, Check: *check, Progress: stderr,
-		Command: strings.TrimSpace("kpsim calibrate " + strings.Join(args, " "))}
+	// The symbol list is read (and validated as kallsyms dump validates
+	// it) and the compiler checked before the image is built, so a bad
+	// input or a machine without a compiler is known at once.
 	var syms []ktab.Symbol
 	if *symbols != "" {
 		if syms, err = readSymbols(*symbols); err != nil {
 			return err
 		}
+	}
+	if err := calibrate.CheckCompiler(*cc); err != nil {
+		return usagef("%v", err)
+	}
+	opt := calibrate.Options{CC: *cc, Regimes: regimes, Quick: *quick, Check: *check, Progress: stderr,
+		Command: strings.TrimSpace("kpsim calibrate " + strings.Join(args, " "))}
+	if *symbols != "" {
 		opt.TablesName = *symbols
 	}
 	k, _, err := imf.load()
@@ -199,7 +202,8 @@ func (g *ghzFlag) clock(costs *sim.CostTable) (scenarios.Clock, error) {
 }
 
 // load returns the cost table the flags select, warning on stderr when a
-// cost file was calibrated on another CPU.
+// cost file was calibrated on another CPU or by a --quick calibration; a
+// cost file that sets no weight is refused.
 func (c *costFlags) load(stderr io.Writer, cmd string) (*sim.CostTable, error) {
 	base, err := calibrate.Builtin(*c.regime)
 	if err != nil {
@@ -218,8 +222,13 @@ func (c *costFlags) load(stderr io.Writer, cmd string) (*sim.CostTable, error) {
 		return nil, usagef("--costs: %s", err.Error())
 	}
 	calibrate.FillFromBenches(t)
-	if w := t.ForeignCPU(sim.LocalCPU()); w != "" {
-		fmt.Fprintf(stderr, "kpsim %s: %s\n", cmd, w)
+	if calibrate.FileWeights(t) == 0 {
+		return nil, usagef("--costs: %s: no weights (no \"OP CYCLES\" line, no benchmark header): an empty cost file", *c.file)
+	}
+	for _, w := range []string{t.ForeignCPU(sim.LocalCPU()), calibrate.QuickWarning(t)} {
+		if w != "" {
+			fmt.Fprintf(stderr, "kpsim %s: %s\n", cmd, w)
+		}
 	}
 	return t, nil
 }

@@ -67,8 +67,44 @@ func TestCalibrateQuick(t *testing.T) {
 		}
 	}
 	rep, errs, code := runKpsim(append([]string{"run", "many", "--costs", out + ".cold", "--patches", "none"}, smallRun...)...)
-	if code != 0 || strings.Contains(errs, "warning") || !strings.Contains(rep, "weights: "+out+".cold") {
+	// The file says it is a quick one: used, with one warning naming it.
+	if code != 0 || strings.Count(errs, "warning") != 1 || !strings.Contains(errs, "cost file "+out+".cold is a --quick calibration") || !strings.Contains(rep, "weights: "+out+".cold") {
 		t.Fatalf("exit %d, stderr %q, report:\n%s", code, errs, rep)
+	}
+}
+
+// TestCostFileChecks: a cost file that sets no weight is refused (one
+// line, exit 2); a --quick calibration's file is used with a warning
+// naming it; a full calibration's without one.
+func TestCostFileChecks(t *testing.T) {
+	dir := t.TempDir()
+	cpu := ""
+	if local := sim.LocalCPU(); local != "" {
+		cpu = "#: cpu: " + local + "\n" // no foreign-CPU warning
+	}
+	for _, tc := range []struct {
+		name, body string
+		code       int
+		want       string // in stderr ("" : stderr empty)
+	}{
+		{"empty", "", 2, "no weights"},
+		{"comments", "# kpsim cost file\n#: format: kpsim-costs 1\n\n", 2, "no weights"},
+		{"quick", cpu + "#: regime: cold\n#: quick: true\nkprobe.hash.visit 3\n", 0, "is a --quick calibration"},
+		{"full", cpu + "#: regime: cold\n#: quick: false\nkprobe.hash.visit 3\n", 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := filepath.Join(dir, tc.name+".costs")
+			if err := os.WriteFile(f, []byte(tc.body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, errs, code := runKpsim(append([]string{"run", "many", "--costs", f, "--patches", "none"}, smallRun...)...)
+			if code != tc.code || (tc.want == "") != (errs == "") || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") > 1 {
+				t.Fatalf("exit %d, stderr %q; want exit %d and %q", code, errs, tc.code, tc.want)
+			}
+			if tc.want != "" && !strings.Contains(errs, f) {
+				t.Errorf("stderr %q does not name %s", errs, f)
+			}
+		})
 	}
 }
 

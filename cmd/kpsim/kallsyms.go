@@ -68,9 +68,6 @@ func runKallsyms(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := refuseZeroAddresses(*symbols, syms); err != nil {
-		return err
-	}
 	t, err := ktab.Build(syms, opt)
 	if err != nil {
 		return usagef("%s: %v", *symbols, err)
@@ -103,7 +100,9 @@ func runKallsyms(args []string, stdout, stderr io.Writer) error {
 }
 
 // readSymbols reads the symbol list of --symbols (System.map or
-// /proc/kallsyms); its errors are usage errors.
+// /proc/kallsyms) for every command that takes one (kallsyms dump, run
+// kallsyms, calibrate), with one validation: its errors are usage errors,
+// and a list whose addresses are all zero is refused.
 func readSymbols(path string) ([]ktab.Symbol, error) {
 	f, err := input.Open(path, input.MaxSymbols)
 	if err != nil {
@@ -113,6 +112,9 @@ func readSymbols(path string) ([]ktab.Symbol, error) {
 	syms, err := ktab.ParseSymbols(path, bufio.NewReaderSize(f, 1<<20))
 	if err != nil {
 		return nil, usagef("%v", err)
+	}
+	if err := refuseZeroAddresses(path, syms); err != nil {
+		return nil, err
 	}
 	return syms, nil
 }

@@ -7,6 +7,7 @@
 //	kpsim image  [image flags] [--format table|json]
 //	kpsim decode [image flags] [--func NAME | --all] [--summary]
 //	kpsim run many [image flags] [--n N] [--patches LIST]... [--ablation [--detail]] [--ghz F] [--format table|json|csv|bench] [--out FILE]
+//	kpsim targets [image flags] [--traceable|--blacklisted|--notrace] [--module M] [--format table|json] [GLOB...]
 //	kpsim calibrate [--out FILE] [--cc CC] [--regime hot|cold|both] [--quick]
 //	kpsim cache list|size|clean [--older-than DURATION] [--all] [--max SIZE]
 //	kpsim list
@@ -51,6 +52,7 @@ func init() {
 		{"sweep", sweepUsage, "run a scenario at several N: totals, fits of a + b·N + c·N², growth exponents, plots", runSweep},
 		{"report", reportUsage, "write one self-contained HTML (plots inline) or Markdown report of a run or a sweep", runReport},
 		calibrateCommand,
+		{"targets", targetsUsage, targetsDoc, runTargets},
 		{"explain", explainUsage, "print the decision trail of one probe: every check, what it looked at and what it decided", runExplain},
 		soakCommand,
 		cacheCommand,
@@ -185,19 +187,27 @@ func newFlagSet(c string, stdout io.Writer) *flag.FlagSet {
 // (cli.go) prints the help from this flag set. Under describe (cli.go)
 // it hands the defined flag set back instead of parsing.
 func parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	pos, err := parseArgs(fs, args, stdout)
+	if err == nil && len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	return err
+}
+
+// parseArgs is parse for a command that takes arguments besides its
+// flags: it returns them (before, between or after the flags; after "--"
+// every word is one).
+func parseArgs(fs *flag.FlagSet, args []string, stdout io.Writer) ([]string, error) {
 	if d, ok := stdout.(*describer); ok {
 		d.sets = append(d.sets, fs)
-		return errDescribe
+		return nil, errDescribe
 	}
 	err := fs.Parse(noFlags(fs, args))
 	if errors.Is(err, flag.ErrHelp) {
-		return errHelp
+		return nil, errHelp
 	}
 	if err != nil {
-		return usagef("%s%s", err.Error(), flagSuggestion(fs, err))
+		return nil, usagef("%s%s", err.Error(), flagSuggestion(fs, err))
 	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
-	}
-	return nil
+	return fs.Args(), nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -23,6 +24,7 @@ func TestRefusals(t *testing.T) {
 		{[]string{"run", "kallsyms", "--symbols", symbols, "--kernel", "/nonexistent/vmlinuz"}, "--kernel: conflicts with --symbols"},
 		{[]string{"run", "kallsyms", "--symbols", zero}, "every address is 0"},
 		{[]string{"kallsyms", "dump", "--symbols", zero}, "every address is 0"},
+		{[]string{"calibrate", "--quick", "--out", filepath.Join(t.TempDir(), "w.json"), "--symbols", zero}, "every address is 0"},
 		{[]string{"run", "many", "--patches", "seris"}, `did you mean "series"?`},
 		{[]string{"run", "many", "--patches", "series,kprobe-tre"}, `did you mean "kprobe-tree"?`},
 		{[]string{"swep"}, `did you mean "sweep"?`},

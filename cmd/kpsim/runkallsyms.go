@@ -89,9 +89,6 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 		if syms, err = readSymbols(*symbols); err != nil {
 			return err
 		}
-		if err := refuseZeroAddresses(*symbols, syms); err != nil {
-			return err
-		}
 		kernel = *symbols + " (module symbols not modelled for symbol files)"
 	} else {
 		k, _, err := imf.load()

@@ -97,7 +97,7 @@ func WriteCostFile(w io.Writer, res *Result, regime string) error {
 	if res.Kallsyms != "" {
 		fmt.Fprintf(bw, "#: kallsyms: %s\n", oneLine(res.Kallsyms))
 	}
-	fmt.Fprintf(bw, "#: quick: %v\n", res.Quick)
+	fmt.Fprintf(bw, "#: %s: %v\n", MetaQuick, res.Quick)
 	if res.Command != "" {
 		fmt.Fprintf(bw, "#: command: %s\n", oneLine(res.Command))
 	}
@@ -167,4 +167,31 @@ func FillFromBenches(t *sim.CostTable) []string {
 		filled = append(filled, o.Name)
 	}
 	return filled
+}
+
+// MetaQuick is the header key WriteCostFile records a --quick calibration
+// under ("#: quick: true").
+const MetaQuick = "quick"
+
+// FileWeights counts the weights t's file set: its "OP CYCLES" lines and
+// the measured ops FillFromBenches filled from its benchmark header. A
+// cost file that sets none (empty, or comments only) is no cost file.
+func FileWeights(t *sim.CostTable) int {
+	n := 0
+	for i := range sim.Ops() {
+		src := t.Source(sim.OpAt(i))
+		if strings.HasPrefix(src, t.Name+":") || strings.HasPrefix(src, t.Name+" header ") {
+			n++
+		}
+	}
+	return n
+}
+
+// QuickWarning returns a warning naming t's file when it was written by
+// a --quick calibration (its header says "#: quick: true"), or "".
+func QuickWarning(t *sim.CostTable) string {
+	if t.Meta.Extra[MetaQuick] != "true" {
+		return ""
+	}
+	return fmt.Sprintf("warning: cost file %s is a --quick calibration (tiny sizes, 3 repetitions): its weights are noisy, a smoke test's; run kpsim calibrate without --quick for weights to use", t.Name)
 }
