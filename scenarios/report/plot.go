@@ -283,19 +283,37 @@ func PlotCaption(s *scenarios.Sweep) []string {
 		}
 		out = append(out, "kernel: "+kern+". weights: "+w+".")
 	}
-	var sets []string
+	// One entry per switch set: a sweep over doors names its runs
+	// SET@DOOR, and the set's switches are the same at every door.
+	var sets, why []string
+	seen := map[string]bool{}
+	missing := map[string][]string{} // why a run has no curve -> the runs
 	for _, r := range s.Runs {
+		if r.NoFit != "" {
+			if missing[r.NoFit] == nil {
+				why = append(why, r.NoFit)
+			}
+			missing[r.NoFit] = append(missing[r.NoFit], r.Name)
+		}
+		set, _, _ := strings.Cut(r.Name, "@")
+		if seen[set] {
+			continue
+		}
+		seen[set] = true
 		sw := "no switch"
 		if len(r.Patches) > 0 {
 			sw = strings.Join(r.Patches, ", ")
 		}
-		sets = append(sets, fmt.Sprintf("%s = %s", r.Name, sw))
+		sets = append(sets, fmt.Sprintf("%s = %s", set, sw))
 	}
 	via := ""
 	if s.Via != "" {
 		via = fmt.Sprintf(" (via %s)", s.Via)
 	}
 	out = append(out, "switches"+via+": "+strings.Join(sets, "; ")+".")
+	for _, w := range why {
+		out = append(out, "not drawn ("+w+"): "+strings.Join(missing[w], ", ")+".")
+	}
 	v := scenarios.BuildVersion()
 	if s.Meta != nil {
 		v = s.Meta.Kpsim

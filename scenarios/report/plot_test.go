@@ -164,3 +164,32 @@ func ExamplePlotCaption() {
 	// switches (via register_kprobe): none = no switch; series = kprobe-tree, iter-can-probe.
 	// made by kpsim (devel) 0123456789ab go1.26.
 }
+
+// TestPlotCaptionDoors: a sweep over doors names each switch set once,
+// and the caption names the runs whose curve is not drawn, and why.
+func TestPlotCaptionDoors(t *testing.T) {
+	s := plotSweep()
+	for _, r := range s.Runs {
+		r.Name += "@register_kprobe"
+	}
+	for _, name := range []string{"none@kprobe_events", "series@kprobe_events"} {
+		set, _, _ := strings.Cut(name, "@")
+		r := &scenarios.SweepRun{Name: name, NoFit: "attached no probe at any N"}
+		if set == "series" {
+			r.Patches = s.Runs[1].Patches
+		}
+		for _, n := range s.Ns {
+			r.Points = append(r.Points, scenarios.SweepPoint{N: n, EstCycles: 1000, Targets: n})
+		}
+		s.Runs = append(s.Runs, r)
+	}
+	got := strings.Join(PlotCaption(s), "\n")
+	for _, want := range []string{
+		"switches (via register_kprobe): none = no switch; series = kprobe-tree, iter-can-probe.",
+		"not drawn (attached no probe at any N): none@kprobe_events, series@kprobe_events.",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("caption lacks %q:\n%s", want, got)
+		}
+	}
+}
