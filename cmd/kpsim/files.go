@@ -118,6 +118,15 @@ func (s *fileSet) out(name, path string) (*atomicFile, error) {
 	return openOut(name, path)
 }
 
+// report opens --out (path) for a command's report; without it the
+// report goes to stdout, registered so no other output may be "-".
+func (s *fileSet) report(path string) (*atomicFile, error) {
+	if err := s.stdoutReport(path); err != nil {
+		return nil, err
+	}
+	return s.out("out", path)
+}
+
 // stdoutReport registers the report a command prints on stdout when its
 // --out (path) is not given, so no other output may be "-".
 func (s *fileSet) stdoutReport(path string) error {

@@ -223,10 +223,7 @@ func (f *bpfFlags) openOut() error {
 	if err != nil {
 		return err
 	}
-	if err := files.stdoutReport(f.out); err != nil {
-		return err
-	}
-	f.sink, err = files.out("out", f.out)
+	f.sink, err = files.report(f.out)
 	return err
 }
 

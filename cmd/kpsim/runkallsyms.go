@@ -73,10 +73,7 @@ func runKallsymsScenario(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := files.stdoutReport(*out); err != nil {
-		return err
-	}
-	sink, err := files.out("out", *out)
+	sink, err := files.report(*out)
 	if err != nil {
 		return err
 	}

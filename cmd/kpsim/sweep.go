@@ -165,10 +165,7 @@ func parseSweep(name string, args []string, stdout io.Writer, formats []string) 
 // caller aborts the files it gets back, on error too.
 func (j *sweepJob) run(stdout, stderr io.Writer) (out, plot *atomicFile, reps []*scenarios.ManyReport, err error) {
 	files := &fileSet{stdout: stdout}
-	if err = files.stdoutReport(j.out); err != nil {
-		return nil, nil, nil, err
-	}
-	if out, err = files.out("out", j.out); err != nil {
+	if out, err = files.report(j.out); err != nil {
 		return nil, nil, nil, err
 	}
 	if plot, err = files.out("plot", j.plot); err != nil {

@@ -274,23 +274,7 @@ func ablationTable(w io.Writer, r *scenarios.ManyReport, a *scenarios.AblationSu
 		}
 		rows = append(rows, row)
 	}
-	ws := make([]int, len(rows[0]))
-	for _, row := range rows {
-		for i, c := range row {
-			ws[i] = max(ws[i], textWidth(c))
-		}
-	}
-	for _, row := range rows {
-		var b strings.Builder
-		for i, c := range row {
-			if i == 0 {
-				b.WriteString(" " + c + strings.Repeat(" ", ws[0]-textWidth(c)))
-				continue
-			}
-			b.WriteString("  " + pad(c, ws[i]))
-		}
-		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
-	}
+	writeColumns(w, " ", rows)
 	writeWrapped(w, " vs none, vs series: Δ of the task's estimated cycles against that run (negative: cheaper). alone: the switch with what it needs (an iter-* switch with kprobe-tree, reservation-btree with every index). series run: the series without the switch, or with it for an alternative design; - for a switch outside the series.", " ")
 	rt.footnote(w)
 	if len(differ) > 0 {

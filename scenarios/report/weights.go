@@ -63,7 +63,7 @@ func remainderTable(w io.Writer, r *scenarios.ManyReport) {
 	}
 	add(task, "task")
 	add(outside, "outside")
-	writeColumns(w, rows)
+	writeColumns(w, "   ", rows)
 	for i, s := range srcs {
 		writeWrapped(w, fmt.Sprintf("   [%d] %s", i+1, s), "       ")
 	}
@@ -90,7 +90,7 @@ func sensitivityTable(w io.Writer, r *scenarios.ManyReport) {
 			fmt.Sprintf("%.2fx", x.RatioLo), fmt.Sprintf("%.2fx", x.RatioHi), fmt.Sprintf("%.2f", x.Swing),
 			strconv.FormatFloat(100*x.Share, 'f', 1, 64) + "%"})
 	}
-	writeColumns(w, rows)
+	writeColumns(w, "   ", rows)
 	var moving int
 	for _, x := range s.Rows {
 		if x.Swing != 0 {
@@ -113,19 +113,20 @@ func sensitivityTable(w io.Writer, r *scenarios.ManyReport) {
 	}
 }
 
-// writeColumns prints rows as right-aligned columns (the first left-aligned).
-func writeColumns(w io.Writer, rows [][]string) {
+// writeColumns prints rows as right-aligned columns (the first
+// left-aligned, after indent), widths in runes.
+func writeColumns(w io.Writer, indent string, rows [][]string) {
 	ws := make([]int, len(rows[0]))
 	for _, row := range rows {
 		for i, c := range row {
-			ws[i] = max(ws[i], len(c))
+			ws[i] = max(ws[i], textWidth(c))
 		}
 	}
 	for _, row := range rows {
 		var b strings.Builder
 		for i, c := range row {
 			if i == 0 {
-				b.WriteString("   " + c + strings.Repeat(" ", ws[0]-len(c)))
+				b.WriteString(indent + c + strings.Repeat(" ", ws[0]-textWidth(c)))
 				continue
 			}
 			b.WriteString("  " + pad(c, ws[i]))
