@@ -170,7 +170,7 @@ func BPFAttachWarnings(run *BPFRunReport, fprobe bool, fprobeWhy string) []Attac
 }
 
 // Warnings returns the sweep's flagged runs, one line per run and cause:
-// "RUN at N=A,B: TEXT" with the text of the last such N.
+// "RUN at N=A,B (figures of N=B): TEXT", the text of the last such N.
 func (s *Sweep) Warnings() []string {
 	var out []string
 	for _, run := range s.Runs {
@@ -186,7 +186,11 @@ func (s *Sweep) Warnings() []string {
 			}
 		}
 		for _, c := range causes {
-			out = append(out, fmt.Sprintf("%s at N=%s: %s", run.Name, strings.Join(ns[c], ","), last[c]))
+			at := strings.Join(ns[c], ",")
+			if n := len(ns[c]); n > 1 { // the text's figures are the last N's
+				at += " (figures of N=" + ns[c][n-1] + ")"
+			}
+			out = append(out, fmt.Sprintf("%s at N=%s: %s", run.Name, at, last[c]))
 		}
 	}
 	return out

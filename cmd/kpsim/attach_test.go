@@ -28,12 +28,12 @@ func TestSweepZeroAttach(t *testing.T) {
 			t.Errorf("allow=%v: exit %d, want %d: %s", tc.allow, code, tc.code, stderr)
 		}
 		lines := strings.Split(strings.TrimSpace(stderr), "\n")
-		if len(lines) != 1 || !strings.HasPrefix(lines[0], "kpsim sweep: warning: none@perf_kprobe at N=20,40: attached none of its 40 targets via perf_kprobe") ||
+		if len(lines) != 1 || !strings.HasPrefix(lines[0], "kpsim sweep: warning: none@perf_kprobe at N=20,40 (figures of N=40): attached none of its 40 targets via perf_kprobe") ||
 			!strings.Contains(lines[0], "within_notrace_func") || !strings.Contains(lines[0], "use --traced or --targets traceable") {
 			t.Errorf("allow=%v: stderr %q, want one warning naming notrace and --traced", tc.allow, stderr)
 		}
 		for _, want := range []string{
-			" WARNING none@perf_kprobe at N=20,40: attached none",
+			" WARNING none@perf_kprobe at N=20,40 (figures of N=40): attached none",
 			" none@perf_kprobe: no fit, no exponent, no plotted curve: it attached no probe at any N",
 			"none@perf_kprobe         0/20 (20, 0)  0/40 (40, 0)",
 			"none@register_kprobe     20/20  40/40",
