@@ -127,9 +127,11 @@ func plotLayout(s *scenarios.Sweep, o PlotOptions) ([]byte, PlotLayout, error) {
 		return nil, lay, err
 	}
 	p := plot.New()
-	what, unit := "estimated kernel cycles", "cycles"
+	// The sweep's figure is the system's (every context: the task, the
+	// optimizer's kworker and the other CPUs' IPI handlers; perf stat -a).
+	what, unit := "estimated kernel cycles, all contexts", "cycles"
 	if d.PerProbe {
-		what, unit = "estimated kernel cycles per probe", "cycles/probe"
+		what, unit = "estimated kernel cycles per probe, all contexts", "cycles/probe"
 	}
 	scale := "log-log"
 	if !d.Log {
