@@ -109,6 +109,7 @@ func plotData(t *testing.T, svg string) plotCurves {
 // drops the rest of that write (as the kernel does); the run warns,
 // names --lines-per-write 1 and exits 3. With one line per write every
 // line is attempted, and a partial refusal is normal: exit 0, no warning.
+// With --enable none (the default) the report notes that nothing is armed.
 func TestKprobeEventsUnattempted(t *testing.T) {
 	dir := t.TempDir()
 	list := filepath.Join(dir, "list")
@@ -124,9 +125,15 @@ func TestKprobeEventsUnattempted(t *testing.T) {
 	if !strings.Contains(out, "1 registered of 4 targets") || !strings.Contains(out, " WARNING none: left 2 of its 4 targets unattempted") {
 		t.Errorf("the report does not flag the run:\n%s", out)
 	}
-	_, stderr, code = runKpsim(append(base, "--lines-per-write", "1")...)
-	if code != 0 || stderr != "" {
-		t.Errorf("--lines-per-write 1: exit %d, stderr %q; want 0 and nothing", code, stderr)
+	// The other default of the door: the events stay disabled, so nothing
+	// is armed or optimized; the report says so (a note, not a warning).
+	const note = " note: --enable none (the default): the events are registered but never enabled"
+	if !strings.Contains(out, note) {
+		t.Errorf("the report does not say the events were never enabled:\n%s", out)
+	}
+	out, stderr, code = runKpsim(append(base, "--lines-per-write", "1", "--enable", "each")...)
+	if code != 0 || stderr != "" || strings.Contains(out, note) {
+		t.Errorf("--lines-per-write 1 --enable each: exit %d, stderr %q; want 0, nothing and no note", code, stderr)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kpsim/kpsim/doors"
 	"github.com/kpsim/kpsim/scenarios"
 )
 
@@ -193,6 +194,10 @@ func decisionsTable(w io.Writer, r *scenarios.ManyReport, brief bool) {
 	}
 	for _, l := range r.AttachWarnings() {
 		writeWrapped(w, " WARNING "+l, "   ")
+	}
+	if e, _ := r.Params["enable"].(string); r.Via == doors.ViaKprobeEvents && (e == "" || e == string(doors.EnableNone)) {
+		// Not a warning: registration alone is a measurement of its own.
+		writeWrapped(w, " note: --enable none (the default): the events are registered but never enabled, so no probe is armed or optimized (optimize_kprobe returns at kprobe_disabled); --enable each or group enables them", "   ")
 	}
 }
 
