@@ -129,9 +129,9 @@ func plotLayout(s *scenarios.Sweep, o PlotOptions) ([]byte, PlotLayout, error) {
 	p := plot.New()
 	// The sweep's figure is the system's (every context: the task, the
 	// optimizer's kworker and the other CPUs' IPI handlers; perf stat -a).
-	what, unit := "estimated kernel cycles, all contexts", "cycles"
+	what, unit := "estimated kernel cycles", "cycles, all contexts"
 	if d.PerProbe {
-		what, unit = "estimated kernel cycles per probe, all contexts", "cycles/probe"
+		what, unit = "estimated kernel cycles per probe", "cycles/probe, all contexts"
 	}
 	scale := "log-log"
 	if !d.Log {
@@ -139,7 +139,7 @@ func plotLayout(s *scenarios.Sweep, o PlotOptions) ([]byte, PlotLayout, error) {
 	}
 	p.Title.Text = fmt.Sprintf("kpsim sweep %s: %s, phase %s", s.Scenario, what, d.Phase)
 	p.X.Label.Text = fmt.Sprintf("N (probes registered; %s axes)", scale)
-	p.Y.Label.Text = fmt.Sprintf("%s (%s)", what, unit)
+	p.Y.Label.Text = unit // the title says what they are
 	p.X.Tick.Marker, p.Y.Tick.Marker = siTicks{plot.DefaultTicks{}}, siTicks{plot.DefaultTicks{}}
 	if d.Log {
 		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}

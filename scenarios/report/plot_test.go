@@ -144,7 +144,7 @@ func TestPlotCaption(t *testing.T) {
 		text.WriteString(m[3] + " ")
 	}
 	for _, want := range []string{"synthetic image (profile reference)", "generation 7.3", "weights: built-in cold profile",
-		"none = no switch", "series = kprobe-tree, iter-can-probe", "kpsim (devel) 0123456789ab go1.26", "cycles)"} {
+		"none = no switch", "series = kprobe-tree, iter-can-probe", "kpsim (devel) 0123456789ab go1.26", "cycles, all contexts"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the SVG's text lacks %q:\n%s", want, text.String())
 		}
