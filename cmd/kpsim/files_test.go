@@ -229,15 +229,7 @@ func TestCacheTempRemovedOnSignal(t *testing.T) {
 		dir := t.TempDir()
 		cmd := exec.Command(os.Args[0], "-test.run=^TestKpsimHelper$")
 		cmd.Env = append(os.Environ(), "KPSIM_MAIN_HELPER=cache-temp", "KPSIM_CACHE_DIR="+dir)
-		stdout, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		if err != nil || !strings.HasPrefix(line, "pending") {
-			t.Fatalf("helper said %q (%v)", line, err)
-		}
-		tmp := strings.TrimSpace(strings.TrimPrefix(line, "pending "))
+		tmp := startPending(t, cmd)
 		if _, err := os.Stat(tmp); err != nil {
 			t.Fatal(err)
 		}

@@ -257,19 +257,12 @@ func TestOutputSignalRemovesTemp(t *testing.T) {
 		dir := t.TempDir()
 		cmd := exec.Command(os.Args[0], "-test.run=^TestOutputHelper$")
 		cmd.Env = append(os.Environ(), "KPSIM_OUTPUT_HELPER=wait", "KPSIM_OUTPUT_PATH="+filepath.Join(dir, "r.txt"))
-		stdout, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		if err != nil || !strings.HasPrefix(line, "pending") {
-			t.Fatalf("helper said %q (%v)", line, err)
-		}
+		startPending(t, cmd)
 		if l := leftovers(t, dir); len(l) != 1 {
 			t.Fatalf("want one pending temporary file, have %v", l)
 		}
 		cmd.Process.Signal(sig)
-		err = cmd.Wait()
+		err := cmd.Wait()
 		ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
 		if !ok || !ws.Signaled() || ws.Signal() != sig {
 			t.Errorf("%v: helper ended with %v, not by the signal", sig, err)
@@ -301,14 +294,7 @@ func TestOutputSignalIgnoredAtStart(t *testing.T) {
 	// The shell ignores SIGINT and execs the helper, which inherits SIG_IGN.
 	cmd := exec.Command("sh", "-c", `trap "" INT; exec "$0" -test.run='^TestOutputHelper$'`, os.Args[0])
 	cmd.Env = append(os.Environ(), "KPSIM_OUTPUT_HELPER=wait-commit", "KPSIM_OUTPUT_PATH="+out)
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "pending") {
-		t.Fatalf("helper said %q (%v)", line, err)
-	}
+	startPending(t, cmd)
 	cmd.Process.Signal(syscall.SIGINT)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -356,4 +342,20 @@ func TestOutputHelper(t *testing.T) {
 	default:
 		t.Skip("helper process only")
 	}
+}
+
+// startPending starts a helper process and waits for its "pending ..."
+// line (an output or cache entry is then half-written); it returns the
+// line's rest.
+func startPending(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "pending") {
+		t.Fatalf("helper said %q (%v)", line, err)
+	}
+	return strings.TrimSpace(strings.TrimPrefix(line, "pending"))
 }
