@@ -2,7 +2,8 @@ package scenarios
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/kpsim/kpsim/doors"
@@ -107,7 +108,7 @@ func noneRemedy(r *RunResult, o ManyOptions) string {
 // topReason names the commonest deciding check.
 func topReason(reasons map[string]int) string {
 	best, n := "", 0
-	for _, k := range sortedNames(reasons) {
+	for _, k := range slices.Sorted(maps.Keys(reasons)) {
 		if reasons[k] > n {
 			best, n = k, reasons[k]
 		}
@@ -121,28 +122,26 @@ func topReason(reasons map[string]int) string {
 // countList writes {EINVAL:3, ENOENT:1} as EINVAL:3,ENOENT:1.
 func countList(m map[string]int) string {
 	var parts []string
-	for _, k := range sortedNames(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s:%d", k, m[k]))
 	}
 	return strings.Join(parts, ",")
 }
 
-func sortedNames(m map[string]int) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
 // AttachWarnings returns every flagged run's warnings as "RUN: TEXT"
 // lines, in run order.
 func (rep *ManyReport) AttachWarnings() []string {
+	return warningLines(rep.Runs, func(r *RunResult) (string, []AttachWarning) { return r.Name, r.AttachWarnings })
+}
+
+// warningLines is the "RUN: TEXT" lines of runs' warnings, in run order
+// (run many's and the BPF commands' reports alike).
+func warningLines[R any](runs []R, of func(R) (string, []AttachWarning)) []string {
 	var out []string
-	for _, run := range rep.Runs {
-		for _, w := range run.AttachWarnings {
-			out = append(out, run.Name+": "+w.Text)
+	for _, run := range runs {
+		name, ws := of(run)
+		for _, w := range ws {
+			out = append(out, name+": "+w.Text)
 		}
 	}
 	return out

@@ -55,13 +55,7 @@ type BPFRunReport struct {
 // AttachWarnings returns every flagged run's warnings as "RUN: TEXT"
 // lines, in run order.
 func (rep *BPFReport) AttachWarnings() []string {
-	var out []string
-	for _, run := range rep.Runs {
-		for _, w := range run.AttachWarnings {
-			out = append(out, run.Name+": "+w.Text)
-		}
-	}
-	return out
+	return warningLines(rep.Runs, func(r *BPFRunReport) (string, []AttachWarning) { return r.Name, r.AttachWarnings })
 }
 
 // BPFReport is a session/multi report.

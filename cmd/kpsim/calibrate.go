@@ -193,9 +193,7 @@ func addGHzFlag(fs *flag.FlagSet) *ghzFlag {
 // else a usage error): one conversion for every command
 // (scenarios.ClockFor).
 func (g *ghzFlag) clock(costs *sim.CostTable) (scenarios.Clock, error) {
-	set := false
-	g.fs.Visit(func(f *flag.Flag) { set = set || f.Name == "ghz" })
-	if set && !(g.ghz > 0 && !math.IsInf(g.ghz, 0)) {
+	if g.fs.Changed("ghz") && !(g.ghz > 0 && !math.IsInf(g.ghz, 0)) {
 		return scenarios.Clock{}, usagef("--ghz: want a clock frequency in GHz above 0, got %v", g.ghz)
 	}
 	return scenarios.ClockFor(costs, g.ghz), nil
